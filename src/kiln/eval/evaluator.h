@@ -1,0 +1,63 @@
+// The reference evaluator: runs any HLO module directly on the host, slowly and exactly, with
+// XLA's semantics. It is the oracle every backend is checked against.
+//
+// Accuracy over speed: arithmetic on narrow floats (f16, bf16, f8) is done in f32 and rounded
+// back per operation, as XLA's own evaluator does; dots and convolutions accumulate in the
+// wider of f32 and the operand type. Not absurdly slow: simple scalar computations (reducers,
+// comparators, combiners) are recognized and run natively rather than interpreted per element.
+//
+// An opcode the evaluator cannot run is an Unimplemented error "unsupported: <op> at line L".
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "kiln/base/status.h"
+#include "kiln/hlo/literal.h"
+#include "kiln/hlo/module.h"
+
+namespace kiln {
+
+struct EvaluatorOptions {
+  // Seed of the stateful `rng` op's generator (rng-bit-generator is stateless and ignores it).
+  uint64_t rng_seed = 0;
+  // Values of replica-id and partition-id (the evaluator runs one replica).
+  int64_t replica_id = 0;
+  int64_t partition_id = 0;
+  // Stop a while loop after this many iterations with an error (-1 = no limit).
+  int64_t max_loop_iterations = -1;
+};
+
+class Evaluator {
+ public:
+  explicit Evaluator(EvaluatorOptions options = {});
+
+  // Runs the module's entry computation; one argument per entry parameter, shapes compatible
+  // with the parameters' (layouts are ignored). Returns the root's value (a tuple literal for a
+  // tuple root).
+  StatusOr<Literal> Run(const HloModule& module, std::span<const Literal> args);
+
+  // Evaluates one computation with the given arguments (used for called computations).
+  StatusOr<Literal> Evaluate(const HloComputation& computation,
+                             std::span<const Literal* const> args);
+
+  // Evaluates a scalar computation of two (or 2N) scalar arguments -- a reducer, comparator or
+  // combiner -- on the given scalars. Recognized simple computations (add, max, a single compare,
+  // ...) take a fast native path.
+  StatusOr<Literal> EvaluateScalar(const HloComputation& computation,
+                                   std::span<const Literal* const> args);
+
+  const EvaluatorOptions& options() const { return options_; }
+  // State of the stateful rng op (advanced by each rng evaluation).
+  uint64_t& rng_state() { return rng_state_; }
+
+ private:
+  EvaluatorOptions options_;
+  uint64_t rng_state_;
+  int depth_ = 0;
+};
+
+// Runs a module on arguments with default options.
+StatusOr<Literal> EvaluateModule(const HloModule& module, std::span<const Literal> args);
+
+}  // namespace kiln
