@@ -23,6 +23,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterShapeKernels(*r);
     RegisterReduceKernels(*r);
     RegisterIndexingKernels(*r);
+    RegisterGatherScatterKernels(*r);
     RegisterDotConvKernels(*r);
     RegisterSortKernels(*r);
     RegisterMiscKernels(*r);
@@ -128,6 +129,12 @@ StatusOr<Literal> Evaluator::Evaluate(const HloComputation& computation,
   auto it = values.find(computation.root_instruction());
   if (it == values.end()) return Internal("evaluator: root of ", computation.name(), " has no value");
   return std::move(it->second);
+}
+
+// The general path; scalar.cc may add recognized fast paths in front of it.
+StatusOr<Literal> Evaluator::EvaluateScalar(const HloComputation& computation,
+                                            std::span<const Literal* const> args) {
+  return Evaluate(computation, args);
 }
 
 StatusOr<Literal> EvaluateModule(const HloModule& module, std::span<const Literal> args) {

@@ -38,7 +38,8 @@ void RegisterControlFlowKernels(KernelRegistry& r);  // parameter-free structura
 void RegisterElementwiseKernels(KernelRegistry& r);  // unary/binary/ternary math, convert, compare
 void RegisterShapeKernels(KernelRegistry& r);        // broadcast, reshape, transpose, slice, pad, ...
 void RegisterReduceKernels(KernelRegistry& r);       // reduce, reduce-window, select-and-scatter
-void RegisterIndexingKernels(KernelRegistry& r);     // gather, scatter, dynamic-(update-)slice
+void RegisterIndexingKernels(KernelRegistry& r);     // dynamic-slice, dynamic-update-slice
+void RegisterGatherScatterKernels(KernelRegistry& r);  // gather, scatter
 void RegisterDotConvKernels(KernelRegistry& r);      // dot, convolution, ragged-dot
 void RegisterSortKernels(KernelRegistry& r);         // sort, topk
 void RegisterMiscKernels(KernelRegistry& r);         // rng, fft, cholesky, triangular-solve, scan,
