@@ -123,6 +123,8 @@ struct HloAttributes {
 
   // Attributes kiln does not interpret, kept verbatim in the order read: ("name", "text").
   std::vector<std::pair<std::string, std::string>> extra;
+
+  bool operator==(const HloAttributes&) const = default;
 };
 
 class HloInstruction {
