@@ -1,0 +1,354 @@
+// HLO parser: literals (the values of constants) and deterministic filling of elided ones.
+#include <charconv>
+#include <functional>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "kiln/base/strings.h"
+#include "kiln/hlo/parser_internal.h"
+
+namespace kiln {
+namespace parser_internal {
+
+namespace {
+
+// Element count of an array shape, or -1 if it overflows.
+int64_t SafeElementCount(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t i = 0; i < shape.rank(); ++i) {
+    int64_t d = shape.dimensions(i);
+    if (d == Shape::kUnboundedSize || d < 0) return -1;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+// Largest byte size a filled (elided) constant may take.
+constexpr int64_t kMaxFilledBytes = int64_t{1} << 31;
+
+// Parses a decimal floating value; handles subnormals and rejects overflow of finite text.
+bool ParseFloatText(std::string_view text, double* out) {
+  double v = 0;
+  auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec == std::errc() && r.ptr == text.data() + text.size()) {
+    *out = v;
+    return true;
+  }
+  if (r.ec == std::errc::result_out_of_range) {
+    std::string copy(text);
+    char* end = nullptr;
+    v = std::strtod(copy.c_str(), &end);
+    if (end != copy.c_str() + copy.size() || std::isinf(v)) return false;
+    *out = v;
+    return true;
+  }
+  return false;
+}
+
+bool ParseFloatText(std::string_view text, float* out) {
+  float v = 0;
+  auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec == std::errc() && r.ptr == text.data() + text.size()) {
+    *out = v;
+    return true;
+  }
+  if (r.ec == std::errc::result_out_of_range) {
+    std::string copy(text);
+    char* end = nullptr;
+    v = std::strtof(copy.c_str(), &end);
+    if (end != copy.c_str() + copy.size() || std::isinf(v)) return false;
+    *out = v;
+    return true;
+  }
+  return false;
+}
+
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+namespace {
+
+// Parses one scalar element of array type `type` at the lexer and stores it at linear index i.
+class ElementParser {
+ public:
+  ElementParser(HloParser* p, Literal* lit) : p_(p), lit_(lit) {}
+
+  Status Parse(int64_t i) {
+    PrimitiveType t = lit_->shape().element_type();
+    return ArrayTypeSwitch(t, [&](auto tag) -> Status {
+      using T = NativeTypeOf<decltype(tag)::value>;
+      return ParseTyped<T>(i);
+    });
+  }
+
+ private:
+  template <typename T>
+  Status ParseTyped(int64_t i) {
+    Lexer& lex = p_->lexer();
+    const Token t = lex.Peek();
+    if constexpr (std::is_same_v<T, bool>) {
+      if (t.kind == TokKind::kIdent && (t.text == "true" || t.text == "false")) {
+        lex.Next();
+        lit_->data<bool>()[i] = t.text == "true";
+        return OkStatus();
+      }
+      if (t.kind == TokKind::kInt && (t.text == "0" || t.text == "1")) {
+        lex.Next();
+        lit_->data<bool>()[i] = t.text == "1";
+        return OkStatus();
+      }
+      return p_->Expected("pred value (true or false)");
+    } else if constexpr (kIsIntegralNative<T>) {
+      if (t.kind != TokKind::kInt) return p_->Expected("integer");
+      lex.Next();
+      constexpr bool kSigned = IsSigned<T>();
+      constexpr int kBits = Bits<T>();
+      if constexpr (kSigned) {
+        int64_t v = 0;
+        auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+        int64_t lo = kBits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (kBits - 1));
+        int64_t hi = kBits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (kBits - 1)) - 1;
+        if (r.ec != std::errc() || v < lo || v > hi)
+          return p_->ErrorAt(t.offset, StrCat("integer ", t.text, " out of range for ",
+                                              PrimitiveTypeName(lit_->shape().element_type())));
+        lit_->data<T>()[i] = static_cast<T>(v);
+      } else {
+        uint64_t v = 0;
+        auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
+        uint64_t hi = kBits == 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << kBits) - 1;
+        if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size() || v > hi)
+          return p_->ErrorAt(t.offset, StrCat("integer ", t.text, " out of range for ",
+                                              PrimitiveTypeName(lit_->shape().element_type())));
+        lit_->data<T>()[i] = static_cast<T>(v);
+      }
+      return OkStatus();
+    } else if constexpr (kIsComplexNative<T>) {
+      using C = typename T::value_type;
+      KILN_RETURN_IF_ERROR(p_->Expect(TokKind::kLparen, "'(' (complex value)"));
+      C re, im;
+      KILN_RETURN_IF_ERROR(ParseFloating<C>(&re));
+      KILN_RETURN_IF_ERROR(p_->Expect(TokKind::kComma, "','"));
+      KILN_RETURN_IF_ERROR(ParseFloating<C>(&im));
+      KILN_RETURN_IF_ERROR(p_->Expect(TokKind::kRparen, "')'"));
+      lit_->data<T>()[i] = T(re, im);
+      return OkStatus();
+    } else {
+      // Real floating types: parse into float (or double for f64), then narrow exactly.
+      using Wide = std::conditional_t<std::is_same_v<T, double>, double, float>;
+      Wide v;
+      KILN_RETURN_IF_ERROR(ParseFloating<Wide>(&v));
+      lit_->data<T>()[i] = T(v);
+      return OkStatus();
+    }
+  }
+
+  template <typename T>
+  static constexpr bool IsSigned() {
+    if constexpr (kIsIntN<T>) return T::kSigned;
+    else return std::is_signed_v<T>;
+  }
+  template <typename T>
+  static constexpr int Bits() {
+    if constexpr (kIsIntN<T>) return T::kBits;
+    else return static_cast<int>(sizeof(T) * 8);
+  }
+
+  // float ::= int | decimal | 'inf' | '-inf' | 'nan' | '-nan' | 'nan' '(' hex ')'
+  template <typename W>
+  Status ParseFloating(W* out) {
+    Lexer& lex = p_->lexer();
+    const Token t = lex.Peek();
+    if (t.kind == TokKind::kIdent) {
+      bool neg = !t.text.empty() && t.text[0] == '-';
+      std::string_view word = neg ? t.text.substr(1) : t.text;
+      if (word == "inf") {
+        lex.Next();
+        *out = neg ? -std::numeric_limits<W>::infinity() : std::numeric_limits<W>::infinity();
+        return OkStatus();
+      }
+      if (word == "nan") {
+        lex.Next();
+        W nan = std::numeric_limits<W>::quiet_NaN();
+        *out = neg ? -nan : nan;
+        // Optional payload: nan(0x...) — accepted, payload not kept.
+        if (lex.PeekKind() == TokKind::kLparen) {
+          std::string_view raw;
+          if (!lex.ScanBalanced(&raw)) return p_->Expected("')' after NaN payload");
+        }
+        return OkStatus();
+      }
+    }
+    if (t.kind != TokKind::kInt && t.kind != TokKind::kDecimal)
+      return p_->Expected("floating-point value");
+    lex.Next();
+    if (!ParseFloatText(t.text, out))
+      return p_->ErrorAt(t.offset, StrCat("value ", t.text, " out of range for ",
+                                          PrimitiveTypeName(lit_->shape().element_type())));
+    return OkStatus();
+  }
+
+  HloParser* p_;
+  Literal* lit_;
+};
+
+}  // namespace
+
+// literal ::= scalar                               (rank 0)
+//           | '{' '...' '}'                         (elided)
+//           | array                                 (rank >= 1)
+//           | '(' (literal (',' literal)*)? ')'     (tuple)
+// array ::= '{' (element (',' element)*)? '}'    element ::= scalar | array (by nesting level)
+StatusOr<Literal> HloParser::ParseLiteral(const Shape& shape, bool* elided) {
+  DepthGuard guard(this);
+  if (guard.too_deep()) return TooDeep();
+  *elided = false;
+  // Elided: "{...}".
+  if (lex_.PeekKind() == TokKind::kLbrace) {
+    size_t off = lex_.NextTokenOffset();
+    Lexer::State s = lex_.GetState();
+    lex_.Next();
+    size_t after = lex_.NextTokenOffset();
+    if (lex_.text().substr(after, 3) == "...") {
+      lex_.SetState({after + 3});
+      KILN_RETURN_IF_ERROR(Expect(TokKind::kRbrace, "'}' after '...'"));
+      *elided = true;
+      return Literal();
+    }
+    lex_.SetState(s);
+    (void)off;
+  }
+  if (shape.IsTuple()) {
+    KILN_RETURN_IF_ERROR(Expect(TokKind::kLparen, "'(' (tuple literal)"));
+    std::vector<Literal> elements;
+    for (int64_t i = 0; i < shape.tuple_shapes_size(); ++i) {
+      if (i > 0) KILN_RETURN_IF_ERROR(Expect(TokKind::kComma, "','"));
+      bool sub_elided = false;
+      KILN_ASSIGN_OR_RETURN(Literal e, ParseLiteral(shape.tuple_shapes(i), &sub_elided));
+      if (sub_elided) *elided = true;
+      elements.push_back(std::move(e));
+    }
+    KILN_RETURN_IF_ERROR(Expect(TokKind::kRparen, "')' (end of tuple literal)"));
+    if (*elided) return Literal();
+    return Literal::MakeTuple(std::move(elements));
+  }
+  if (shape.IsToken()) return Literal::Token();
+  if (!shape.IsArray()) return Expected("a constant of array or tuple shape");
+  if (shape.is_dynamic()) return Expected("a constant of static shape");
+  int64_t count = SafeElementCount(shape);
+  // Every element takes at least one character, so the text bounds the count (this keeps
+  // absurd shapes from allocating).
+  size_t remaining = lex_.text().size() - std::min(lex_.text().size(), lex_.NextTokenOffset());
+  if (count < 0 || (count > 0 && static_cast<uint64_t>(count) > remaining))
+    return ErrorAt(lex_.NextTokenOffset(),
+                   StrCat("constant of shape ", shape.ToString(), " has more elements than the text"));
+  Literal lit(Shape(shape.element_type(), shape.dimensions()));
+  if (shape.has_layout()) lit.set_layout(shape.layout());
+  ElementParser elem(this, &lit);
+  if (shape.rank() == 0) {
+    KILN_RETURN_IF_ERROR(elem.Parse(0));
+    return lit;
+  }
+  // "{}" stands for any array without elements.
+  if (count == 0 && lex_.PeekKind() == TokKind::kLbrace) {
+    Lexer::State s = lex_.GetState();
+    lex_.Next();
+    if (TryConsume(TokKind::kRbrace)) return lit;
+    lex_.SetState(s);
+  }
+  int64_t next = 0;
+  const int64_t rank = shape.rank();
+  // Recursion over dimensions, bounded by the depth guard.
+  std::function<Status(int64_t)> level = [&](int64_t d) -> Status {
+    DepthGuard g(this);
+    if (g.too_deep()) return TooDeep();
+    size_t open = lex_.NextTokenOffset();
+    KILN_RETURN_IF_ERROR(Expect(TokKind::kLbrace, "'{'"));
+    int64_t items = 0;
+    if (lex_.PeekKind() != TokKind::kRbrace) {
+      do {
+        if (items >= shape.dimensions(d))
+          return ErrorAt(lex_.NextTokenOffset(),
+                         StrCat("too many elements in dimension ", d, " of constant (size ",
+                                shape.dimensions(d), ")"));
+        if (d == rank - 1) {
+          KILN_RETURN_IF_ERROR(elem.Parse(next++));
+        } else {
+          KILN_RETURN_IF_ERROR(level(d + 1));
+        }
+        ++items;
+      } while (TryConsume(TokKind::kComma));
+    }
+    if (items != shape.dimensions(d))
+      return ErrorAt(open, StrCat("expected ", shape.dimensions(d), " elements in dimension ", d,
+                                  " of constant, found ", items));
+    return Expect(TokKind::kRbrace, "'}' or ','");
+  };
+  KILN_RETURN_IF_ERROR(level(0));
+  return lit;
+}
+
+StatusOr<Literal> HloParser::ParseLiteralOnly(const Shape& shape) {
+  bool elided = false;
+  KILN_ASSIGN_OR_RETURN(Literal lit, ParseLiteral(shape, &elided));
+  if (elided) return ErrorAt(0, "the literal is elided ({...})");
+  if (lex_.PeekKind() != TokKind::kEof) return Expected("end of input");
+  return lit;
+}
+
+// Fills a literal deterministically: floats uniform in [-1, 1), integers in a small range,
+// preds as random bits. Shapes over kMaxFilledBytes are an error.
+StatusOr<Literal> HloParser::FillLiteral(const Shape& shape, uint64_t seed) {
+  DepthGuard guard(this);
+  if (guard.too_deep()) return TooDeep();
+  if (shape.IsTuple()) {
+    std::vector<Literal> elements;
+    for (int64_t i = 0; i < shape.tuple_shapes_size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(Literal e, FillLiteral(shape.tuple_shapes(i), seed * 31 + i + 1));
+      elements.push_back(std::move(e));
+    }
+    return Literal::MakeTuple(std::move(elements));
+  }
+  if (!shape.IsArray()) return Literal(shape);
+  int64_t count = SafeElementCount(shape);
+  if (shape.is_dynamic() || count < 0 ||
+      count > kMaxFilledBytes / std::max(1, PrimitiveByteWidth(shape.element_type())))
+    return InvalidArgument("cannot fill an elided constant of shape ", shape.ToString(),
+                           " (dynamic or over ", kMaxFilledBytes, " bytes)");
+  Literal lit(Shape(shape.element_type(), shape.dimensions()));
+  if (shape.has_layout()) lit.set_layout(shape.layout());
+  uint64_t state = seed ^ 0x6b696c6e5f66696cULL;
+  PrimitiveType t = shape.element_type();
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t r = SplitMix64(state);
+    double unit = static_cast<double>(r >> 11) * (1.0 / 9007199254740992.0);  // [0, 1)
+    if (t == PrimitiveType::kPred) {
+      lit.SetFromInt64(i, static_cast<int64_t>(r & 1));
+    } else if (IsComplexType(t)) {
+      uint64_t r2 = SplitMix64(state);
+      double unit2 = static_cast<double>(r2 >> 11) * (1.0 / 9007199254740992.0);
+      lit.SetFromComplex(i, {unit * 2 - 1, unit2 * 2 - 1});
+    } else if (IsFloatingPointType(t)) {
+      lit.SetFromDouble(i, unit * 2 - 1);
+    } else if (IsSignedIntegralType(t)) {
+      int bits = PrimitiveBitWidth(t);
+      int64_t span = bits >= 5 ? 16 : (int64_t{1} << bits);
+      lit.SetFromInt64(i, static_cast<int64_t>(r % span) - span / 2);
+    } else {
+      int bits = PrimitiveBitWidth(t);
+      int64_t span = bits >= 5 ? 16 : (int64_t{1} << bits);
+      lit.SetFromInt64(i, static_cast<int64_t>(r % span));
+    }
+  }
+  return lit;
+}
+
+}  // namespace parser_internal
+}  // namespace kiln

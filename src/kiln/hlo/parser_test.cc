@@ -1,0 +1,189 @@
+// Parser tests: each syntax family read into the IR with exact expected fields, and error
+// messages (position, caret) for malformed input.
+#include "kiln/hlo/parser.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kiln/hlo/printer.h"
+
+namespace kiln {
+namespace {
+
+std::unique_ptr<HloModule> Parse(std::string_view text, ParseOptions options = {}) {
+  auto m = ParseHloModule(text, options);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok()) return nullptr;
+  return std::move(m).value();
+}
+
+HloInstruction* Find(const HloModule& m, std::string_view name) {
+  for (HloComputation* c : m.computations())
+    if (HloInstruction* i = c->GetInstructionWithName(name)) return i;
+  return nullptr;
+}
+
+// The parse error message for `text`, or "" if it parsed.
+std::string ParseError(std::string_view text, ParseOptions options = {}) {
+  auto m = ParseHloModule(text, options);
+  if (m.ok()) return "";
+  EXPECT_EQ(m.status().code(), StatusCode::kInvalidArgument);
+  return m.status().message();
+}
+
+TEST(ParserTest, MinimalModule) {
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[2]{0} parameter(0)
+  ROOT a = f32[2]{0} add(p, p)
+})");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->name(), "m");
+  HloComputation* e = m->entry_computation();
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->name(), "e");
+  EXPECT_EQ(e->num_parameters(), 1);
+  EXPECT_EQ(e->root_instruction()->name(), "a");
+  EXPECT_EQ(e->root_instruction()->opcode(), HloOpcode::kAdd);
+  ASSERT_EQ(e->root_instruction()->operand_count(), 2);
+  EXPECT_EQ(e->root_instruction()->operand(0), e->parameter_instruction(0));
+  EXPECT_EQ(e->root_instruction()->shape().ToString(), "f32[2]{0}");
+}
+
+TEST(ParserTest, PercentNamesSignatureAndCalledComputations) {
+  auto m = Parse(R"(HloModule m, is_scheduled=true
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %x, f32[] %y)
+}
+
+ENTRY %main (p: f32[4,8]) -> f32[4] {
+  %p = f32[4,8]{1,0} parameter(0)
+  %z = f32[] constant(0)
+  ROOT %r = f32[4]{0} reduce(f32[4,8]{1,0} %p, f32[] %z), dimensions={1}, to_apply=%add
+})");
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->header().is_scheduled);
+  HloInstruction* r = Find(*m, "r");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->attrs().dimensions, std::vector<int64_t>{1});
+  ASSERT_EQ(r->called_computations().size(), 1u);
+  EXPECT_EQ(r->to_apply()->name(), "add");
+  EXPECT_EQ(m->entry_computation()->name(), "main");
+}
+
+TEST(ParserTest, ForwardReferencesToComputations) {
+  auto m = Parse(R"(HloModule m
+ENTRY main {
+  p = (s32[], f32[]) parameter(0)
+  ROOT w = (s32[], f32[]) while(p), condition=cond, body=body
+}
+body {
+  b = (s32[], f32[]) parameter(0)
+  ROOT t = (s32[], f32[]) copy(b)
+}
+cond {
+  c = (s32[], f32[]) parameter(0)
+  ROOT f = pred[] constant(false)
+})");
+  ASSERT_TRUE(m);
+  HloInstruction* w = Find(*m, "w");
+  EXPECT_EQ(w->while_condition()->name(), "cond");
+  EXPECT_EQ(w->while_body()->name(), "body");
+  EXPECT_EQ(m->entry_computation()->name(), "main");
+}
+
+TEST(ParserTest, BareComputationWithoutRoot) {
+  auto m = Parse(R"(e {
+  a = u4[1024,512]{1,0:E(4)} parameter(0)
+  b = u4[1024,4096]{1,0:E(4)} all-gather(a), dimensions={1}
+})");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->entry_computation()->name(), "e");
+  EXPECT_EQ(m->entry_computation()->root_instruction()->name(), "b");
+  const Shape& s = m->entry_computation()->root_instruction()->shape();
+  EXPECT_EQ(s.layout().element_size_in_bits, 4);
+}
+
+TEST(ParserTest, Constants) {
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  a = f32[2,3]{1,0} constant({ { 1, 2.5, -3 }, { inf, -inf, 1e-3 } })
+  b = pred[2]{0} constant({true, false})
+  c = u64[] constant(18446744073709551615)
+  d = s8[] constant(-128)
+  e = c64[] constant((1, -2))
+  f = f32[0]{0} constant({})
+  g = (s32[], f32[2]{0}) constant((7, {1, 2}))
+  h = bf16[] constant(0.1)
+  i = f32[] constant(nan)
+  ROOT t = (s32[]) tuple(d)
+})");
+  ASSERT_TRUE(m);
+  const Literal& a = Find(*m, "a")->literal();
+  EXPECT_EQ(a.Get<float>({0, 1}), 2.5f);
+  EXPECT_EQ(a.Get<float>({0, 2}), -3.0f);
+  EXPECT_TRUE(std::isinf(a.Get<float>({1, 0})) && a.Get<float>({1, 0}) > 0);
+  EXPECT_EQ(a.Get<float>({1, 2}), 1e-3f);
+  EXPECT_TRUE(Find(*m, "b")->literal().Get<bool>({0}));
+  EXPECT_EQ(Find(*m, "c")->literal().Get<uint64_t>({}), 18446744073709551615ull);
+  EXPECT_EQ(Find(*m, "d")->literal().Get<int8_t>({}), -128);
+  EXPECT_EQ(Find(*m, "e")->literal().Get<std::complex<float>>({}), std::complex<float>(1, -2));
+  EXPECT_EQ(Find(*m, "f")->literal().element_count(), 0);
+  const Literal& g = Find(*m, "g")->literal();
+  ASSERT_EQ(g.tuple_size(), 2);
+  EXPECT_EQ(g.tuple_element(0).Get<int32_t>({}), 7);
+  EXPECT_EQ(g.tuple_element(1).Get<float>({1}), 2.0f);
+  EXPECT_EQ(float(Find(*m, "h")->literal().Get<bfloat16>({})), float(bfloat16(0.1f)));
+  EXPECT_TRUE(std::isnan(Find(*m, "i")->literal().Get<float>({})));
+}
+
+TEST(ParserTest, ElidedConstantIsAnErrorUnlessFilled) {
+  const char* text = "HloModule m\nENTRY e {\n  ROOT c = f32[4]{0} constant({...})\n}\n";
+  std::string err = ParseError(text);
+  EXPECT_NE(err.find("<text>:3:8: constant 'c' has an elided value"), std::string::npos) << err;
+  ParseOptions o;
+  o.fill_elided_constants = true;
+  auto m1 = Parse(text, o);
+  auto m2 = Parse(text, o);
+  ASSERT_TRUE(m1 && m2);
+  HloInstruction* c = m1->entry_computation()->root_instruction();
+  ASSERT_TRUE(c->has_literal());
+  EXPECT_FALSE(c->literal_elided());
+  EXPECT_TRUE(c->literal().BitwiseEquals(m2->entry_computation()->root_instruction()->literal()));
+}
+
+TEST(ParserTest, ErrorHasPositionLineAndCaret) {
+  std::string err = ParseError("HloModule m\nENTRY e {\n  p = f32[2] parameter(0)\n  ROOT a = f32[2] add(p p)\n}\n");
+  EXPECT_EQ(err,
+            "<text>:4:25: expected ')', found identifier 'p'\n"
+            "  ROOT a = f32[2] add(p p)\n"
+            "                        ^");
+}
+
+TEST(ParserTest, UnknownOpcodeAndUndefinedOperand) {
+  EXPECT_EQ(ParseError("ENTRY e {\n  ROOT a = f32[] frobnicate()\n}"),
+            "<text>:2:18: unknown opcode 'frobnicate'\n  ROOT a = f32[] frobnicate()\n                 ^");
+  EXPECT_EQ(ParseError("ENTRY e {\n  ROOT a = f32[] negate(q)\n}"),
+            "<text>:2:25: operand 'q' is not defined in computation 'e'\n  ROOT a = f32[] negate(q)\n                        ^");
+}
+
+TEST(ParserTest, UnknownAttributeKeptVerbatim) {
+  auto m = Parse(R"(ENTRY e {
+  p = f32[2]{0} parameter(0), parameter_replication={true}
+  ROOT n = f32[2]{0} negate(p), some_future_attr={a=[1,2] b="x,y"}, result_accuracy={tolerance={atol=1e-05}}
+})");
+  ASSERT_TRUE(m);
+  HloInstruction* n = Find(*m, "n");
+  ASSERT_EQ(n->attrs().extra.size(), 2u);
+  EXPECT_EQ(n->attrs().extra[0].first, "some_future_attr");
+  EXPECT_EQ(n->attrs().extra[0].second, "{a=[1,2] b=\"x,y\"}");
+  EXPECT_EQ(n->attrs().extra[1].second, "{tolerance={atol=1e-05}}");
+  EXPECT_EQ(Find(*m, "p")->attrs().extra[0].second, "{true}");
+}
+
+}  // namespace
+}  // namespace kiln
