@@ -1,0 +1,75 @@
+// CPU kernels: the compiled code for one instruction (often a fusion) of a CPU executable.
+//
+// A kernel is created once at compile time (CreateCpuKernel) and run many times. It reads its
+// inputs and writes its outputs through ArrayViews: dense arrays in row-major (default,
+// descending) layout -- the CPU compiler normalizes every array to that layout, so kernels
+// index logically. Inputs are the instruction's operands' array leaves in order (tuple-shaped
+// operands flattened); outputs are the result's array leaves in order (a multi-output fusion
+// has several). An output may alias an input only where buffer assignment made an in-place
+// update (dynamic-update-slice); kernels that support that say so (SupportsInPlace).
+//
+// Threading: Run may split its work over ctx.pool (ParallelFor); it must be safe to run
+// different kernels concurrently on one pool. Run never throws or aborts: errors are Status.
+//
+// Hot paths must not go through the reference evaluator: fused elementwise loops, reductions,
+// transposes, dot (Eigen contraction), convolution, gather/scatter, sort. Everything else may
+// fall back to the evaluator's kernel for its opcode (EvaluatorFallbackKernel), which converts
+// views to literals and back.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+
+#include "kiln/base/status.h"
+#include "kiln/base/thread_pool.h"
+#include "kiln/hlo/instruction.h"
+
+namespace kiln::cpu {
+
+struct ArrayView {
+  void* data = nullptr;
+  Shape shape;  // array shape; data is dense row-major
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+  int64_t byte_size() const { return shape.byte_size(); }
+};
+
+struct KernelContext {
+  ThreadPool* pool = nullptr;  // null: run on the calling thread
+};
+
+struct CpuKernelOptions {
+  // Elements per block of fused elementwise loops (fits L1/L2 with the block's temporaries).
+  int64_t block_elements = 2048;
+  // Smallest amount of work (elements) worth splitting across threads.
+  int64_t min_parallel_elements = 32 * 1024;
+};
+
+class CpuKernel {
+ public:
+  virtual ~CpuKernel() = default;
+  // Short description for profiles and --stats ("loop_fusion[f32[8192,8192], 5 ops]").
+  virtual std::string name() const = 0;
+  virtual Status Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
+                     const KernelContext& ctx) const = 0;
+  // True if output i may be the same memory as input `operand` (in-place update).
+  virtual bool SupportsInPlace(int64_t output, int64_t operand) const {
+    (void)output;
+    (void)operand;
+    return false;
+  }
+};
+
+// Compiles `instr` (any non-control-flow opcode, or a fusion) into a kernel. Control flow
+// (while, conditional, call), tuples, get-tuple-element, bitcasts and parameters are handled by
+// the executable, not by kernels.
+StatusOr<std::unique_ptr<CpuKernel>> CreateCpuKernel(const HloInstruction& instr,
+                                                     const CpuKernelOptions& options = {});
+
+// The fallback: runs the reference evaluator's kernel for instr's opcode.
+StatusOr<std::unique_ptr<CpuKernel>> CreateEvaluatorFallbackKernel(const HloInstruction& instr);
+
+}  // namespace kiln::cpu
