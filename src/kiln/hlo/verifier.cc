@@ -203,10 +203,15 @@ class Verifier {
       }
       ++expected;
     }
+    std::unordered_map<std::string, const HloInstruction*> local_names;
     for (const HloInstruction* i : instrs) {
-      if (auto [it, inserted] = names_.emplace(i->name(), i); !inserted)
-        Error(*i, StrCat("instruction name is also used by an instruction in computation ",
-                         it->second->parent() ? it->second->parent()->name() : "?"));
+      if (auto [it, inserted] = local_names.emplace(i->name(), i); !inserted) {
+        Error(*i, "instruction name is used twice in this computation");
+      } else if (opts_.unique_names_across_module) {
+        if (auto [it2, inserted2] = names_.emplace(i->name(), i); !inserted2)
+          Error(*i, StrCat("instruction name is also used in computation ",
+                           it2->second->parent() ? it2->second->parent()->name() : "?"));
+      }
       if (i->parent() != &c) Error(*i, "its parent is not the computation that holds it");
       for (const HloInstruction* p : i->control_predecessors())
         if (p && p->parent() != &c)

@@ -3,7 +3,8 @@
 // What it checks, for every instruction of every computation:
 //  * structure: the entry computation and every root exist; parameter numbers are dense
 //    0..n-1 and unique; operands live in the same computation; no cycles through operands or
-//    control dependencies; instruction and computation names are unique; the call graph has
+//    control dependencies; computation names and instruction names (per computation, or per
+//    module with unique_names_across_module) are unique; the call graph has
 //    no cycles; called computations belong to the module and have the count each opcode needs
 //    (while: condition+body, conditional: one per branch, fusion/call/reduce/...: one);
 //  * operand counts of fixed-arity opcodes (dot: 2 plus one per sparsity descriptor);
@@ -51,6 +52,10 @@ struct VerifierOptions {
   bool compare_dynamic_dimensions = false;
   // Require broadcast dimensions={...} in increasing order. Default off, like XLA.
   bool require_sorted_broadcast_dimensions = false;
+  // Require instruction names unique across the whole module, as XLA's verifier does (XLA's
+  // parser renames duplicates; kiln's keeps names as written). Default off: names are always
+  // required unique within each computation, which is what name resolution needs.
+  bool unique_names_across_module = false;
   // The most errors reported in one status (the count of the rest is appended).
   int max_errors = 20;
 };
