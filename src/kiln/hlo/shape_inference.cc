@@ -176,11 +176,6 @@ StatusOr<Shape> InferCustomCall(const HloInstruction& instr) {
         return InvalidArgument("custom-call operand_layout_constraints[", i, "] ", Str(c[i]),
                                " does not match operand ", i, " ", Str(instr.operand(i)->shape()));
   }
-  for (const OutputOperandAlias& al : a.output_to_operand_aliasing) {
-    if (al.operand_number < 0 || al.operand_number >= instr.operand_count())
-      return InvalidArgument("custom-call output_to_operand_aliasing names operand ",
-                             al.operand_number, " of ", instr.operand_count());
-  }
   return NoLayout(instr.shape());
 }
 

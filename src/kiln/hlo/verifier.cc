@@ -439,6 +439,9 @@ class Verifier {
       case HloOpcode::kCollectivePermute: case HloOpcode::kCollectivePermuteStart:
         VerifySourceTargetPairs(instr);
         break;
+      case HloOpcode::kCustomCall: case HloOpcode::kFusion:
+        VerifyOutputOperandAliasing(instr);
+        break;
       case HloOpcode::kAsyncUpdate: case HloOpcode::kAsyncDone:
         ExpectOperandFrom(instr, {HloOpcode::kAsyncStart, HloOpcode::kAsyncUpdate});
         break;
@@ -470,6 +473,30 @@ class Verifier {
     }
   }
 
+  // output_to_operand_aliasing={{out}: (operand, {in})}: valid indices, same-shaped buffers.
+  void VerifyOutputOperandAliasing(const HloInstruction& instr) {
+    for (const OutputOperandAlias& al : instr.attrs().output_to_operand_aliasing) {
+      const std::string what = StrCat("output_to_operand_aliasing ", IndexStr(al.output_index),
+                                      ": (", al.operand_number, ", ", IndexStr(al.operand_index), ")");
+      if (al.operand_number < 0 || al.operand_number >= instr.operand_count()) {
+        Error(instr, StrCat(what, " names operand ", al.operand_number, " of ",
+                            instr.operand_count()));
+        continue;
+      }
+      const Shape& operand = instr.operand(al.operand_number)->shape();
+      if (!IndexIsValid(instr.shape(), al.output_index)) {
+        Error(instr, StrCat(what, ": output index is not in ", Str(instr.shape())));
+      } else if (!IndexIsValid(operand, al.operand_index)) {
+        Error(instr, StrCat(what, ": operand index is not in ", Str(operand)));
+      } else if (!SameShape(instr.shape().Subshape(al.output_index),
+                            operand.Subshape(al.operand_index))) {
+        Error(instr, StrCat(what, ": aliased buffers differ: output ",
+                            Str(instr.shape().Subshape(al.output_index)), ", operand ",
+                            Str(operand.Subshape(al.operand_index))));
+      }
+    }
+  }
+
   void ExpectOperandFrom(const HloInstruction& instr, std::initializer_list<HloOpcode> allowed) {
     if (instr.operand_count() < 1) return;
     const HloOpcode got = instr.operand(0)->opcode();
@@ -491,10 +518,13 @@ class Verifier {
       if (g.size() != 2 || g[0] * g[1] != total ||
           (!a.replica_groups->iota_transpose_perm.empty() &&
            !IsPermutation(a.replica_groups->iota_transpose_perm,
-                          static_cast<int64_t>(a.replica_groups->iota_reshape_dims.size()))))
+                          static_cast<int64_t>(a.replica_groups->iota_reshape_dims.size())))) {
         Error(instr, StrCat("iota replica_groups [", StrJoin(g, ","), "]<=[",
                             StrJoin(a.replica_groups->iota_reshape_dims, ","),
                             "] do not describe a valid grouping"));
+        return;
+      }
+      VerifyGroupCoverage(instr, total);
       return;
     }
     const auto& groups = a.replica_groups->groups;
@@ -518,8 +548,35 @@ class Verifier {
       }
     }
     const int64_t n = static_cast<int64_t>(seen.size());
-    if (*seen.rbegin() != n - 1)
+    if (*seen.rbegin() != n - 1) {
       Error(instr, StrCat("replica_groups must name every id 0..", n - 1, " exactly once"));
+      return;
+    }
+    VerifyGroupCoverage(instr, n);
+  }
+
+  // The ids of explicit or iota replica groups count replicas, partitions or both, per XLA's
+  // group modes; when the module states replica_count / num_partitions, the groups must cover
+  // exactly that many ids (a count of 1 means "not stated").
+  void VerifyGroupCoverage(const HloInstruction& instr, int64_t n) {
+    const int64_t replicas = module_.header().replica_count;
+    const int64_t partitions = module_.header().num_partitions;
+    const HloAttributes& a = instr.attrs();
+    const HloOpcode op = instr.opcode();
+    if (op == HloOpcode::kCollectiveBroadcast) return;  // XLA does not constrain its groups
+    const bool partition_mode_ops = op == HloOpcode::kAllToAll || op == HloOpcode::kRaggedAllToAll;
+    int64_t expected = replicas;
+    std::string what = "replicas (replica_count)";
+    if (a.channel_id && a.use_global_device_ids) {
+      expected = replicas * partitions;
+      what = "flattened ids (replica_count * num_partitions)";
+    } else if (a.channel_id && partition_mode_ops) {
+      expected = partitions;
+      what = "partitions (num_partitions)";
+    }
+    if (expected != 1 && n != expected)
+      Error(instr, StrCat("replica_groups cover ", n, " ids but the module has ", expected, " ",
+                          what));
   }
 
   void VerifySourceTargetPairs(const HloInstruction& instr) {

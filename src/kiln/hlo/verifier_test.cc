@@ -360,6 +360,95 @@ ENTRY main {
   ROOT d = f32[8] async-done(s), calls=wrapped
 })",
      "shape f32[8] does not match the inferred shape f32[4] of async-done"},
+    {"ReplicaGroupsCoverage", R"(HloModule m, replica_count=8
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY main {
+  a = f32[4] parameter(0)
+  ROOT r = f32[4] all-reduce(a), replica_groups={{0,1},{2,3}}, to_apply=add
+})",
+     "replica_groups cover 4 ids but the module has 8 replicas (replica_count)"},
+    {"CustomCallAliasing", R"(
+  a = f32[4] parameter(0)
+  ROOT c = f32[8] custom-call(a), custom_call_target="foo", output_to_operand_aliasing={{}: (0, {})})",
+     "output_to_operand_aliasing {}: (0, {}): aliased buffers differ: output f32[8], operand f32[4]"},
+    {"CopyDoneOperand", R"(
+  a = f32[4] parameter(0)
+  z = u32[] constant(0)
+  t = (f32[4], f32[4], u32[]) tuple(a, a, z)
+  ROOT d = f32[4] copy-done(t))",
+     "operand must come from copy-start, found tuple %t"},
+    {"RngNormalIntegers", R"(
+  a = s32[] parameter(0)
+  ROOT r = s32[4] rng(a, a), distribution=rng_normal)",
+     "rng_normal needs floating-point parameters, found s32[]"},
+    {"DynamicReshapeCount", R"(
+  a = f32[6] parameter(0)
+  two = s32[] constant(2)
+  ROOT r = f32[2,2] dynamic-reshape(a, two, two))",
+     "dynamic-reshape changes the element count (bounds): f32[6] to f32[2,2]"},
+    {"TriangularSolveShapes", R"(
+  a = f32[3,3] parameter(0)
+  b = f32[4,5] parameter(1)
+  ROOT x = f32[4,5] triangular-solve(a, b), left_side=true, lower=true, transpose_a=NO_TRANSPOSE)",
+     "do not share the row dimension (left_side=true)"},
+    {"FftLength", R"(
+  a = f32[4,8] parameter(0)
+  ROOT f = c64[4,5] fft(a), fft_type=RFFT, fft_length={10})",
+     "RFFT operand dimension 1 (8) must equal fft_length[0]=10"},
+    {"SelectAndScatterSource", R"(HloModule m
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ge {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=GE
+}
+ENTRY main {
+  x = f32[4,6] parameter(0)
+  src = f32[2,2] parameter(1)
+  z = f32[] constant(0)
+  ROOT sas = f32[4,6] select-and-scatter(x, src, z), window={size=2x2 stride=2x2}, select=ge, scatter=add
+})",
+     "select-and-scatter source f32[2,2] must have the windowed operand's dimensions f32[2,3]"},
+    {"GatherBatchingSizes", R"(
+  b = f32[3,5,7] parameter(0)
+  bi = s32[2,4] parameter(1)
+  ROOT g = f32[2,4,7] gather(b, bi), offset_dims={2}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,1,7})",
+     "gather batching dimension 0 of the operand (size 3) does not match dimension 0 of the "
+     "indices (size 2)"},
+    {"RaggedDotGroups", R"(
+  lhs = f32[11,5] parameter(0)
+  rhs = f32[4,5,7] parameter(1)
+  gs = s64[3] parameter(2)
+  ROOT rd = f32[11,7] ragged-dot(lhs, rhs, gs), lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0})",
+     "ragged-dot rhs group dimension 0 has 4 groups but group sizes s64[3] describe 3"},
+    {"WhileConditionParameters", R"(HloModule m
+cond {
+  p = s32[] parameter(0)
+  q = s32[] parameter(1)
+  ROOT lt = pred[] compare(p, q), direction=LT
+}
+body {
+  p = s32[] parameter(0)
+  ROOT n = s32[] negate(p)
+}
+ENTRY main {
+  i = s32[] parameter(0)
+  ROOT w = s32[] while(i), condition=cond, body=body
+})",
+     "while condition must take 1 parameter, takes 2"},
+    {"AllReduceReducer", R"(
+  a = s32[4] parameter(0)
+  ROOT r = s32[4] all-reduce(a), to_apply=add_f32)",
+     "all-reduce reducer (f32[], f32[]) -> f32[] accumulator 0 (f32[]) does not match the init "
+     "value type s32"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Broken, BrokenModuleTest, ::testing::ValuesIn(kBroken),
@@ -474,6 +563,123 @@ TEST(VerifierTest, LinalgAndDataOps) {
   EXPECT_EQ(Verify(text), "OK");
 }
 
+TEST(VerifierTest, MoreFamiliesFromText) {
+  const std::string text = R"(HloModule m
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+
+argmax {
+  v0 = f32[] parameter(0)
+  i0 = s32[] parameter(1)
+  v1 = f32[] parameter(2)
+  i1 = s32[] parameter(3)
+  gt = pred[] compare(v0, v1), direction=GT
+  v = f32[] select(gt, v0, v1)
+  i = s32[] select(gt, i0, i1)
+  ROOT r = (f32[], s32[]) tuple(v, i)
+}
+
+ge {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=GE
+}
+
+cmp4 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT lt = pred[] compare(a, b), direction=LT
+}
+
+on_true {
+  p = f32[4] parameter(0)
+  ROOT n = f32[4] negate(p)
+}
+
+on_false {
+  p = f32[4] parameter(0)
+  ROOT e = f32[4] exponential(p)
+}
+
+cond {
+  s = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  ten = s32[] constant(10)
+  ROOT lt = pred[] compare(i, ten), direction=LT
+}
+
+body {
+  s = (s32[], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  v = f32[4] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  w = f32[4] add(v, v)
+  ROOT t = (s32[], f32[4]) tuple(j, w)
+}
+
+ENTRY main {
+  x = f32[4,6] parameter(0)
+  idx = s32[4,6] iota(), iota_dimension=1
+  z = f32[] constant(0)
+  zi = s32[] constant(0)
+  am = (f32[4], s32[4]) reduce(x, idx, z, zi), dimensions={1}, to_apply=argmax
+  rw = (f32[2,6], s32[2,6]) reduce-window(x, idx, z, zi), window={size=2x1 stride=2x1}, to_apply=argmax
+  src = f32[2,3] parameter(1)
+  sas = f32[4,6] select-and-scatter(x, src, z), window={size=2x2 stride=2x2}, select=ge, scatter=add
+  srt = (f32[4,6], s32[4,6]) sort(x, idx), dimensions={1}, is_stable=true, to_apply=cmp4
+  b = f32[3,5,7] parameter(2)
+  bi = s32[3,4] parameter(3)
+  g = f32[3,4,7] gather(b, bi), offset_dims={2}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,1,7}
+  sc = f32[3,5,7] scatter(b, bi, g), update_window_dims={2}, inserted_window_dims={1}, scatter_dims_to_operand_dims={1}, input_batching_dims={0}, scatter_indices_batching_dims={0}, index_vector_dim=2, to_apply=add
+  lhs = f32[11,5] parameter(4)
+  rhs = f32[3,5,7] parameter(5)
+  gs = s64[3] parameter(6)
+  rd = f32[11,7] ragged-dot(lhs, rhs, gs), lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}
+  p = pred[] parameter(7)
+  v4 = f32[4] parameter(8)
+  cnd = f32[4] conditional(p, v4, v4), true_computation=on_true, false_computation=on_false
+  mp = f32[4] map(v4, v4), dimensions={0}, to_apply=add
+  init = (s32[], f32[4]) tuple(zi, v4)
+  wh = (s32[], f32[4]) while(init), condition=cond, body=body
+  cl = f32[4] call(v4), to_apply=on_true
+  one = f32[] constant(1)
+  rn = f32[2,3] rng(z, one), distribution=rng_uniform
+  sz = s32[] get-dimension-size(v4), dimensions={0}
+  dyn = f32[<=4] set-dimension-size(v4, sz), dimensions={0}
+  two = s32[] constant(2)
+  dr = f32[2,2] dynamic-reshape(v4, two, two)
+  bits = u32[4] parameter(9)
+  stc = bf16[4] stochastic-convert(v4, bits)
+  fin = pred[4] is-finite(v4)
+  cx = c64[4] complex(v4, v4)
+  re = f32[4] real(cx)
+  im = f32[4] imag(cx)
+  pc = u32[4] popcnt(bits)
+  lz = u32[4] count-leading-zeros(bits)
+  tb = (f32[4], u32[4]) tuple(v4, bits)
+  ob = (f32[4], u32[4]) opt-barrier(tb)
+  a16 = bf16[8,16] parameter(10)
+  b16 = bf16[16,4] parameter(11)
+  dt = f32[8,4] dot(a16, b16), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  img = f32[4,5,5,3] parameter(12)
+  ker = f32[5,5,3,8] parameter(13)
+  bgc = f32[1,1,1,8] convolution(img, ker), window={size=5x5}, dim_labels=b01f_01io->b01f, batch_group_count=4
+  st = u64[2] rng-get-and-update-state(), delta=16
+  f6 = f32[6] parameter(14)
+  bni = f32[4,6] batch-norm-inference(x, f6, f6, f6, f6), epsilon=0.001, feature_index=1
+  bng = (f32[4,6], f32[6], f32[6]) batch-norm-grad(x, f6, f6, f6, x), epsilon=0.001, feature_index=1
+  ROOT out = (f32[4], (f32[2,6], s32[2,6]), f32[4,6], f32[3,5,7], f32[11,7], f32[4], (s32[], f32[4]), f32[2,2]) tuple(cnd, rw, sas, sc, rd, mp, wh, dr)
+})";
+  EXPECT_EQ(Verify(text), "OK");
+}
+
 // ---- options and error collection ----------------------------------------------------------
 
 TEST(VerifierTest, MixedPrecisionAllowedByOption) {
@@ -500,6 +706,19 @@ ENTRY main {
   const std::string msg = Verify(text, o);
   EXPECT_THAT(msg, HasSubstr("entry_computation_layout parameter 0 is f32[4,8]{0,1} but parameter %a is f32[4,8]{1,0}"));
   EXPECT_THAT(msg, HasSubstr("layout of f32[4,8]{0,1} differs from the forwarded f32[4,8]{1,0}"));
+}
+
+TEST(VerifierTest, DynamicDimensionsOption) {
+  // set-dimension-size makes dimension 0 dynamic; declaring it static passes by default (XLA
+  // compares shapes up to dynamism) and fails with compare_dynamic_dimensions.
+  const std::string text = Module(R"(
+  a = f32[4] parameter(0)
+  n = s32[] constant(2)
+  ROOT d = f32[4] set-dimension-size(a, n), dimensions={0})");
+  EXPECT_EQ(Verify(text), "OK");
+  VerifierOptions o;
+  o.compare_dynamic_dimensions = true;
+  EXPECT_THAT(Verify(text, o), HasSubstr("shape f32[4] does not match the inferred shape f32[<=4]"));
 }
 
 TEST(VerifierTest, SortedBroadcastDimensionsOption) {
