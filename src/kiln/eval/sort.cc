@@ -149,11 +149,13 @@ std::optional<FastCompare> DetectFastCompare(const HloComputation& comp,
 }
 
 // Sorts `operands` (equal dimensions) along `dim`, stably, by `comparator`. Returns the
-// sorted operands.
+// sorted operands; with `perms`, also each row's permutation (rows in row-major order of the
+// other dimensions; perms[row * n + j] is the source position of sorted position j).
 StatusOr<std::vector<Literal>> SortOperands(const HloInstruction& instr,
                                             std::span<const Literal* const> operands,
                                             int64_t dim, const HloComputation& comparator,
-                                            Evaluator& evaluator) {
+                                            Evaluator& evaluator,
+                                            std::vector<int32_t>* perms = nullptr) {
   const Shape& s0 = operands[0]->shape();
   const int64_t rank = s0.rank();
   if (dim < 0 || dim >= rank)
@@ -169,6 +171,10 @@ StatusOr<std::vector<Literal>> SortOperands(const HloInstruction& instr,
   const int64_t total = s0.num_elements();
   std::vector<Literal> out;
   for (const Literal* l : operands) out.push_back(*l);
+  if (perms) {
+    perms->resize(total);
+    for (int64_t i = 0; i < total; ++i) (*perms)[i] = static_cast<int32_t>(n ? i % n : 0);
+  }
   if (total == 0 || n <= 1) return out;
 
   std::optional<FastCompare> fast = DetectFastCompare(comparator, operands);
@@ -236,6 +242,8 @@ StatusOr<std::vector<Literal>> SortOperands(const HloInstruction& instr,
       });
       KILN_RETURN_IF_ERROR(error);
     }
+    if (perms)
+      for (int64_t j = 0; j < n; ++j) (*perms)[r * n + j] = static_cast<int32_t>(perm[j]);
     for (size_t i = 0; i < operands.size(); ++i) {
       const uint8_t* src = operands[i]->untyped_data();
       uint8_t* dst = out[i].untyped_data();
@@ -333,53 +341,26 @@ StatusOr<Literal> EvalTopKCustomCall(const HloInstruction& instr,
   if (last < 0) return InvalidArgument("TopK custom call %", instr.name(), ": scalar operand");
   const int64_t n = x.shape().dimensions(last);
   if (k > n) return InvalidArgument("TopK custom call %", instr.name(), ": k=", k, " > ", n);
-  Literal iota(Shape::Array(PrimitiveType::kS32, x.shape().dimensions()));
-  for (int64_t i = 0; i < iota.element_count(); ++i) iota.data<int32_t>()[i] = static_cast<int32_t>(i % n);
-  std::vector<const Literal*> sort_ops{&x};
-  if (comparator->num_parameters() == 4) sort_ops.push_back(&iota);
-  else if (comparator->num_parameters() != 2)
+  if (comparator->num_parameters() != 2 && comparator->num_parameters() != 4)
     return InvalidArgument("TopK custom call %", instr.name(), ": comparator takes ",
                            comparator->num_parameters(), " parameters, expected 2 or 4");
   std::vector<Literal> sorted;
-  if (sort_ops.size() == 2) {
-    // A 4-parameter comparator sorts (values, iota) as a two-operand sort.
+  if (comparator->num_parameters() == 4) {
+    // Sort (values, iota) as a two-operand sort.
+    Literal iota(Shape::Array(PrimitiveType::kS32, x.shape().dimensions()));
+    for (int64_t i = 0; i < iota.element_count(); ++i)
+      iota.data<int32_t>()[i] = static_cast<int32_t>(i % n);
+    std::vector<const Literal*> sort_ops{&x, &iota};
     KILN_ASSIGN_OR_RETURN(sorted, SortOperands(instr, sort_ops, last, *comparator, evaluator));
   } else {
-    // A 2-parameter comparator looks at the values only: sort a permutation of each row with
-    // it and carry the indices along.
-    const int64_t rows = n == 0 ? 0 : x.element_count() / n;
-    KILN_ASSIGN_OR_RETURN(eval_internal::ScalarCall call,
-                          eval_internal::ScalarCall::Create(
-                              evaluator, *comparator,
-                              std::vector<PrimitiveType>{x.shape().element_type(),
-                                                         x.shape().element_type()},
-                              1));
-    Literal vals = x;
-    Literal idxs = iota;
-    const int w = PrimitiveByteWidth(x.shape().element_type());
-    std::vector<int64_t> perm(n);
-    Status error = OkStatus();
-    for (int64_t r = 0; r < rows; ++r) {
-      std::iota(perm.begin(), perm.end(), 0);
-      const uint8_t* d = x.untyped_data() + r * n * w;
-      std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
-        if (!error.ok()) return false;
-        const void* args[2] = {d + a * w, d + b * w};
-        StatusOr<bool> lt = call.RunPredicate(args);
-        if (!lt.ok()) {
-          error = lt.status();
-          return false;
-        }
-        return *lt;
-      });
-      KILN_RETURN_IF_ERROR(error);
-      for (int64_t j = 0; j < n; ++j) {
-        std::memcpy(vals.untyped_data() + (r * n + j) * w, d + perm[j] * w, w);
-        idxs.data<int32_t>()[r * n + j] = static_cast<int32_t>(perm[j]);
-      }
-    }
-    sorted.push_back(std::move(vals));
-    sorted.push_back(std::move(idxs));
+    // The comparator looks at the values only; the indices are the row permutations.
+    std::vector<const Literal*> sort_ops{&x};
+    std::vector<int32_t> perms;
+    KILN_ASSIGN_OR_RETURN(sorted,
+                          SortOperands(instr, sort_ops, last, *comparator, evaluator, &perms));
+    Literal idx(Shape::Array(PrimitiveType::kS32, x.shape().dimensions()));
+    std::copy(perms.begin(), perms.end(), idx.data<int32_t>().begin());
+    sorted.push_back(std::move(idx));
   }
   // Slice the first k of each row.
   std::vector<int64_t> out_dims = x.shape().dimensions();
