@@ -79,11 +79,25 @@ inline Acc MulAdd(Acc acc, Acc a, Acc b) {
   }
 }
 
+// Four independent partial sums (latency, not order, limits a single chain; in double the
+// order changes nothing at f32 precision, and integer sums are exact modulo 2^64).
 template <typename Acc>
 inline Acc DotRow(const Acc* a, const Acc* b, int64_t k) {
-  Acc acc{};
-  for (int64_t i = 0; i < k; ++i) acc = MulAdd(acc, a[i], b[i]);
-  return acc;
+  Acc s0{}, s1{}, s2{}, s3{};
+  int64_t i = 0;
+  for (; i + 4 <= k; i += 4) {
+    s0 = MulAdd(s0, a[i], b[i]);
+    s1 = MulAdd(s1, a[i + 1], b[i + 1]);
+    s2 = MulAdd(s2, a[i + 2], b[i + 2]);
+    s3 = MulAdd(s3, a[i + 3], b[i + 3]);
+  }
+  for (; i < k; ++i) s0 = MulAdd(s0, a[i], b[i]);
+  if constexpr (std::is_same_v<Acc, int64_t>) {
+    return static_cast<int64_t>(static_cast<uint64_t>(s0) + static_cast<uint64_t>(s1) +
+                                static_cast<uint64_t>(s2) + static_cast<uint64_t>(s3));
+  } else {
+    return (s0 + s1) + (s2 + s3);
+  }
 }
 
 // Which dimensions of an operand play which role in a dot.
@@ -505,14 +519,17 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr,
         in_pos[i][x * k_sp[i] + k] = p;
       }
   }
-  // Packing: lhs [N][S...][C], rhs [O][K...][I], result computed as [N][X...][O].
-  std::vector<int64_t> lperm{dn.input_batch_dimension}, rperm{dn.kernel_output_feature_dimension};
+  // Packing: lhs [N][S...][C], rhs [O][I][K...], result computed as [N][X...][O]. For each
+  // output position and input batch entry, the input window is gathered into a patch laid out
+  // [C][K...] (zeros at taps outside the input), so every output feature is one contiguous dot
+  // of its group's C_g * K patch entries with its kernel row.
+  std::vector<int64_t> lperm{dn.input_batch_dimension},
+      rperm{dn.kernel_output_feature_dimension, dn.kernel_input_feature_dimension};
   for (size_t i = 0; i < nsp; ++i) {
     lperm.push_back(dn.input_spatial_dimensions[i]);
     rperm.push_back(dn.kernel_spatial_dimensions[i]);
   }
   lperm.push_back(dn.input_feature_dimension);
-  rperm.push_back(dn.kernel_input_feature_dimension);
   const int64_t in_spatial = ElementProduct(in_sp), k_spatial = ElementProduct(k_sp),
                 out_spatial = ElementProduct(out_sp);
   const int64_t o_per_fg = o_out / fgc, o_per_bg = o_out / bgc;
@@ -538,7 +555,9 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr,
     std::vector<Acc> b = Pack<Acc>(rhs, rperm, rt);
     std::vector<Acc> c(n_out * out_spatial * o_out, Acc{});
     std::vector<int64_t> x(nsp, 0), k(nsp, 0);
-    std::vector<std::pair<int64_t, int64_t>> taps;  // (lhs spatial, rhs spatial) linear offsets
+    std::vector<std::pair<int64_t, int64_t>> taps;  // (lhs spatial, kernel spatial) offsets
+    std::vector<Acc> patch(c_in * k_spatial);
+    const int64_t group_len = c_g * k_spatial;
     for (int64_t xs = 0; xs < out_spatial; ++xs) {
       // The valid kernel taps for this output position.
       taps.clear();
@@ -559,19 +578,19 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr,
           if (ok) taps.emplace_back(lin, kin);
         } while (NextRowMajorIndex(k, k_sp));
       }
-      for (int64_t n = 0; n < n_out; ++n) {
-        for (int64_t o = 0; o < o_out; ++o) {
-          const int64_t fg = o / o_per_fg, bg = o / o_per_bg;
-          const int64_t nb = n + bg * n_out;
-          const Acc* abase = &a[nb * in_spatial * c_in + fg * c_g];
-          const Acc* bbase = &b[o * k_spatial * c_g];
-          Acc acc{};
-          for (const auto& [lin, kin] : taps) {
-            const Acc* ap = abase + lin * c_in;
-            const Acc* bp = bbase + kin * c_g;
-            for (int64_t ci = 0; ci < c_g; ++ci) acc = MulAdd(acc, ap[ci], bp[ci]);
-          }
-          c[(n * out_spatial + xs) * o_out + o] = acc;
+      for (int64_t nb = 0; nb < n_in; ++nb) {
+        // Input batch entry nb feeds output batch nb % N_out, for the output features of batch
+        // group nb / N_out.
+        const int64_t bg = nb / n_out, n = nb % n_out;
+        std::fill(patch.begin(), patch.end(), Acc{});
+        for (const auto& [lin, kin] : taps) {
+          const Acc* ap = &a[(nb * in_spatial + lin) * c_in];
+          for (int64_t ci = 0; ci < c_in; ++ci) patch[ci * k_spatial + kin] = ap[ci];
+        }
+        Acc* dst = &c[(n * out_spatial + xs) * o_out];
+        for (int64_t o = bg * o_per_bg; o < (bg + 1) * o_per_bg; ++o) {
+          const int64_t fg = o / o_per_fg;
+          dst[o] = DotRow(&patch[fg * group_len], &b[o * group_len], group_len);
         }
       }
       NextRowMajorIndex(x, out_sp);
