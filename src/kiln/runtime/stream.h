@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 
 #include "kiln/base/status.h"
 #include "kiln/runtime/kernel_args.h"
@@ -71,5 +72,13 @@ class Stream {
  protected:
   Stream() = default;
 };
+
+// For drivers: InvalidArgument unless `bytes` bytes fit in `memory` (and it is non-null when
+// bytes > 0); `what` names the operation in the message.
+Status CheckDeviceRange(const DeviceMemory& memory, uint64_t bytes, std::string_view what);
+// For drivers: InvalidArgument unless `dims` is a non-empty launch within the device limits.
+struct DeviceDescription;
+Status CheckLaunchDims(const DeviceDescription& device, std::string_view kernel,
+                       const LaunchDims& dims, int max_threads_per_block);
 
 }  // namespace kiln::runtime

@@ -1,9 +1,10 @@
-// The conformance suite's kernels: host implementations, CUDA source, and the host driver.
+// The conformance suite's kernels: host implementations and CUDA source.
 #include <chrono>
 #include <thread>
 
-#include "kiln/runtime/cts/conformance.h"
-#include "kiln/runtime/host/host_platform.h"
+#include "kiln/base/status.h"
+
+#include "kiln/runtime/cts/cts_kernels.h"
 
 namespace kiln::runtime::cts {
 
@@ -126,21 +127,6 @@ extern "C" __global__ void kiln_cts_reverse_blocks_u32(const unsigned int* in,
   out[base + t] = kiln_cts_shared[b - 1 - t];
 }
 )cuda";
-}
-
-Driver HostCtsDriver() {
-  Driver driver;
-  driver.name = "host";
-  driver.device = []() -> StatusOr<Device*> {
-    static StatusOr<std::unique_ptr<Platform>>* platform =
-        new StatusOr<std::unique_ptr<Platform>>(CreateHostPlatform());
-    if (!platform->ok()) return platform->status();
-    return (**platform)->GetDevice(0);
-  };
-  driver.kernels = [](Device&) -> StatusOr<ModuleSpec> {
-    return ModuleSpec::FromHostLibrary(HostCtsKernels(), "kiln_cts");
-  };
-  return driver;
 }
 
 }  // namespace kiln::runtime::cts

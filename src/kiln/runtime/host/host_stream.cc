@@ -133,21 +133,9 @@ StatusOr<bool> HostStream::IsIdle() {
   return completed_ == enqueued_;
 }
 
-namespace {
-
-Status CheckRange(const DeviceMemory& memory, uint64_t bytes, const char* what) {
-  if (bytes > memory.size) {
-    return InvalidArgument(what, ": ", bytes, " bytes exceed the ", memory.size,
-                           "-byte device buffer");
-  }
-  if (bytes > 0 && memory.is_null()) return InvalidArgument(what, ": null device buffer");
-  return OkStatus();
-}
-
-}  // namespace
 
 Status HostStream::MemcpyHostToDevice(DeviceMemory dst, const void* src, uint64_t bytes) {
-  KILN_RETURN_IF_ERROR(CheckRange(dst, bytes, "host-to-device copy"));
+  KILN_RETURN_IF_ERROR(CheckDeviceRange(dst, bytes, "host-to-device copy"));
   if (bytes == 0) return OkStatus();
   if (src == nullptr) return InvalidArgument("host-to-device copy: null host pointer");
   return Enqueue({[=](const Status&) {
@@ -157,7 +145,7 @@ Status HostStream::MemcpyHostToDevice(DeviceMemory dst, const void* src, uint64_
 }
 
 Status HostStream::MemcpyDeviceToHost(void* dst, DeviceMemory src, uint64_t bytes) {
-  KILN_RETURN_IF_ERROR(CheckRange(src, bytes, "device-to-host copy"));
+  KILN_RETURN_IF_ERROR(CheckDeviceRange(src, bytes, "device-to-host copy"));
   if (bytes == 0) return OkStatus();
   if (dst == nullptr) return InvalidArgument("device-to-host copy: null host pointer");
   return Enqueue({[=](const Status&) {
@@ -167,8 +155,8 @@ Status HostStream::MemcpyDeviceToHost(void* dst, DeviceMemory src, uint64_t byte
 }
 
 Status HostStream::MemcpyDeviceToDevice(DeviceMemory dst, DeviceMemory src, uint64_t bytes) {
-  KILN_RETURN_IF_ERROR(CheckRange(dst, bytes, "device-to-device copy (destination)"));
-  KILN_RETURN_IF_ERROR(CheckRange(src, bytes, "device-to-device copy (source)"));
+  KILN_RETURN_IF_ERROR(CheckDeviceRange(dst, bytes, "device-to-device copy (destination)"));
+  KILN_RETURN_IF_ERROR(CheckDeviceRange(src, bytes, "device-to-device copy (source)"));
   if (bytes == 0) return OkStatus();
   return Enqueue({[=](const Status&) {
     std::memmove(dst.ptr, src.ptr, bytes);
@@ -178,7 +166,7 @@ Status HostStream::MemcpyDeviceToDevice(DeviceMemory dst, DeviceMemory src, uint
 
 Status HostStream::Memset8(DeviceMemory dst, uint8_t value) {
   if (dst.size == 0) return OkStatus();
-  KILN_RETURN_IF_ERROR(CheckRange(dst, dst.size, "memset"));
+  KILN_RETURN_IF_ERROR(CheckDeviceRange(dst, dst.size, "memset"));
   return Enqueue({[=](const Status&) {
     std::memset(dst.ptr, value, dst.size);
     return OkStatus();
@@ -192,7 +180,7 @@ Status HostStream::Memset32(DeviceMemory dst, uint32_t value) {
                            dst.size, " bytes");
   }
   if (dst.size == 0) return OkStatus();
-  KILN_RETURN_IF_ERROR(CheckRange(dst, dst.size, "memset"));
+  KILN_RETURN_IF_ERROR(CheckDeviceRange(dst, dst.size, "memset"));
   return Enqueue({[=](const Status&) {
     auto* p = static_cast<uint32_t*>(dst.ptr);
     for (uint64_t i = 0; i < dst.size / 4; ++i) p[i] = value;
@@ -243,22 +231,8 @@ Status HostStream::Launch(const Kernel& kernel, const LaunchDims& dims, const Ke
   if (host_kernel == nullptr) {
     return InvalidArgument("kernel '", kernel.name(), "' was not loaded by the host driver");
   }
-  const DeviceDescription& d = device_.description();
-  if (dims.grid.Count() == 0 || dims.block.Count() == 0) {
-    return InvalidArgument("launch of '", kernel.name(), "' with an empty grid ",
-                           dims.grid.ToString(), " or block ", dims.block.ToString());
-  }
-  if (dims.block.Count() > static_cast<uint64_t>(host_kernel->entry().max_threads_per_block)) {
-    return InvalidArgument("launch of '", kernel.name(), "': block ", dims.block.ToString(),
-                           " has more than the kernel's ",
-                           host_kernel->entry().max_threads_per_block, " threads");
-  }
-  if (dims.block.x > d.max_block_dims.x || dims.block.y > d.max_block_dims.y ||
-      dims.block.z > d.max_block_dims.z || dims.grid.y > d.max_grid_dims.y ||
-      dims.grid.z > d.max_grid_dims.z || dims.grid.x > d.max_grid_dims.x) {
-    return InvalidArgument("launch of '", kernel.name(), "': grid ", dims.grid.ToString(),
-                           " / block ", dims.block.ToString(), " exceed the device limits");
-  }
+  KILN_RETURN_IF_ERROR(CheckLaunchDims(device_.description(), kernel.name(), dims,
+                                       host_kernel->entry().max_threads_per_block));
   if (dims.shared_memory_bytes > host_kernel->max_dynamic_shared_memory()) {
     return InvalidArgument("launch of '", kernel.name(), "' asks for ", dims.shared_memory_bytes,
                            " bytes of shared memory; the kernel allows ",

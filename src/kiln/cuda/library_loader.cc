@@ -1,0 +1,63 @@
+#include "kiln/cuda/library_loader.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdlib>
+
+#include "kiln/base/strings.h"
+
+namespace kiln::cuda {
+
+StatusOr<SharedLibrary> SharedLibrary::Open(std::string_view what,
+                                            const std::vector<std::string>& candidates) {
+  std::vector<std::string> load_errors;  // candidates that exist but failed to load
+  for (const std::string& name : candidates) {
+    void* handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* error = dlerror();
+      std::string message = error != nullptr ? error : "unknown dlopen error";
+      // "cannot open shared object file: No such file or directory" means absent; anything
+      // else (wrong architecture, missing dependency, bad ELF) is worth reporting.
+      if (message.find("No such file or directory") == std::string::npos) {
+        load_errors.push_back(std::move(message));
+      }
+      continue;
+    }
+    SharedLibrary library;
+    library.handle_ = handle;
+    library.what_ = std::string(what);
+    library.name_ = name;
+    struct link_map* map = nullptr;
+    if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
+      library.path_ = map->l_name;
+    }
+    if (library.path_.empty()) library.path_ = name;
+    return library;
+  }
+  if (!load_errors.empty()) {
+    return Unavailable(what, ": cannot load ", StrJoin(candidates, " / "), ": ",
+                       StrJoin(load_errors, "; "));
+  }
+  return NotFound(what, ": ", StrJoin(candidates, " / "), " not found");
+}
+
+void* SharedLibrary::Symbol(const char* symbol) const {
+  if (handle_ == nullptr) return nullptr;
+  return dlsym(handle_, symbol);
+}
+
+Status SharedLibrary::MissingSymbol(const char* symbol) const {
+  return NotFound(what_, ": ", path_, " lacks the symbol ", symbol,
+                  " (the library is older than the headers kiln was built with; update it)");
+}
+
+std::vector<std::string> LibraryCandidates(const char* env_var,
+                                           const std::vector<std::string>& defaults) {
+  if (const char* value = std::getenv(env_var); value != nullptr && *value != '\0') {
+    return {value};
+  }
+  return defaults;
+}
+
+}  // namespace kiln::cuda
