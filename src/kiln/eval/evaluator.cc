@@ -46,6 +46,7 @@ Evaluator::Evaluator(EvaluatorOptions options)
     : options_(options), rng_state_(options.rng_seed) {}
 
 StatusOr<Literal> Evaluator::Run(const HloModule& module, std::span<const Literal> args) {
+  scalar_programs_.clear();
   const HloComputation* entry = module.entry_computation();
   if (!entry) return InvalidArgument("module ", module.name(), " has no entry computation");
   if (static_cast<int64_t>(args.size()) != entry->num_parameters())
@@ -129,12 +130,6 @@ StatusOr<Literal> Evaluator::Evaluate(const HloComputation& computation,
   auto it = values.find(computation.root_instruction());
   if (it == values.end()) return Internal("evaluator: root of ", computation.name(), " has no value");
   return std::move(it->second);
-}
-
-// The general path; scalar.cc may add recognized fast paths in front of it.
-StatusOr<Literal> Evaluator::EvaluateScalar(const HloComputation& computation,
-                                            std::span<const Literal* const> args) {
-  return Evaluate(computation, args);
 }
 
 StatusOr<Literal> EvaluateModule(const HloModule& module, std::span<const Literal> args) {

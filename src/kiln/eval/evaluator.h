@@ -10,13 +10,17 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <unordered_map>
 
 #include "kiln/base/status.h"
 #include "kiln/hlo/literal.h"
 #include "kiln/hlo/module.h"
 
 namespace kiln {
+
+class ScalarProgram;
 
 struct EvaluatorOptions {
   // Seed of the stateful `rng` op's generator (rng-bit-generator is stateless and ignores it).
@@ -47,6 +51,12 @@ class Evaluator {
   StatusOr<Literal> EvaluateScalar(const HloComputation& computation,
                                    std::span<const Literal* const> args);
 
+  // The compiled native form of a scalar computation (see scalar_program.h), or nullptr when
+  // `computation` is not a simple scalar computation. Compiled once per computation and cached
+  // in this evaluator (the cache is cleared by Run, so the computation must outlive its use
+  // within one run).
+  const ScalarProgram* GetScalarProgram(const HloComputation& computation);
+
   const EvaluatorOptions& options() const { return options_; }
   // State of the stateful rng op (advanced by each rng evaluation).
   uint64_t& rng_state() { return rng_state_; }
@@ -55,6 +65,8 @@ class Evaluator {
   EvaluatorOptions options_;
   uint64_t rng_state_;
   int depth_ = 0;
+  // Compiled scalar programs (nullptr entries: tried, not compilable).
+  std::unordered_map<const HloComputation*, std::shared_ptr<const ScalarProgram>> scalar_programs_;
 };
 
 // Runs a module on arguments with default options.
