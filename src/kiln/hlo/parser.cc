@@ -3,6 +3,7 @@
 // is declared in parser_internal.h.
 #include "kiln/hlo/parser.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -23,12 +24,26 @@ Status HloParser::ErrorAt(size_t offset, std::string_view message) const {
   int line = 0, column = 0;
   lex_.LineColumn(offset, &line, &column);
   std::string_view text = lex_.LineText(offset);
+  // Long lines (real dumps have lines of many kilobytes) are shown as a window around the
+  // column.
+  constexpr size_t kWindow = 160;
+  size_t col0 = static_cast<size_t>(column - 1);
+  std::string shown;
+  size_t caret_at = col0;
+  if (text.size() > kWindow) {
+    size_t start = col0 > kWindow / 2 ? col0 - kWindow / 2 : 0;
+    size_t end = std::min(text.size(), start + kWindow);
+    shown = (start > 0 ? "..." : "") + std::string(text.substr(start, end - start)) +
+            (end < text.size() ? "..." : "");
+    caret_at = col0 - start + (start > 0 ? 3 : 0);
+  } else {
+    shown = std::string(text);
+  }
   std::string caret;
-  for (int i = 0; i + 1 < column && i < static_cast<int>(text.size()); ++i)
-    caret += text[i] == '\t' ? '\t' : ' ';
+  for (size_t i = 0; i < caret_at && i < shown.size(); ++i) caret += shown[i] == '\t' ? '\t' : ' ';
   caret += '^';
-  return InvalidArgument(options_.filename, ":", line, ":", column, ": ", message, "\n", text, "\n",
-                         caret);
+  return InvalidArgument(options_.filename, ":", line, ":", column, ": ", message, "\n", shown,
+                         "\n", caret);
 }
 
 std::string HloParser::DescribeToken(const Token& t) const {
@@ -269,7 +284,7 @@ Status HloParser::FinishComputation(HloModule* module, HloComputation* comp,
     if (n < 0 || n >= static_cast<int64_t>(params.size()))
       return ErrorAt(p->operands_offset,
                      StrCat("parameter number ", n, " out of range: computation '", comp->name(),
-                            "' has ", params.size(), " parameters"));
+                            "' has ", params.size(), " parameter", params.size() == 1 ? "" : "s"));
     if (by_number[n])
       return ErrorAt(p->operands_offset, StrCat("duplicate parameter number ", n, " (also '",
                                                 by_number[n]->instr->name(), "')"));
@@ -291,8 +306,50 @@ Status HloParser::FinishComputation(HloModule* module, HloComputation* comp,
       it->second->AddControlDependencyTo(p.instr);
     }
   }
+  KILN_RETURN_IF_ERROR(CheckAcyclic(comp, pending));
+  for (PendingInstruction& p : pending) comp->AddInstruction(std::move(p.owned));
   for (PendingInstruction& p : pending) {
     if (p.async_wrapped) KILN_RETURN_IF_ERROR(BuildAsyncWrapper(module, p));
+  }
+  return OkStatus();
+}
+
+// Operands and control predecessors must not form a cycle (text order may use names before
+// their definition, but the graph must still be a DAG).
+Status HloParser::CheckAcyclic(HloComputation* comp, std::vector<PendingInstruction>& pending) {
+  std::unordered_map<const HloInstruction*, size_t> index;
+  index.reserve(pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) index[pending[i].instr] = i;
+  // Kahn's algorithm over edges operand -> user and predecessor -> successor.
+  std::vector<int64_t> indegree(pending.size(), 0);
+  std::vector<std::vector<size_t>> users(pending.size());
+  for (size_t i = 0; i < pending.size(); ++i) {
+    const HloInstruction* h = pending[i].instr;
+    auto add_edge = [&](const HloInstruction* from) {
+      users[index[from]].push_back(i);
+      ++indegree[i];
+    };
+    for (const HloInstruction* op : h->operands()) add_edge(op);
+    for (const HloInstruction* pred : h->control_predecessors()) add_edge(pred);
+  }
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < pending.size(); ++i)
+    if (indegree[i] == 0) ready.push_back(i);
+  size_t done = 0;
+  while (!ready.empty()) {
+    size_t i = ready.back();
+    ready.pop_back();
+    ++done;
+    for (size_t u : users[i])
+      if (--indegree[u] == 0) ready.push_back(u);
+  }
+  if (done == pending.size()) return OkStatus();
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (indegree[i] > 0) {
+      return ErrorAt(pending[i].name_offset,
+                     StrCat("instruction '", pending[i].instr->name(), "' in computation '",
+                            comp->name(), "' depends on itself (cycle through its operands)"));
+    }
   }
   return OkStatus();
 }
@@ -342,6 +399,7 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
   lex_.Next();
   PendingInstruction p;
   p.opcode_offset = op_tok.offset;
+  p.name_offset = name_tok.offset;
   HloOpcode opcode;
   if (auto op = ParseHloOpcode(op_tok.text)) {
     opcode = *op;
@@ -368,7 +426,6 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
   bool elided = false;
   p.operands_offset = lex_.NextTokenOffset();
   KILN_RETURN_IF_ERROR(ParseOperands(p, p.async_wrapped ? p.async_wrapped.get() : instr, &elided));
-  KILN_RETURN_IF_ERROR(CheckArity(p));
 
   CalledRefs called;
   while (TryConsume(TokKind::kComma)) {
@@ -378,6 +435,8 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
     KILN_RETURN_IF_ERROR(Expect(TokKind::kEqual, "'='"));
     KILN_RETURN_IF_ERROR(ParseInstructionAttribute(p, called, attr));
   }
+
+  KILN_RETURN_IF_ERROR(CheckArity(p));
 
   // Called computations in role order (see instruction.h).
   HloInstruction* target = p.async_wrapped ? p.async_wrapped.get() : instr;
@@ -401,18 +460,9 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
     if (called.to_apply) refs.push_back(*called.to_apply);
     for (const NameRef& r : called.called_computations) refs.push_back(r);
   }
-  // calls= is the async/fusion computation; for sugar async it belongs to the start itself.
-  HloInstruction* calls_target = instr;
-  if (!called.calls.empty()) {
-    if (calls_target == target) {
-      for (const NameRef& r : called.calls) refs.push_back(r);
-    } else {
-      for (const NameRef& r : called.calls) {
-        pending_calls_.push_back({calls_target, calls_target->called_computations().size(), r});
-        calls_target->AppendCalledComputation(nullptr);
-      }
-    }
-  }
+  // calls= names the computation of a fusion or an async op; in the async sugar form it is the
+  // wrapped instruction's (a fusion-start's fused computation).
+  for (const NameRef& r : called.calls) refs.push_back(r);
   for (const NameRef& r : refs) {
     pending_calls_.push_back({target, target->called_computations().size(), r});
     target->AppendCalledComputation(nullptr);
@@ -440,7 +490,7 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
     *root = instr;
   }
   names.emplace(name, instr);
-  comp->AddInstruction(std::move(owned));
+  p.owned = std::move(owned);
   pending.push_back(std::move(p));
   return OkStatus();
 }
@@ -450,6 +500,10 @@ Status HloParser::CheckArity(const PendingInstruction& p) {
   if (op == HloOpcode::kParameter || op == HloOpcode::kConstant) return OkStatus();
   std::optional<int> arity = HloOpcodeArity(op);
   if (p.async_wrapped_opcode && !p.async_wrapped) arity = 1;  // X-update / X-done
+  // A sparse dot takes a metadata operand per sparsity descriptor.
+  const HloInstruction* target = p.async_wrapped ? p.async_wrapped.get() : p.instr;
+  if (op == HloOpcode::kDot && arity)
+    *arity += static_cast<int>(target->attrs().sparsity.size());
   if (arity && static_cast<int>(p.operands.size()) != *arity)
     return ErrorAt(p.operands_offset,
                    StrCat(p.async_wrapped_opcode ? "async " : "", HloOpcodeString(op), " takes ",
@@ -466,6 +520,7 @@ Status HloParser::ParseOperands(PendingInstruction& p, HloInstruction* instr, bo
     const Token t = lex_.Peek();
     KILN_ASSIGN_OR_RETURN(int64_t n, ParseInt64());
     if (n < 0) return ErrorAt(t.offset, "negative parameter number");
+    if (n > (int64_t{1} << 24)) return ErrorAt(t.offset, StrCat("parameter number ", n, " too large"));
     instr->set_parameter_number(n);
     return Expect(TokKind::kRparen, "')'");
   }

@@ -726,10 +726,25 @@ Status HloParser::ParseInstructionAttribute(PendingInstruction& p, CalledRefs& c
     KILN_RETURN_IF_ERROR(ParseEnumInto(this, kAll, CustomCallScheduleString, &a.custom_call_schedule,
                                        "custom-call schedule (SCHEDULE_...)"));
   } else if (n == "literal") {
-    // literal ::= shape literal_value
-    KILN_ASSIGN_OR_RETURN(Shape s, ParseShape());
+    // literal ::= shape literal_value. "s32[1] {0}" is ambiguous (layout or value): read the
+    // brace as a layout first, and as the value if that leaves no value to read.
+    Lexer::State before = lex_.GetState();
     bool elided = false;
-    KILN_ASSIGN_OR_RETURN(Literal lit, ParseLiteral(s, &elided));
+    StatusOr<Shape> shape = ParseShape();
+    StatusOr<Literal> parsed = shape.ok() ? ParseLiteral(*shape, &elided) : StatusOr<Literal>(shape.status());
+    if (!parsed.ok()) {
+      Lexer::State after = lex_.GetState();
+      lex_.SetState(before);
+      StatusOr<Shape> bare = ParseShape(/*allow_layout=*/false);
+      if (bare.ok()) {
+        StatusOr<Literal> retry = ParseLiteral(*bare, &elided);
+        if (retry.ok()) parsed = std::move(retry);
+        else lex_.SetState(after);
+      } else {
+        lex_.SetState(after);
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(Literal lit, std::move(parsed));
     if (elided) return ErrorAt(name_token.offset, "custom-call literal= may not be elided");
     target->set_literal(std::move(lit));
   } else if (n == "channel_id") {

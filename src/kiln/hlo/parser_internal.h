@@ -51,10 +51,13 @@ struct CalledRefs {
 // Per-instruction state kept until its computation (or the module) is complete.
 struct PendingInstruction {
   HloInstruction* instr = nullptr;
+  // Owned until the computation is complete and checked, then moved into it.
+  std::unique_ptr<HloInstruction> owned;
   std::vector<NameRef> operands;
   std::vector<NameRef> control_predecessors;
   size_t operands_offset = 0;  // the '(' of the operand list
   size_t opcode_offset = 0;
+  size_t name_offset = 0;
   // Async syntax sugar: "X-start"/"X-update"/"X-done" with X not itself async.
   std::optional<HloOpcode> async_wrapped_opcode;
   std::unique_ptr<HloInstruction> async_wrapped;  // the wrapped instruction (for -start)
@@ -97,7 +100,8 @@ class HloParser {
   StatusOr<std::string> ParseIdentText(std::string_view what);
 
   // ---- shapes (parser_shape.cc) ----
-  StatusOr<Shape> ParseShape();
+  // allow_layout=false leaves a '{' after the dimensions unread.
+  StatusOr<Shape> ParseShape(bool allow_layout = true);
   StatusOr<Layout> ParseLayout(const Shape& shape);
   // '(' (name ':')? shape, ... ')' '->' shape
   StatusOr<ProgramShape> ParseProgramShape();
@@ -161,6 +165,7 @@ class HloParser {
                            std::vector<PendingInstruction>& pending,
                            std::unordered_map<std::string, HloInstruction*>& names);
   Status ResolveComputations(HloModule* module);
+  Status CheckAcyclic(HloComputation* comp, std::vector<PendingInstruction>& pending);
   Status CheckArity(const PendingInstruction& p);
   Status BuildAsyncWrapper(HloModule* module, PendingInstruction& p);
 

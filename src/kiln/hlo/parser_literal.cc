@@ -76,125 +76,128 @@ uint64_t SplitMix64(uint64_t& state) {
 
 namespace {
 
-// Parses one scalar element of array type `type` at the lexer and stores it at linear index i.
+template <typename T>
+constexpr bool IntIsSigned() {
+  if constexpr (kIsIntN<T>) return T::kSigned;
+  else return std::is_signed_v<T>;
+}
+template <typename T>
+constexpr int IntBits() {
+  if constexpr (kIsIntN<T>) return T::kBits;
+  else return static_cast<int>(sizeof(T) * 8);
+}
+
+// float ::= int | decimal | 'inf' | '-inf' | 'nan' | '-nan' | 'nan' '(' hex ')'
+template <typename W>
+Status ParseFloating(HloParser* p, PrimitiveType type, W* out) {
+  Lexer& lex = p->lexer();
+  const Token t = lex.Peek();
+  if (t.kind == TokKind::kIdent) {
+    bool neg = !t.text.empty() && t.text[0] == '-';
+    std::string_view word = neg ? t.text.substr(1) : t.text;
+    if (word == "inf") {
+      lex.Next();
+      *out = neg ? -std::numeric_limits<W>::infinity() : std::numeric_limits<W>::infinity();
+      return OkStatus();
+    }
+    if (word == "nan") {
+      lex.Next();
+      W nan = std::numeric_limits<W>::quiet_NaN();
+      *out = neg ? -nan : nan;
+      // Optional payload: nan(0x...) -- accepted, payload not kept.
+      if (lex.PeekKind() == TokKind::kLparen) {
+        std::string_view raw;
+        if (!lex.ScanBalanced(&raw)) return p->Expected("')' after NaN payload");
+      }
+      return OkStatus();
+    }
+  }
+  if (t.kind != TokKind::kInt && t.kind != TokKind::kDecimal) return p->Expected("floating-point value");
+  lex.Next();
+  if (!ParseFloatText(t.text, out))
+    return p->ErrorAt(t.offset, StrCat("value ", t.text, " out of range for ", PrimitiveTypeName(type)));
+  return OkStatus();
+}
+
+// Parses one scalar element of the literal's type at the lexer and stores it at linear index i.
+template <typename T>
+Status ParseElementTyped(HloParser* p, Literal* lit, int64_t i) {
+  Lexer& lex = p->lexer();
+  const Token t = lex.Peek();
+  const PrimitiveType type = lit->shape().element_type();
+  if constexpr (std::is_same_v<T, bool>) {
+    if (t.kind == TokKind::kIdent && (t.text == "true" || t.text == "false")) {
+      lex.Next();
+      lit->data<bool>()[i] = t.text == "true";
+      return OkStatus();
+    }
+    if (t.kind == TokKind::kInt && (t.text == "0" || t.text == "1")) {
+      lex.Next();
+      lit->data<bool>()[i] = t.text == "1";
+      return OkStatus();
+    }
+    return p->Expected("pred value (true or false)");
+  } else if constexpr (kIsIntegralNative<T>) {
+    if (t.kind != TokKind::kInt) return p->Expected("integer");
+    lex.Next();
+    constexpr int kBits = IntBits<T>();
+    const char* b = t.text.data();
+    const char* e = t.text.data() + t.text.size();
+    if constexpr (IntIsSigned<T>()) {
+      int64_t v = 0;
+      auto r = std::from_chars(b, e, v);
+      int64_t lo = kBits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (kBits - 1));
+      int64_t hi = kBits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (kBits - 1)) - 1;
+      if (r.ec != std::errc() || r.ptr != e || v < lo || v > hi)
+        return p->ErrorAt(t.offset, StrCat("integer ", t.text, " out of range for ", PrimitiveTypeName(type)));
+      lit->data<T>()[i] = static_cast<T>(v);
+    } else {
+      uint64_t v = 0;
+      auto r = std::from_chars(b, e, v);
+      uint64_t hi = kBits == 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << kBits) - 1;
+      if (r.ec != std::errc() || r.ptr != e || v > hi)
+        return p->ErrorAt(t.offset, StrCat("integer ", t.text, " out of range for ", PrimitiveTypeName(type)));
+      lit->data<T>()[i] = static_cast<T>(v);
+    }
+    return OkStatus();
+  } else if constexpr (kIsComplexNative<T>) {
+    using C = typename T::value_type;
+    KILN_RETURN_IF_ERROR(p->Expect(TokKind::kLparen, "'(' (complex value)"));
+    C re, im;
+    KILN_RETURN_IF_ERROR(ParseFloating<C>(p, type, &re));
+    KILN_RETURN_IF_ERROR(p->Expect(TokKind::kComma, "','"));
+    KILN_RETURN_IF_ERROR(ParseFloating<C>(p, type, &im));
+    KILN_RETURN_IF_ERROR(p->Expect(TokKind::kRparen, "')'"));
+    lit->data<T>()[i] = T(re, im);
+    return OkStatus();
+  } else {
+    // Real floating types: parse into float (or double for f64), then narrow exactly.
+    using Wide = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    Wide v;
+    KILN_RETURN_IF_ERROR(ParseFloating<Wide>(p, type, &v));
+    lit->data<T>()[i] = T(v);
+    return OkStatus();
+  }
+}
+
+struct ParseElementFn {
+  HloParser* p;
+  Literal* lit;
+  int64_t i;
+  template <typename Tag>
+  Status operator()(Tag) const {
+    return ParseElementTyped<NativeTypeOf<Tag::value>>(p, lit, i);
+  }
+};
+
 class ElementParser {
  public:
   ElementParser(HloParser* p, Literal* lit) : p_(p), lit_(lit) {}
-
   Status Parse(int64_t i) {
-    PrimitiveType t = lit_->shape().element_type();
-    return ArrayTypeSwitch(t, [&](auto tag) -> Status {
-      using T = NativeTypeOf<decltype(tag)::value>;
-      return ParseTyped<T>(i);
-    });
+    return ArrayTypeSwitch(lit_->shape().element_type(), ParseElementFn{p_, lit_, i});
   }
 
  private:
-  template <typename T>
-  Status ParseTyped(int64_t i) {
-    Lexer& lex = p_->lexer();
-    const Token t = lex.Peek();
-    if constexpr (std::is_same_v<T, bool>) {
-      if (t.kind == TokKind::kIdent && (t.text == "true" || t.text == "false")) {
-        lex.Next();
-        lit_->data<bool>()[i] = t.text == "true";
-        return OkStatus();
-      }
-      if (t.kind == TokKind::kInt && (t.text == "0" || t.text == "1")) {
-        lex.Next();
-        lit_->data<bool>()[i] = t.text == "1";
-        return OkStatus();
-      }
-      return p_->Expected("pred value (true or false)");
-    } else if constexpr (kIsIntegralNative<T>) {
-      if (t.kind != TokKind::kInt) return p_->Expected("integer");
-      lex.Next();
-      constexpr bool kSigned = IsSigned<T>();
-      constexpr int kBits = Bits<T>();
-      if constexpr (kSigned) {
-        int64_t v = 0;
-        auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-        int64_t lo = kBits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (kBits - 1));
-        int64_t hi = kBits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (kBits - 1)) - 1;
-        if (r.ec != std::errc() || v < lo || v > hi)
-          return p_->ErrorAt(t.offset, StrCat("integer ", t.text, " out of range for ",
-                                              PrimitiveTypeName(lit_->shape().element_type())));
-        lit_->data<T>()[i] = static_cast<T>(v);
-      } else {
-        uint64_t v = 0;
-        auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-        uint64_t hi = kBits == 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << kBits) - 1;
-        if (r.ec != std::errc() || r.ptr != t.text.data() + t.text.size() || v > hi)
-          return p_->ErrorAt(t.offset, StrCat("integer ", t.text, " out of range for ",
-                                              PrimitiveTypeName(lit_->shape().element_type())));
-        lit_->data<T>()[i] = static_cast<T>(v);
-      }
-      return OkStatus();
-    } else if constexpr (kIsComplexNative<T>) {
-      using C = typename T::value_type;
-      KILN_RETURN_IF_ERROR(p_->Expect(TokKind::kLparen, "'(' (complex value)"));
-      C re, im;
-      KILN_RETURN_IF_ERROR(ParseFloating<C>(&re));
-      KILN_RETURN_IF_ERROR(p_->Expect(TokKind::kComma, "','"));
-      KILN_RETURN_IF_ERROR(ParseFloating<C>(&im));
-      KILN_RETURN_IF_ERROR(p_->Expect(TokKind::kRparen, "')'"));
-      lit_->data<T>()[i] = T(re, im);
-      return OkStatus();
-    } else {
-      // Real floating types: parse into float (or double for f64), then narrow exactly.
-      using Wide = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      Wide v;
-      KILN_RETURN_IF_ERROR(ParseFloating<Wide>(&v));
-      lit_->data<T>()[i] = T(v);
-      return OkStatus();
-    }
-  }
-
-  template <typename T>
-  static constexpr bool IsSigned() {
-    if constexpr (kIsIntN<T>) return T::kSigned;
-    else return std::is_signed_v<T>;
-  }
-  template <typename T>
-  static constexpr int Bits() {
-    if constexpr (kIsIntN<T>) return T::kBits;
-    else return static_cast<int>(sizeof(T) * 8);
-  }
-
-  // float ::= int | decimal | 'inf' | '-inf' | 'nan' | '-nan' | 'nan' '(' hex ')'
-  template <typename W>
-  Status ParseFloating(W* out) {
-    Lexer& lex = p_->lexer();
-    const Token t = lex.Peek();
-    if (t.kind == TokKind::kIdent) {
-      bool neg = !t.text.empty() && t.text[0] == '-';
-      std::string_view word = neg ? t.text.substr(1) : t.text;
-      if (word == "inf") {
-        lex.Next();
-        *out = neg ? -std::numeric_limits<W>::infinity() : std::numeric_limits<W>::infinity();
-        return OkStatus();
-      }
-      if (word == "nan") {
-        lex.Next();
-        W nan = std::numeric_limits<W>::quiet_NaN();
-        *out = neg ? -nan : nan;
-        // Optional payload: nan(0x...) — accepted, payload not kept.
-        if (lex.PeekKind() == TokKind::kLparen) {
-          std::string_view raw;
-          if (!lex.ScanBalanced(&raw)) return p_->Expected("')' after NaN payload");
-        }
-        return OkStatus();
-      }
-    }
-    if (t.kind != TokKind::kInt && t.kind != TokKind::kDecimal)
-      return p_->Expected("floating-point value");
-    lex.Next();
-    if (!ParseFloatText(t.text, out))
-      return p_->ErrorAt(t.offset, StrCat("value ", t.text, " out of range for ",
-                                          PrimitiveTypeName(lit_->shape().element_type())));
-    return OkStatus();
-  }
-
   HloParser* p_;
   Literal* lit_;
 };

@@ -26,14 +26,14 @@ bool HloParser::PeekShape() {
 // shape ::= '(' (shape (',' shape)*)? ')'
 //         | type '[' (dim (',' dim)*)? ']' layout?
 // dim ::= int | '<=' int | '?'
-StatusOr<Shape> HloParser::ParseShape() {
+StatusOr<Shape> HloParser::ParseShape(bool allow_layout) {
   DepthGuard guard(this);
   if (guard.too_deep()) return TooDeep();
   if (TryConsume(TokKind::kLparen)) {
     std::vector<Shape> elements;
     if (!TryConsume(TokKind::kRparen)) {
       do {
-        KILN_ASSIGN_OR_RETURN(Shape e, ParseShape());
+        KILN_ASSIGN_OR_RETURN(Shape e, ParseShape(allow_layout));
         elements.push_back(std::move(e));
       } while (TryConsume(TokKind::kComma));
       KILN_RETURN_IF_ERROR(Expect(TokKind::kRparen, "')' or ','"));
@@ -72,7 +72,7 @@ StatusOr<Shape> HloParser::ParseShape() {
   }
   // A layout follows only if the brace opens a layout ("{" then int, ":" or "}"); otherwise
   // the brace belongs to the surrounding construct (a computation body).
-  if (shape.IsArray() && lex_.PeekKind() == TokKind::kLbrace) {
+  if (allow_layout && shape.IsArray() && lex_.PeekKind() == TokKind::kLbrace) {
     Lexer::State s = lex_.GetState();
     lex_.Next();
     TokKind k = lex_.PeekKind();

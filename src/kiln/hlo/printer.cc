@@ -160,6 +160,71 @@ class Printer {
     return prefix + "c?";
   }
 
+  // The instruction an async computation wraps, when every instruction calling it is part of
+  // one async chain that prints in XLA's sugar form ("X-start", "X-update", "X-done", no
+  // calls=, the computation not printed on its own); nullptr otherwise.
+  const HloInstruction* SugarRoot(const HloComputation* c) {
+    if (!c) return nullptr;
+    auto it = sugar_.find(c);
+    if (it != sugar_.end()) return it->second;
+    const HloInstruction* r = ComputeSugarRoot(c);
+    sugar_[c] = r;
+    return r;
+  }
+
+  const HloInstruction* ComputeSugarRoot(const HloComputation* c) {
+    const HloInstruction* root = c->root_instruction();
+    if (!root || c->parent() == nullptr) return nullptr;
+    HloOpcode op = root->opcode();
+    if (op == HloOpcode::kParameter || op == HloOpcode::kConstant || IsAsyncOpcode(op)) return nullptr;
+    std::string name(HloOpcodeString(op));
+    for (const char* suffix : {"-start", "-update", "-done"})
+      if (ParseHloOpcode(name + suffix)) return nullptr;
+    if (c->instruction_count() != c->num_parameters() + 1) return nullptr;
+    if (root->operand_count() != c->num_parameters()) return nullptr;
+    for (int64_t i = 0; i < c->num_parameters(); ++i)
+      if (!c->parameter_instruction(i) || root->operand(i) != c->parameter_instruction(i)) return nullptr;
+    if (!root->metadata().empty() || root->sharding() || !root->frontend_attributes().empty() ||
+        !root->backend_config().empty() || !root->control_predecessors().empty() ||
+        !root->control_successors().empty())
+      return nullptr;
+    // Every caller: an async op calling only `c`, without unknown attributes; exactly one start
+    // whose operands and shape match the computation; updates and dones chained to it.
+    if (callers_.empty() && !callers_built_) BuildCallers(*c->parent());
+    auto cit = callers_.find(c);
+    if (cit == callers_.end()) return nullptr;
+    const HloInstruction* start = nullptr;
+    for (const HloInstruction* caller : cit->second) {
+      if (!IsAsyncOpcode(caller->opcode()) || caller->called_computations().size() != 1 ||
+          !caller->attrs().extra.empty())
+        return nullptr;
+      if (caller->opcode() == HloOpcode::kAsyncStart) {
+        if (start) return nullptr;
+        start = caller;
+      } else {
+        if (caller->operand_count() != 1 || !IsAsyncOpcode(caller->operand(0)->opcode()) ||
+            caller->operand(0)->called_computations().size() != 1 ||
+            caller->operand(0)->called_computations()[0] != c)
+          return nullptr;
+      }
+    }
+    if (!start || start->operand_count() != c->num_parameters()) return nullptr;
+    for (int64_t i = 0; i < start->operand_count(); ++i)
+      if (!(start->operand(i)->shape() == c->parameter_instruction(i)->shape())) return nullptr;
+    const Shape& s = start->shape();
+    if (!s.IsTuple() || s.tuple_shapes_size() < 2 || !(s.tuple_shapes(1) == root->shape()))
+      return nullptr;
+    if (c->execution_thread() != start->attrs().async_execution_thread) return nullptr;
+    return root;
+  }
+
+  void BuildCallers(const HloModule& m) {
+    callers_built_ = true;
+    for (HloComputation* comp : m.computations())
+      for (HloInstruction* i : comp->instructions())
+        for (HloComputation* callee : i->called_computations()) callers_[callee].push_back(i);
+  }
+
   void NumberComputation(const HloComputation& c) {
     std::vector<HloInstruction*> all = c.instructions();
     for (size_t j = 0; j < all.size(); ++j) instr_index_[all[j]] = static_cast<int64_t>(j);
@@ -174,7 +239,16 @@ class Printer {
     out += " = ";
     AppendShape(out, instr.shape(), o_.print_layouts);
     out += ' ';
-    out += HloOpcodeString(instr.opcode());
+    const HloInstruction* sugar = nullptr;
+    if (IsAsyncOpcode(instr.opcode()) && instr.called_computations().size() == 1)
+      sugar = SugarRoot(instr.called_computations()[0]);
+    if (sugar) {
+      out += HloOpcodeString(sugar->opcode());
+      out += instr.opcode() == HloOpcode::kAsyncStart ? "-start"
+             : instr.opcode() == HloOpcode::kAsyncUpdate ? "-update" : "-done";
+    } else {
+      out += HloOpcodeString(instr.opcode());
+    }
     out += '(';
     if (instr.opcode() == HloOpcode::kParameter) {
       out += std::to_string(instr.parameter_number());
@@ -196,9 +270,15 @@ class Printer {
       }
     }
     out += ')';
+    if (sugar && instr.opcode() == HloOpcode::kAsyncStart) {
+      // The wrapped instruction's attributes, then the start's own.
+      printer_internal::AppendOpcodeAttributes(out, *sugar, o_);
+      for (const auto& [k, v] : sugar->attrs().extra) out += ", " + k + "=" + v;
+      AppendCalledComputations(out, *sugar);
+    }
     printer_internal::AppendOpcodeAttributes(out, instr, o_);
     for (const auto& [k, v] : instr.attrs().extra) out += ", " + k + "=" + v;
-    AppendCalledComputations(out, instr);
+    if (!sugar) AppendCalledComputations(out, instr);
     if (instr.sharding()) out += ", sharding=" + printer_internal::ShardingText(*instr.sharding());
     if (!instr.frontend_attributes().empty())
       out += ", frontend_attributes=" + printer_internal::FrontendAttributesText(instr.frontend_attributes());
@@ -312,8 +392,6 @@ class Printer {
     out += "HloModule ";
     out += o_.canonical ? "m" : m.name();
     if (h.is_scheduled) out += ", is_scheduled=true";
-    if (h.entry_computation_layout)
-      out += ", entry_computation_layout={" + printer_internal::ProgramShapeText(*h.entry_computation_layout) + "}";
     if (!h.input_output_alias.empty()) {
       out += ", input_output_alias={ ";
       for (size_t i = 0; i < h.input_output_alias.size(); ++i) {
@@ -334,6 +412,8 @@ class Printer {
       out += " }";
     }
     if (h.alias_passthrough_params) out += ", alias_passthrough_params=true";
+    if (h.entry_computation_layout)
+      out += ", entry_computation_layout={" + printer_internal::ProgramShapeText(*h.entry_computation_layout) + "}";
     auto bools = [](const std::vector<bool>& v) {
       std::string s = "{";
       for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::string(v[i] ? "true" : "false");
@@ -402,14 +482,20 @@ class Printer {
       StackFrames(out, m.stack_frames());
       out += "\n";
     }
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (i > 0) out += "\n";
-      Computation(out, *order[i]);
+    bool first = true;
+    for (HloComputation* c : order) {
+      if (SugarRoot(c)) continue;  // printed inline by its async chain
+      if (!first) out += "\n";
+      first = false;
+      Computation(out, *c);
     }
   }
 
  private:
   const PrintOptions& o_;
+  std::unordered_map<const HloComputation*, const HloInstruction*> sugar_;
+  std::unordered_map<const HloComputation*, std::vector<const HloInstruction*>> callers_;
+  bool callers_built_ = false;
   std::unordered_map<const HloInstruction*, int64_t> instr_index_;
   std::unordered_map<const HloComputation*, int64_t> comp_index_;
 };

@@ -371,8 +371,12 @@ void AppendOpcodeAttributes(std::string& out, const HloInstruction& instr, const
                        [](std::ostream& os, const Shape& s) { os << ShapeText(s, true); }) +
                "}";
       if (a.custom_call_has_side_effect) out += ", custom_call_has_side_effect=true";
-      if (instr.has_literal())
-        out += ", literal=" + ShapeText(instr.literal().shape(), true) + " " + PrintLiteralValue(instr.literal());
+      if (instr.has_literal()) {
+        // The layout is always written so that the value's brace cannot read as a layout.
+        Shape s = instr.literal().shape();
+        s.set_default_layouts();
+        out += ", literal=" + ShapeText(s, true) + " " + PrintLiteralValue(instr.literal());
+      }
       if (a.custom_call_schedule != CustomCallSchedule::kNone)
         out += StrCat(", custom_call_schedule=", CustomCallScheduleString(a.custom_call_schedule));
       if (a.api_version != CustomCallApiVersion::kOriginal)
