@@ -74,7 +74,8 @@ class Allocator {
 
   // Stream-ordered allocation: the memory may be used by work enqueued on `stream` after this
   // call, and DeallocateOnStream frees it once the stream's earlier work is done, without
-  // blocking the host. Allocators that are not stream-ordered allocate immediately and, for
+  // blocking the host. A stream-ordered allocator must outlive the frees it has queued
+  // (synchronize those streams before destroying it). Allocators that are not stream-ordered allocate immediately and, for
   // DeallocateOnStream, synchronize the stream before freeing.
   virtual bool is_stream_ordered() const { return false; }
   virtual StatusOr<DeviceMemory> AllocateOnStream(uint64_t bytes, Stream& stream,

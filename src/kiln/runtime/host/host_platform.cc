@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -118,13 +119,22 @@ std::optional<AllocatorStats> HostMemoryAllocator::GetStats() const {
 
 namespace {
 
-// Allocates at once; frees in stream order by enqueueing the free on the stream.
+// A stream-ordered pool: DeallocateOnStream enqueues the block's return to the pool on the
+// stream, so it is reused only after the stream's earlier work; allocations take a cached block
+// (best fit, at most twice the size) or fresh memory. Cached memory above the release threshold
+// goes back to the heap.
 class HostStreamOrderedAllocator final : public Allocator {
  public:
-  explicit HostStreamOrderedAllocator(Allocator& backing) : backing_(backing) {}
-  std::string_view name() const override { return "host-stream-ordered"; }
+  HostStreamOrderedAllocator(int ordinal, uint64_t release_threshold)
+      : name_(StrCat("host:", ordinal, ":stream-ordered")), release_threshold_(release_threshold) {}
+  ~HostStreamOrderedAllocator() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [size, ptr] : cached_) std::free(ptr);
+    for (const auto& [ptr, size] : live_) std::free(ptr);
+  }
+  std::string_view name() const override { return name_; }
   MemoryKind memory_kind() const override { return MemoryKind::kDevice; }
-  uint64_t alignment() const override { return backing_.alignment(); }
+  uint64_t alignment() const override { return 256; }
   bool is_stream_ordered() const override { return true; }
   StatusOr<DeviceMemory> AllocateOnStream(uint64_t bytes, Stream& stream,
                                           std::string_view tag) override {
@@ -135,22 +145,77 @@ class HostStreamOrderedAllocator final : public Allocator {
     if (memory.is_null()) return OkStatus();
     auto* host_stream = dynamic_cast<HostStream*>(&stream);
     if (host_stream == nullptr) return InvalidArgument("stream was not created by the host driver");
-    Allocator* backing = &backing_;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (live_.find(memory.ptr) == live_.end()) return NotLive(memory);
+    }
     HostStream::Task task;
-    task.always_run = true;  // free even if the stream failed: the memory is no longer used
-    task.run = [backing, memory](const Status&) { return backing->Deallocate(memory); };
+    task.always_run = true;  // return the block even if the stream failed: nothing uses it now
+    task.run = [this, memory](const Status&) { return DoDeallocate(memory); };
     return host_stream->Enqueue(std::move(task));
   }
-  std::optional<AllocatorStats> GetStats() const override { return backing_.GetStats(); }
+  std::optional<AllocatorStats> GetStats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
 
  protected:
   StatusOr<DeviceMemory> DoAllocate(uint64_t bytes, std::string_view tag) override {
-    return backing_.Allocate(bytes, tag);
+    uint64_t rounded = (bytes + 255) & ~uint64_t{255};
+    std::lock_guard<std::mutex> lock(mu_);
+    void* p = nullptr;
+    uint64_t size = rounded;
+    auto it = cached_.lower_bound(rounded);
+    if (it != cached_.end() && it->first <= 2 * rounded) {
+      size = it->first;
+      p = it->second;
+      cached_.erase(it);
+    } else {
+      p = std::aligned_alloc(256, rounded);
+      if (p == nullptr) {
+        ++stats_.num_ooms;
+        return ResourceExhausted(name_, ": out of host memory allocating ", HumanBytes(bytes),
+                                 tag.empty() ? "" : " for '", tag, tag.empty() ? "" : "'");
+      }
+      stats_.bytes_reserved += rounded;
+      stats_.peak_bytes_reserved = std::max(stats_.peak_bytes_reserved, stats_.bytes_reserved);
+    }
+    live_[p] = size;
+    stats_.bytes_in_use += size;
+    stats_.peak_bytes_in_use = std::max(stats_.peak_bytes_in_use, stats_.bytes_in_use);
+    ++stats_.num_allocs;
+    stats_.num_live_allocs = live_.size();
+    return DeviceMemory{p, bytes};
   }
-  Status DoDeallocate(DeviceMemory memory) override { return backing_.Deallocate(memory); }
+  Status DoDeallocate(DeviceMemory memory) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = live_.find(memory.ptr);
+    if (it == live_.end()) return NotLive(memory);
+    uint64_t size = it->second;
+    live_.erase(it);
+    stats_.bytes_in_use -= size;
+    stats_.num_live_allocs = live_.size();
+    if (stats_.bytes_reserved - stats_.bytes_in_use > release_threshold_) {
+      std::free(memory.ptr);
+      stats_.bytes_reserved -= size;
+    } else {
+      cached_.emplace(size, memory.ptr);
+    }
+    return OkStatus();
+  }
 
  private:
-  Allocator& backing_;
+  Status NotLive(const DeviceMemory& memory) const {
+    return InvalidArgument(name_, ": deallocating ", memory.ptr,
+                           ", which is not a live allocation (double free?)");
+  }
+
+  std::string name_;
+  uint64_t release_threshold_;
+  mutable std::mutex mu_;
+  std::unordered_map<void*, uint64_t> live_;
+  std::multimap<uint64_t, void*> cached_;  // size → block
+  AllocatorStats stats_;
 };
 
 }  // namespace
@@ -178,9 +243,8 @@ StatusOr<std::unique_ptr<Module>> HostDevice::LoadModule(const ModuleSpec& spec)
 
 StatusOr<std::unique_ptr<Allocator>> HostDevice::CreateStreamOrderedAllocator(
     const StreamOrderedAllocatorOptions& options) {
-  (void)options;  // nothing is cached, so there is no threshold to apply
-  return std::unique_ptr<Allocator>(
-      std::make_unique<HostStreamOrderedAllocator>(device_allocator_));
+  return std::unique_ptr<Allocator>(std::make_unique<HostStreamOrderedAllocator>(
+      description_.ordinal, options.release_threshold_bytes));
 }
 
 StatusOr<MemoryUsage> HostDevice::GetMemoryUsage() {

@@ -6,7 +6,7 @@
 //   - "Device memory" and "pinned host memory" are ordinary aligned host memory (256 bytes);
 //     copies are memcpy on the stream's thread.
 //   - Kernels are C++ functions from a HostKernelLibrary (host_kernel.h).
-//   - The stream-ordered allocator allocates at once and frees in stream order.
+//   - The stream-ordered allocator is a small pool: blocks return to it in stream order.
 #pragma once
 
 #include <memory>
