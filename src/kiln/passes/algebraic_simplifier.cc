@@ -82,6 +82,17 @@ bool IsSplat(const HloInstruction* instr, Splat value) {
   return true;
 }
 
+std::optional<double> SplatValue(const HloInstruction* instr) {
+  const HloInstruction* c = SplatConstant(instr);
+  if (!c || !IsFloatingPointType(c->literal().shape().element_type())) return std::nullopt;
+  const Literal& l = c->literal();
+  const double v = l.GetAsDouble(0);
+  for (int64_t i = 1; i < l.element_count(); ++i)
+    if (!(l.GetAsDouble(i) == v) || std::signbit(l.GetAsDouble(i)) != std::signbit(v))
+      return std::nullopt;
+  return v;
+}
+
 std::optional<bool> SplatPred(const HloInstruction* instr) {
   if (instr->shape().element_type() != PrimitiveType::kPred) return std::nullopt;
   if (IsSplat(instr, Splat::kOne)) return true;
@@ -210,9 +221,21 @@ StatusOr<HloInstruction*> SimplifyElementwise(Context& ctx, HloInstruction* inst
         if (IsSplat(a, Splat::kZero)) return a;
       }
       return nullptr;
-    case HloOpcode::kDivide:  // div-one
-      if ((is_int || is_float) && IsSplat(b, Splat::kOne)) return a;
-      return nullptr;
+    case HloOpcode::kDivide: {
+      if ((is_int || is_float) && IsSplat(b, Splat::kOne)) return a;  // div-one
+      if (!is_float) return nullptr;
+      // div-pow2: x / 2^k is exactly x * 2^-k when 2^-k is representable.
+      std::optional<double> v = SplatValue(b);
+      if (!v || *v == 0 || !std::isfinite(*v)) return nullptr;
+      int exp = 0;
+      if (std::frexp(std::fabs(*v), &exp) != 0.5) return nullptr;
+      Literal r(Shape::ArrayWithDefaultLayout(t, {}));
+      r.SetFromDouble(0, 1.0 / *v);
+      if (r.GetAsDouble(0) != 1.0 / *v) return nullptr;
+      HloInstruction* c = ctx.editor.Constant(std::move(r), instr);
+      KILN_ASSIGN_OR_RETURN(HloInstruction * bc, ctx.editor.BroadcastScalar(c, shape, instr));
+      return ctx.editor.Binary(HloOpcode::kMultiply, a, bc, &shape, instr);
+    }
     case HloOpcode::kAnd:
       if (!is_int && !is_pred) return nullptr;
       if (a == b) return a;  // idempotent
@@ -252,6 +275,11 @@ StatusOr<HloInstruction*> SimplifyElementwise(Context& ctx, HloInstruction* inst
       if (on_true == on_false) return on_true;  // select-same
       std::optional<bool> p = SplatPred(a);     // select-const
       if (p) return *p ? on_true : on_false;
+      if (is_pred) {  // select-pred
+        std::optional<bool> x = SplatPred(on_true), y = SplatPred(on_false);
+        if (x && y && *x && !*y) return a;
+        if (x && y && !*x && *y) return ctx.editor.Unary(HloOpcode::kNot, a, &shape, instr);
+      }
       return nullptr;
     }
     case HloOpcode::kNegate:  // negate-negate

@@ -20,6 +20,7 @@
 //   mul-one:         multiply(x, 1), multiply(1, x) -> x   [ints, floats]
 //   mul-zero:        multiply(x, 0), multiply(0, x) -> 0   [ints; floats keep NaN/inf*0]
 //   div-one:         divide(x, 1) -> x                     [ints, floats]
+//   div-pow2:        divide(x, +-2^k) -> multiply(x, +-2^-k) [floats, when 2^-k is exact]
 //   and-identity:    and(x, all-ones) -> x; and(x, 0) -> 0 [pred, ints]
 //   or-identity:     or(x, 0) -> x; or(x, all-ones) -> all-ones [pred, ints]
 //   xor-identity:    xor(x, 0) -> x; xor(x, x) -> 0        [pred, ints]
@@ -27,6 +28,7 @@
 //   minmax-bound:    maximum(x, -inf|INT_MIN|false), minimum(x, +inf|INT_MAX|true) -> x
 //   select-const:    select(true, a, b) -> a; select(false, a, b) -> b
 //   select-same:     select(p, a, a) -> a
+//   select-pred:     select(p, true, false) -> p; select(p, false, true) -> not(p)
 //   negate-negate:   negate(negate(x)) -> x
 //   not-not:         not(not(x)) -> x                      [pred, ints]
 //   convert-same:    convert(x) and bitcast-convert(x) to x's own type -> x

@@ -40,6 +40,10 @@ bool IsSplat(const HloInstruction* instr, Splat value);
 // bool (pred) -- nullopt otherwise.
 std::optional<bool> SplatPred(const HloInstruction* instr);
 
+// The value of a real floating-point constant (or broadcast of one) whose elements are all
+// equal (NaN never matches); nullopt otherwise.
+std::optional<double> SplatValue(const HloInstruction* instr);
+
 // A constant of `shape`'s element type holding `value` everywhere, built as broadcast(scalar)
 // (or the scalar itself for a scalar shape), shaped like `shape` (layout included).
 StatusOr<HloInstruction*> MakeSplat(Context& ctx, const Shape& shape, Splat value,

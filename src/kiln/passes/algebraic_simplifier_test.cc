@@ -88,6 +88,18 @@ TEST(AlgebraicSimplifierTest, DivOne) {
   Simplify(BinaryWithConstant("s32", "divide", "1", true), false);  // 1 / x
 }
 
+TEST(AlgebraicSimplifierTest, DivPow2) {
+  auto m = Simplify(BinaryWithConstant("f32", "divide", "1024"));
+  EXPECT_EQ(RootSummary(*m), "multiply(parameter,broadcast)");
+  EXPECT_EQ(m->entry_computation()->root_instruction()->operand(1)->operand(0)->literal().GetAsDouble(0),
+            1.0 / 1024);
+  EXPECT_EQ(RootSummary(*Simplify(BinaryWithConstant("bf16", "divide", "-0.25"))),
+            "multiply(parameter,broadcast)");
+  Simplify(BinaryWithConstant("f32", "divide", "3"), false);          // 1/3 is not exact
+  Simplify(BinaryWithConstant("f16", "divide", "1.52587890625e-05"), false);  // 2^16 > f16 max
+  Simplify(BinaryWithConstant("f32", "divide", "2", true), false);    // 2 / x
+}
+
 TEST(AlgebraicSimplifierTest, AndIdentity) {
   EXPECT_EQ(EntryOps(*Simplify(BinaryWithConstant("pred", "and", "true"))), "parameter");
   EXPECT_EQ(EntryOps(*Simplify(BinaryWithConstant("s32", "and", "-1", true))), "parameter");
@@ -191,6 +203,23 @@ ENTRY e {
 }
 )");
   EXPECT_EQ(RootSummary(*m), "parameter");
+}
+
+TEST(AlgebraicSimplifierTest, SelectPred) {
+  auto m = Simplify(R"(
+HloModule m
+ENTRY e {
+  p = pred[4] parameter(0)
+  t = pred[] constant(true)
+  f = pred[] constant(false)
+  bt = pred[4] broadcast(t), dimensions={}
+  bf = pred[4] broadcast(f), dimensions={}
+  a = pred[4] select(p, bt, bf)
+  b = pred[4] select(p, bf, bt)
+  ROOT r = (pred[4], pred[4]) tuple(a, b)
+}
+)");
+  EXPECT_EQ(RootSummary(*m), "tuple(parameter,not)");
 }
 
 TEST(AlgebraicSimplifierTest, NegateNegate) {

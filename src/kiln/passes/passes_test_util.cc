@@ -131,7 +131,7 @@ std::vector<Literal> SpecialArguments(const HloModule& module, uint64_t seed) {
 std::string CompareModules(const HloModule& before, const HloModule& after,
                            const std::vector<Literal>& args, Match match) {
   EvaluatorOptions options;
-  options.max_loop_iterations = 100000;
+  options.max_loop_iterations = 10000;
   Evaluator e1(options);
   StatusOr<Literal> expected = e1.Run(before, args);
   if (!expected.ok()) return StrCat("skip: ", expected.status().message());

@@ -1,0 +1,37 @@
+// The neutral simplification pipeline the CPU and GPU compilers both run first.
+//
+//   call-inliner                                   (once: calls disappear for good)
+//   fixed point (HloPassFix, at most max_iterations rounds) of
+//     tuple-simplifier, algebraic-simplifier, constant-folding, cse, dce,
+//     while-loop-simplifier
+//   dot-canonicalizer, algebraic-simplifier, cse, dce  (only with canonicalize_dots)
+//
+// Every pass preserves the values the module computes exactly (see each pass's header), so a
+// module evaluates to the same results before and after (simplification_conformance_test
+// checks this on the shared bench and corpus modules). Running the pipeline a second time
+// changes nothing.
+#pragma once
+
+#include "kiln/passes/algebraic_simplifier.h"
+#include "kiln/passes/constant_folding.h"
+#include "kiln/passes/pipeline.h"
+#include "kiln/passes/while_loop_simplifier.h"
+
+namespace kiln {
+
+struct SimplificationOptions {
+  ConstantFoldingOptions constant_folding;
+  AlgebraicSimplifierOptions algebraic_simplifier;
+  WhileLoopSimplifierOptions while_loop_simplifier;
+  // Rounds of the fixed-point loop (each round runs every pass once).
+  int max_iterations = 10;
+  // Also bring every dot into the canonical [B,M,K]x[B,K,N] form (dot_canonicalizer.h): what
+  // GEMM-emitting backends want. Off by default: it adds transposes and reshapes.
+  bool canonicalize_dots = false;
+};
+
+// Appends the passes above to `pipeline` (the nested fixed-point pipeline inherits its
+// verifier and dump options).
+void AddSimplificationPasses(HloPassPipeline& pipeline, const SimplificationOptions& options = {});
+
+}  // namespace kiln
