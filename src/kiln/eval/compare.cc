@@ -162,6 +162,7 @@ std::string ArrayComparison::ToString() const {
   if (!error.empty()) return s + error;
   std::string tol = exact ? "exact" : StrCat("rtol ", Sci(tolerance.rtol), ", atol ", Sci(tolerance.atol));
   if (!exact && tolerance.scaled_atol > 0) tol += StrCat(" + ", Sci(tolerance.scaled_atol), " * max|expected|");
+  if (mismatches == 0 && exact) return s + "ok (exact)";
   if (mismatches == 0)
     return s + StrCat("ok (", tol, "; max abs err ", Sci(max_abs_error), ", max rel err ",
                       Sci(max_rel_error), ")");

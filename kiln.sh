@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# kiln's one entry point for people and CI. Each command is self-contained: it installs what is
+# missing (Debian 12 packages, as root or through sudo), configures and builds, then does its job.
+#
+#   ./kiln.sh example   build (Release) and run examples/mlp.hlo, printing its outputs
+#   ./kiln.sh test      build (Release) and run the whole CTest suite (label cpu; GPU tests,
+#                       label gpu, run only where an NVIDIA GPU is visible)
+#   ./kiln.sh build     just install and build
+#   ./kiln.sh fuzz [SECONDS]
+#                       build the libFuzzer targets with clang and run each for SECONDS (60);
+#                       skipped with a note when clang is missing
+#
+# Environment: KILN_BUILD_DIR (default build-release), KILN_JOBS (default nproc),
+# KILN_NO_INSTALL=1 to skip the package step.
+set -euo pipefail
+
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+BUILD_DIR=${KILN_BUILD_DIR:-$ROOT/build-release}
+JOBS=${KILN_JOBS:-$(nproc 2>/dev/null || echo 2)}
+PACKAGES=(cmake ninja-build g++ libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
+          libeigen3-dev zlib1g-dev ccache)
+
+say() { printf '\033[1mkiln.sh:\033[0m %s\n' "$*"; }
+
+install_packages() {
+  [ "${KILN_NO_INSTALL:-0}" = 1 ] && return 0
+  local missing=()
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  if [ "$(id -u)" != 0 ]; then
+    command -v sudo >/dev/null || { say "missing packages ${missing[*]}; run as root or install them"; exit 1; }
+    sudo=(sudo)
+  fi
+  say "installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+  install_packages "${PACKAGES[@]}"
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    say "configuring $BUILD_DIR (Release)"
+    cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  fi
+  say "building with $JOBS jobs"
+  ninja -C "$BUILD_DIR" -j "$JOBS" --quiet
+}
+
+have_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }
+
+cmd_example() {
+  build
+  say "kiln run examples/mlp.hlo --print"
+  "$BUILD_DIR/src/kiln/tools/kiln" run "$ROOT/examples/mlp.hlo" --print
+}
+
+cmd_test() {
+  build
+  local gpu_tests
+  gpu_tests=$(ctest --test-dir "$BUILD_DIR" -N -L gpu | sed -n 's/^Total Tests: //p')
+  if have_gpu; then
+    say "running every test (a GPU is visible)"
+    ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
+  else
+    say "running the cpu tests; ${gpu_tests:-0} GPU test(s) (label gpu) skipped: no GPU here"
+    ctest --test-dir "$BUILD_DIR" -L cpu --output-on-failure -j "$JOBS"
+    echo "GPU tests skipped (no GPU visible): ${gpu_tests:-0}"
+  fi
+}
+
+cmd_fuzz() {
+  local seconds=${1:-60}
+  install_packages "${PACKAGES[@]}"
+  if ! command -v clang++ >/dev/null; then
+    say "clang++ not found: fuzzing skipped (apt-get install clang to enable)"
+    return 0
+  fi
+  local dir=$ROOT/build-fuzz
+  if [ ! -f "$dir/build.ninja" ]; then
+    CC=clang CXX=clang++ cmake -S "$ROOT" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DKILN_BUILD_FUZZERS=ON -DKILN_BUILD_TESTS=OFF >/dev/null
+  fi
+  # Every executable target whose name ends in _fuzzer.
+  local targets
+  targets=$(ninja -C "$dir" -t targets all | sed -n 's/^\([A-Za-z0-9_]*_fuzzer\): phony$/\1/p' | sort -u)
+  if [ -z "$targets" ]; then
+    say "no *_fuzzer targets in this tree: nothing to fuzz"
+    return 0
+  fi
+  ninja -C "$dir" -j "$JOBS" $targets >/dev/null
+  for t in $targets; do
+    local bin
+    bin=$(find "$dir" -type f -name "$t" -perm -u+x | head -n 1)
+    [ -n "$bin" ] || { say "built $t but cannot find its binary"; return 1; }
+    local corpus=$dir/corpus-$t seeds=()
+    mkdir -p "$corpus"
+    # Seeds (read, never written): the HLO corpus and examples, where they exist.
+    for d in "$ROOT/../shared/corpus/xla-fuzz" "$ROOT/examples"; do [ -d "$d" ] && seeds+=("$d"); done
+    # A dictionary beside the target's source: <target>.dict or, without the room prefix,
+    # parser_fuzzer.dict for hlo_parser_fuzzer.
+    local dict=() f
+    for f in "$t.dict" "${t#*_}.dict"; do
+      local found
+      found=$(find "$ROOT/src" -name "$f" | head -n 1)
+      if [ -n "$found" ]; then dict=(-dict="$found"); break; fi
+    done
+    say "fuzzing $t for ${seconds}s"
+    "$bin" -max_total_time="$seconds" -print_final_stats=1 "${dict[@]}" "$corpus" "${seeds[@]}" 2>&1 | tail -n 15
+  done
+}
+
+case "${1:-}" in
+  example) cmd_example ;;
+  test) cmd_test ;;
+  build) build ;;
+  fuzz) shift; cmd_fuzz "$@" ;;
+  *)
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    exit 2
+    ;;
+esac

@@ -1,0 +1,86 @@
+// The backends the `kiln` tool can run a module on, registered explicitly (no static
+// initializers): main() calls RegisterBuiltinBackends, which adds each backend this binary was
+// built with, best first. A new platform plugs in by implementing Backend and adding one line
+// to RegisterBuiltinBackends (guarded by its build option).
+//
+// Backend names are the platform names of docs/ARCHITECTURE.md: "interpreter" (the reference
+// evaluator), "cpu", "cuda", "rocm". KnownPlatformNames() lists them all, built or not, so the
+// tool can tell "not built" from "unknown".
+//
+// When src/kiln/runtime grows a Platform registry, Backend becomes a thin adapter over a
+// Platform + Compiler pair; the tool's commands do not change.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/hlo/literal.h"
+#include "kiln/hlo/module.h"
+
+namespace kiln {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;         // "host", "NVIDIA H200"
+  std::string description;  // one line of details
+};
+
+struct BackendRunOptions {
+  int device_ordinal = 0;
+  // Seed of the stateful `rng` op (and of anything else random at run time).
+  uint64_t seed = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string_view name() const = 0;         // "interpreter"
+  virtual std::string_view description() const = 0;  // "the reference evaluator (host)"
+  // The devices this backend can use now; an error says why there are none (no driver, ...).
+  virtual StatusOr<std::vector<DeviceInfo>> Devices() const = 0;
+  // Compiles (if the backend compiles) and runs the module's entry computation on `args`
+  // (one per entry parameter). Returns the root's value (a tuple literal for a tuple root).
+  virtual StatusOr<Literal> Run(const HloModule& module, std::span<const Literal> args,
+                                const BackendRunOptions& options) = 0;
+};
+
+class BackendRegistry {
+ public:
+  // Adds a backend; registering a name twice is a kiln bug (the second is ignored).
+  void Register(std::unique_ptr<Backend> backend);
+  // The backend named `name`, or nullptr.
+  Backend* Find(std::string_view name) const;
+  // Registered backends in registration order (best first).
+  std::vector<Backend*> backends() const;
+  // Names of the registered backends, comma-separated ("interpreter, cpu").
+  std::string AvailableNames() const;
+  // The first registered backend that sees at least one device (the interpreter always does).
+  Backend* Best() const;
+
+ private:
+  std::vector<std::unique_ptr<Backend>> backends_;
+};
+
+// Every platform name kiln knows, built into this binary or not.
+std::span<const std::string_view> KnownPlatformNames();
+
+// Registers every backend built into this binary, best first.
+void RegisterBuiltinBackends(BackendRegistry& registry);
+
+// The reference evaluator as a backend (always built).
+std::unique_ptr<Backend> CreateInterpreterBackend();
+
+// Resolves a --device value ("interpreter", "cuda:1") to a backend and device ordinal. Errors:
+// an unknown name lists the known ones; a known but unregistered one says it is not built yet.
+struct DeviceSelection {
+  Backend* backend = nullptr;
+  int ordinal = 0;
+};
+StatusOr<DeviceSelection> SelectDevice(const BackendRegistry& registry, std::string_view spec);
+
+}  // namespace kiln

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# End-to-end tests of the `kiln` binary: exit codes, messages, .npz in and out.
+#   cli_test.sh KILN_BINARY SOURCE_DIR
+# Prints one line per check and "N passed, M failed" at the end; exits non-zero on a failure.
+set -u
+KILN=$1
+DATA=$2/src/kiln/tools/testdata
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+# check NAME EXPECTED_EXIT PATTERN -- COMMAND...: runs COMMAND, checks its exit code and that
+# its stdout+stderr match the extended regex PATTERN (empty: anything).
+check() {
+  local name=$1 want=$2 pattern=$3
+  shift 4
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    echo "FAIL $name: exit $rc, expected $want"; echo "$out" | sed 's/^/    /'; failed=$((failed + 1)); return
+  fi
+  if [ -n "$pattern" ] && ! grep -Eq -- "$pattern" <<<"$out"; then
+    echo "FAIL $name: output does not match /$pattern/"; echo "$out" | sed 's/^/    /'; failed=$((failed + 1)); return
+  fi
+  echo "ok   $name"
+  passed=$((passed + 1))
+}
+
+check version 0 '^kiln [0-9]+\.[0-9]+' -- "$KILN" --version
+check help 0 'Examples:' -- "$KILN" --help
+check run_help 0 '--inputs' -- "$KILN" run --help
+check no_subcommand 2 'subcommand is required' -- "$KILN"
+check bad_flag 2 '' -- "$KILN" run "$DATA/small.hlo" --no-such-flag
+
+# Inputs from an npz, outputs to an npz, and back: the outputs equal the stored expectation.
+check run_npz 0 'out0 f32\[2,3\].*min 1 max 6' -- \
+  "$KILN" run "$DATA/small.hlo" --inputs "$DATA/inputs.npz" --outputs "$TMP/out.npz" --print
+check outputs_written 0 '' -- test -s "$TMP/out.npz"
+check compare_written 0 'OK: 2 outputs match' -- \
+  "$KILN" compare "$DATA/small.hlo" --inputs "$DATA/inputs.npz" --expected "$TMP/out.npz"
+check compare_expected 0 'OK: 2 outputs match' -- \
+  "$KILN" compare "$DATA/small.hlo" --inputs "$DATA/inputs.npz" --expected "$DATA/expected.npz"
+check compare_wrong 1 'worst at \[1, 2\]: actual 6, expected 6.5' -- \
+  "$KILN" compare "$DATA/small.hlo" --inputs "$DATA/inputs.npz" --expected "$DATA/wrong.npz"
+check compare_interpreter 0 'OK: 2 outputs match' -- \
+  "$KILN" compare "$DATA/small.hlo" --device interpreter --reference interpreter --seed 3
+
+# Random inputs are deterministic per seed.
+check random_a 0 '' -- "$KILN" run "$DATA/small.hlo" --seed 5 --outputs "$TMP/a.npz"
+check random_b 0 '' -- "$KILN" run "$DATA/small.hlo" --seed 5 --outputs "$TMP/b.npz"
+check random_same 0 '' -- cmp "$TMP/a.npz" "$TMP/b.npz"
+check random_c 0 '' -- "$KILN" run "$DATA/small.hlo" --seed 6 --outputs "$TMP/c.npz"
+check random_differs 1 '' -- cmp -s "$TMP/a.npz" "$TMP/c.npz"
+
+# Inputs that need a lossy conversion: an error naming --cast, accepted with --cast.
+check needs_cast 2 'in1.*2\.5 \(f32\) does not convert exactly to s32; pass --cast' -- \
+  "$KILN" run "$DATA/small.hlo" --inputs "$DATA/fractional.npz"
+check with_cast 0 'out1 s32\[\].*\{2\}' -- \
+  "$KILN" run "$DATA/small.hlo" --inputs "$DATA/fractional.npz" --cast
+check missing_input 2 "no input for parameter 0" -- \
+  "$KILN" run "$DATA/small.hlo" --inputs "$DATA/expected.npz"
+
+# A malformed module: exit 2, FILE:LINE:COL, the line and a caret.
+check malformed 2 'malformed\.hlo:5:[0-9]+: ' -- "$KILN" run "$DATA/malformed.hlo"
+check malformed_caret 2 '^ +\^$' -- "$KILN" run "$DATA/malformed.hlo"
+check missing_file 2 'cannot open' -- "$KILN" run "$TMP/none.hlo"
+
+# Devices.
+check device_not_built 2 "kiln: device 'cpu' is not built yet \(available: interpreter\)" -- \
+  "$KILN" run "$DATA/small.hlo" --device cpu
+check device_unknown 2 "kiln: unknown device 'tpu'" -- "$KILN" run "$DATA/small.hlo" --device tpu
+check device_ordinal 2 "interpreter has 1 device" -- "$KILN" run "$DATA/small.hlo" --device interpreter:3
+check devices 0 'interpreter: the reference evaluator \(host\)' -- "$KILN" devices
+
+check info 0 'parameters \(2\)' -- "$KILN" info "$DATA/small.hlo"
+check info_bytes 0 'bytes: parameters 28 B, outputs 28 B' -- "$KILN" info "$DATA/small.hlo"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,16 @@
+// The subcommands of the `kiln` tool, one file each. Each Add*Command defines its subcommand
+// on `app`; when the subcommand runs, its exit code (tool_common.h) is stored in *exit_code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "kiln/tools/backend_registry.h"
+
+namespace kiln {
+
+void AddRunCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);      // run.cc
+void AddCompareCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);  // compare_command.cc
+void AddInfoCommand(CLI::App& app, int* exit_code);                                // info.cc
+void AddDevicesCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);  // devices.cc
+
+}  // namespace kiln

@@ -1,0 +1,165 @@
+// kiln compare MODULE.hlo: run on a device and on a reference (or read expected outputs) and
+// compare every output within the tolerance of its type (src/kiln/eval/tolerance.h).
+#include <iostream>
+#include <optional>
+
+#include "kiln/base/strings.h"
+#include "kiln/eval/compare.h"
+#include "kiln/hlo/npy_literal.h"
+#include "kiln/tools/commands.h"
+#include "kiln/tools/tool_common.h"
+
+namespace kiln {
+
+namespace {
+
+struct CompareFlags {
+  std::string module;
+  std::string device;
+  std::string reference = "interpreter";
+  std::string expected;
+  std::string inputs;
+  uint64_t seed = 42;
+  std::optional<double> rtol, atol;
+  bool reference_tf32 = false;
+  bool cast = false;
+  bool fill_elided_constants = false;
+  bool no_verify = false;
+};
+
+StatusOr<DeviceSelection> Select(BackendRegistry& registry, const std::string& spec) {
+  if (spec.empty()) return DeviceSelection{registry.Best(), 0};
+  return SelectDevice(registry, spec);
+}
+
+int Compare(const CompareFlags& f, BackendRegistry& registry) {
+  auto device = Select(registry, f.device);
+  if (!device.ok()) {
+    PrintError(device.status().message());
+    return kExitUsage;
+  }
+  std::optional<DeviceSelection> reference;
+  if (f.expected.empty()) {
+    auto ref = Select(registry, f.reference);
+    if (!ref.ok()) {
+      PrintError(ref.status().message());
+      return kExitUsage;
+    }
+    reference = *ref;
+  }
+  LoadOptions lo;
+  lo.fill_elided_constants = f.fill_elided_constants;
+  lo.seed = f.seed;
+  lo.verify = !f.no_verify;
+  auto module = LoadModule(f.module, lo);
+  if (!module.ok()) {
+    PrintLoadError(f.module, module.status().message());
+    return kExitUsage;
+  }
+  // With --expected, a case.npz holds both the inputs in0.. and the outputs out0..: the inputs
+  // come from it unless --inputs is given (or it has none).
+  std::optional<LoadedNpz> expected_npz;
+  if (!f.expected.empty()) {
+    auto z = LoadedNpz::Read(f.expected);
+    if (!z.ok()) {
+      PrintError(z.status().message());
+      return kExitUsage;
+    }
+    expected_npz = std::move(*z);
+  }
+  InputOptions io;
+  io.npz_path = f.inputs;
+  if (f.inputs.empty() && expected_npz && expected_npz->Has("in0")) io.npz = &*expected_npz;
+  io.seed = f.seed;
+  io.allow_cast = f.cast;
+  std::vector<std::string> notes;
+  auto args = MakeInputs(**module, io, &notes);
+  if (!args.ok()) {
+    PrintError(args.status().message());
+    return kExitUsage;
+  }
+  BackendRunOptions ro;
+  ro.seed = f.seed;
+  ro.device_ordinal = device->ordinal;
+  auto actual = device->backend->Run(**module, *args, ro);
+  if (!actual.ok()) {
+    PrintError(StrCat(device->backend->name(), ": ", actual.status().message()));
+    return kExitFailure;
+  }
+  std::vector<const Literal*> actual_leaves = ArrayLeaves(*actual);
+  std::vector<Literal> expected_storage;
+  std::vector<const Literal*> expected_leaves;
+  std::string against;
+  if (reference) {
+    ro.device_ordinal = reference->ordinal;
+    auto ref = reference->backend->Run(**module, *args, ro);
+    if (!ref.ok()) {
+      PrintError(StrCat(reference->backend->name(), " (reference): ", ref.status().message()));
+      return kExitFailure;
+    }
+    expected_storage.push_back(std::move(*ref));
+    expected_leaves = ArrayLeaves(expected_storage[0]);
+    against = StrCat(reference->backend->name(), ":", reference->ordinal);
+  } else {
+    std::vector<PrimitiveType> types;
+    for (const Literal* l : actual_leaves) types.push_back(l->shape().element_type());
+    auto expected = ReadExpectedOutputs(*expected_npz, types);
+    if (!expected.ok()) {
+      PrintError(expected.status().message());
+      return kExitUsage;
+    }
+    expected_storage = std::move(*expected);
+    for (const Literal& l : expected_storage) expected_leaves.push_back(&l);
+    against = f.expected;
+  }
+  CompareOptions co;
+  co.rtol = f.rtol;
+  co.atol = f.atol;
+  co.reference_tf32 = f.reference_tf32;
+  Comparison c = CompareLeaves(actual_leaves, expected_leaves, co);
+  std::cout << "compare " << (*module)->name() << ": " << device->backend->name() << ":"
+            << device->ordinal << " vs " << against << "\n";
+  for (const std::string& n : notes) std::cout << "  " << n << "\n";
+  std::cout << c.ToString();
+  int failed = 0;
+  for (const ArrayComparison& a : c.arrays) failed += !a.ok();
+  if (c.ok()) {
+    std::cout << "OK: " << c.arrays.size() << " output" << (c.arrays.size() == 1 ? "" : "s") << " match\n";
+    return kExitOk;
+  }
+  std::cout << "FAILED: " << failed << " of " << c.arrays.size() << " outputs differ"
+            << (c.error.empty() ? "" : " (" + c.error + ")") << "\n";
+  return kExitFailure;
+}
+
+}  // namespace
+
+void AddCompareCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
+  auto flags = std::make_shared<CompareFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "compare", "Run a module on a device and a reference (or against stored outputs) and compare");
+  cmd->add_option("module", flags->module, "HLO text file")->required();
+  cmd->add_option("--device", flags->device, "device under test (default: the best available)");
+  cmd->add_option("--reference", flags->reference, "reference device")->capture_default_str();
+  cmd->add_option("--expected", flags->expected,
+                  ".npz with the expected outputs out0, out1, ... instead of a reference run; "
+                  "its in0, in1, ... are the inputs unless --inputs is given");
+  cmd->add_option("--inputs", flags->inputs, ".npz with in0, in1, ... (default: random from --seed)");
+  cmd->add_option("--seed", flags->seed, "seed of random inputs")->capture_default_str();
+  cmd->add_option("--rtol", flags->rtol, "relative tolerance for floating outputs (default: per type)");
+  cmd->add_option("--atol", flags->atol, "absolute tolerance for floating outputs (default: per type)");
+  cmd->add_flag("--reference-tf32", flags->reference_tf32,
+                "the expected f32 results were computed with TF32 dots (XLA on NVIDIA GPUs)");
+  cmd->add_flag("--cast", flags->cast, "convert inputs that do not fit the parameter type exactly");
+  cmd->add_flag("--fill-elided-constants", flags->fill_elided_constants,
+                "fill constants printed as {...} with random values");
+  cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
+  cmd->footer(
+      "Exit status: 0 when every output matches, 1 when one differs or a run fails, 2 on bad input.\n"
+      "Examples:\n"
+      "  kiln compare model.hlo --device cpu --reference interpreter\n"
+      "  kiln compare module.hlo --expected case.npz --reference-tf32\n");
+  cmd->callback([flags, &registry, exit_code] { *exit_code = Compare(*flags, registry); });
+}
+
+}  // namespace kiln

@@ -1,0 +1,42 @@
+// kiln: the command-line tool. Subcommands live in their own files (commands.h).
+#include <CLI/CLI.hpp>
+
+#include "kiln/tools/backend_registry.h"
+#include "kiln/tools/commands.h"
+#include "kiln/tools/tool_common.h"
+
+#ifndef KILN_VERSION_STRING
+#define KILN_VERSION_STRING "unknown"
+#endif
+
+int main(int argc, char** argv) {
+  kiln::BackendRegistry registry;
+  kiln::RegisterBuiltinBackends(registry);
+
+  CLI::App app{"kiln: runs XLA HLO modules (the text JAX and XLA dump) and checks the results.", "kiln"};
+  app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION_STRING);
+  app.require_subcommand(1);
+  app.footer(
+      "Examples:\n"
+      "  kiln run examples/mlp.hlo --print                 run with random inputs, print outputs\n"
+      "  kiln run m.hlo --inputs in.npz --outputs out.npz  inputs in0, in1, ...; outputs out0, ...\n"
+      "  kiln compare m.hlo --device cpu --reference interpreter\n"
+      "  kiln compare m.hlo --expected case.npz            against stored outputs\n"
+      "  kiln info m.hlo                                   ops, sizes, FLOPs\n"
+      "  kiln devices                                      what this build can run on\n"
+      "Exit status: 0 ok, 1 a run failed or results differ, 2 bad usage or malformed input.\n"
+      "More: docs/cli.md, docs/npz.md.\n");
+
+  int exit_code = kiln::kExitOk;
+  kiln::AddRunCommand(app, registry, &exit_code);
+  kiln::AddCompareCommand(app, registry, &exit_code);
+  kiln::AddInfoCommand(app, &exit_code);
+  kiln::AddDevicesCommand(app, registry, &exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Help and --version are "errors" with exit code 0; everything else is a usage error.
+    return app.exit(e) == 0 ? kiln::kExitOk : kiln::kExitUsage;
+  }
+  return exit_code;
+}

@@ -1,0 +1,125 @@
+// kiln run MODULE.hlo: parse, verify, make inputs, run on one device, summarize the outputs.
+#include <chrono>
+#include <iostream>
+
+#include "kiln/base/strings.h"
+#include "kiln/eval/compare.h"
+#include "kiln/tools/commands.h"
+#include "kiln/tools/tool_common.h"
+
+namespace kiln {
+
+namespace {
+
+struct RunFlags {
+  std::string module;
+  std::string device;
+  std::string inputs;
+  std::string outputs;
+  uint64_t seed = 42;
+  bool print = false;
+  int64_t print_limit = 1000;
+  bool cast = false;
+  bool fill_elided_constants = false;
+  bool raw_bits = false;
+  bool no_verify = false;
+};
+
+int Run(const RunFlags& f, BackendRegistry& registry) {
+  DeviceSelection device;
+  if (f.device.empty()) {
+    device.backend = registry.Best();
+  } else {
+    auto sel = SelectDevice(registry, f.device);
+    if (!sel.ok()) {
+      PrintError(sel.status().message());
+      return kExitUsage;
+    }
+    device = *sel;
+  }
+  LoadOptions lo;
+  lo.fill_elided_constants = f.fill_elided_constants;
+  lo.seed = f.seed;
+  lo.verify = !f.no_verify;
+  auto module = LoadModule(f.module, lo);
+  if (!module.ok()) {
+    PrintLoadError(f.module, module.status().message());
+    return kExitUsage;
+  }
+  InputOptions io;
+  io.npz_path = f.inputs;
+  io.seed = f.seed;
+  io.allow_cast = f.cast;
+  std::vector<std::string> notes;
+  auto args = MakeInputs(**module, io, &notes);
+  if (!args.ok()) {
+    PrintError(args.status().message());
+    return kExitUsage;
+  }
+  BackendRunOptions ro;
+  ro.device_ordinal = device.ordinal;
+  ro.seed = f.seed;
+  auto start = std::chrono::steady_clock::now();
+  auto result = device.backend->Run(**module, *args, ro);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!result.ok()) {
+    PrintError(StrCat(device.backend->name(), ": ", result.status().message()));
+    return kExitFailure;
+  }
+  std::vector<const Literal*> leaves = ArrayLeaves(*result);
+  std::cout << "module " << (*module)->name() << ": " << args->size() << " parameter"
+            << (args->size() == 1 ? "" : "s") << ", " << leaves.size() << " output"
+            << (leaves.size() == 1 ? "" : "s") << "; ran on " << device.backend->name() << ":"
+            << device.ordinal << " in " << RoundTripDouble(std::round(ms * 1000) / 1000) << " ms\n";
+  for (const std::string& n : notes) std::cout << "  " << n << "\n";
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    std::cout << SummarizeArray(*leaves[i], StrCat("out", i)) << "\n";
+    if (f.print) std::cout << FormatArrayValues(*leaves[i], f.print_limit) << "\n";
+  }
+  if (!f.outputs.empty()) {
+    Status s = WriteOutputs(f.outputs, *result, f.raw_bits);
+    if (!s.ok()) {
+      PrintError(s.message());
+      return kExitFailure;
+    }
+    std::cout << "wrote " << f.outputs << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a module and summarize its outputs");
+  cmd->add_option("module", flags->module, "HLO text file (as JAX or XLA dump it)")->required();
+  cmd->add_option("--device", flags->device,
+                  "where to run: interpreter | cpu | cuda | rocm, optionally NAME:ORDINAL "
+                  "(default: the best available)");
+  cmd->add_option("--inputs", flags->inputs,
+                  ".npz with in0, in1, ... (or members named after the parameters); default: "
+                  "random inputs from --seed");
+  cmd->add_option("--outputs", flags->outputs, "write the outputs to this .npz as out0, out1, ...");
+  cmd->add_option("--seed", flags->seed, "seed of random inputs, elided constants and rng ops")
+      ->capture_default_str();
+  cmd->add_flag("--print", flags->print, "print the output values");
+  cmd->add_option("--print-limit", flags->print_limit, "most values --print shows per output")
+      ->capture_default_str();
+  cmd->add_flag("--cast", flags->cast,
+                "convert inputs whose values do not fit the parameter type exactly (f32 -> s32, "
+                "f64 -> f32, ...)");
+  cmd->add_flag("--fill-elided-constants", flags->fill_elided_constants,
+                "fill constants printed as {...} with random values instead of failing");
+  cmd->add_flag("--raw-bits", flags->raw_bits,
+                "write bf16/f8/f4/sub-byte outputs as raw bits with a .kiln_dtype companion "
+                "(default: widened to f32 / int8)");
+  cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
+  cmd->footer(
+      "Examples:\n"
+      "  kiln run examples/mlp.hlo --print\n"
+      "  kiln run model.hlo --inputs case.npz --outputs out.npz\n"
+      "  kiln run model.hlo --device interpreter --seed 7\n");
+  cmd->callback([flags, &registry, exit_code] { *exit_code = Run(*flags, registry); });
+}
+
+}  // namespace kiln
