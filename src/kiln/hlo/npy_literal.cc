@@ -20,13 +20,11 @@ std::string IndexString(const std::vector<int64_t>& dims, int64_t linear) {
       linear /= dims[k];
     }
   }
-  return "[" + StrJoin(idx, ", ") + "]";
+  return StrCat("[", StrJoin(idx, ", "), "]");
 }
 
 std::string DimsString(const std::vector<int64_t>& dims) {
-  std::string s = "(" + StrJoin(dims, ", ");
-  if (dims.size() == 1) s += ",";
-  return s + ")";
+  return StrCat("(", StrJoin(dims, ", "), dims.size() == 1 ? ",)" : ")");
 }
 
 enum class Category { kPred, kInt, kFloat, kComplex };
@@ -72,12 +70,12 @@ std::string ValueString(const Literal& l, int64_t i) {
     case Category::kPred: return l.GetAsBool(i) ? "true" : "false";
     case Category::kInt: {
       int128 v = GetInt(l, i);
-      return v < 0 ? "-" + std::to_string(static_cast<uint64_t>(-v)) : std::to_string(static_cast<uint64_t>(v));
+      return StrCat(v < 0 ? "-" : "", static_cast<uint64_t>(v < 0 ? -v : v));
     }
     case Category::kFloat: return RoundTripDouble(l.GetAsDouble(i));
     case Category::kComplex: {
       auto c = l.GetAsComplex(i);
-      return "(" + RoundTripDouble(c.real()) + "+" + RoundTripDouble(c.imag()) + "j)";
+      return StrCat("(", RoundTripDouble(c.real()), "+", RoundTripDouble(c.imag()), "j)");
     }
   }
   return "?";

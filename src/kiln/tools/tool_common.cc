@@ -10,6 +10,7 @@
 #include "kiln/hlo/npy_literal.h"
 #include "kiln/hlo/parser.h"
 #include "kiln/hlo/random_literal.h"
+#include "kiln/hlo/verifier.h"
 
 namespace kiln {
 
@@ -31,6 +32,12 @@ StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, const L
   po.fill_elided_constants = options.fill_elided_constants;
   po.fill_seed = options.seed;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, ParseHloModuleFile(path, po));
+  if (options.verify) {
+    Status s = VerifyModule(*module);
+    if (!s.ok())
+      return InvalidArgument(path, ": the module does not verify (--no-verify skips this):\n",
+                             s.message());
+  }
   return module;
 }
 
@@ -94,7 +101,7 @@ std::string ElementString(const Literal& l, int64_t i) {
   if (IsIntegralType(t)) return std::to_string(l.GetAsInt64(i));
   if (IsComplexType(t)) {
     auto c = l.GetAsComplex(i);
-    return "(" + Num(c.real()) + (c.imag() < 0 ? "" : "+") + Num(c.imag()) + "j)";
+    return StrCat("(", Num(c.real()), c.imag() < 0 ? "" : "+", Num(c.imag()), "j)");
   }
   return Num(l.GetAsDouble(i));
 }
