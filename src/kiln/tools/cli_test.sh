@@ -65,7 +65,7 @@ check missing_input 2 "no input for parameter 0" -- \
 # A malformed module: exit 2, FILE:LINE:COL, the line and a caret.
 check malformed 2 'malformed\.hlo:5:[0-9]+: ' -- "$KILN" run "$DATA/malformed.hlo"
 check malformed_caret 2 '^ +\^$' -- "$KILN" run "$DATA/malformed.hlo"
-check unverified 2 'does not verify.*negate' -- "$KILN" run "$DATA/unverified.hlo"
+check unverified 2 'inferred shape f32\[2\] of negate' -- "$KILN" run "$DATA/unverified.hlo"
 check missing_file 2 'cannot open' -- "$KILN" run "$TMP/none.hlo"
 
 # Devices.
