@@ -623,6 +623,17 @@ class Verifier {
     const auto& layout = module_.header().entry_computation_layout;
     if (!layout) return;
     const bool with_layouts = opts_.layout_sensitive;
+    bool valid = true;
+    for (size_t i = 0; i <= layout->parameters.size(); ++i) {
+      const Shape& s = i < layout->parameters.size() ? layout->parameters[i] : layout->result;
+      if (std::string p = ShapeProblem(s); !p.empty()) {
+        ModuleError(StrCat("entry_computation_layout ",
+                           i < layout->parameters.size() ? StrCat("parameter ", i) : "result",
+                           ": ", p));
+        valid = false;
+      }
+    }
+    if (!valid) return;
     if (static_cast<int64_t>(layout->parameters.size()) != entry.num_parameters()) {
       ModuleError(StrCat("entry_computation_layout has ", layout->parameters.size(),
                          " parameters but ENTRY ", entry.name(), " has ", entry.num_parameters()));

@@ -27,6 +27,9 @@
 //   shape f32[3,2] of add(f32[3,2], f32[3,2])
 // Post-optimization modules (fusions, cuBLAS/cuDNN custom-calls with backend_config, async ops,
 // bitcasts, layouts with tiling) verify: custom-call results are taken as declared.
+// Not checked: instructions whose shapes have unbounded ("?") dimensions get the structural
+// checks only (shape inference does not handle them); scan and shuffle results are taken as
+// declared (XLA publishes no shape rule for them yet); sharding, schedules and metadata.
 #pragma once
 
 #include <string>

@@ -337,6 +337,13 @@ ENTRY main {
   ROOT n = f32[4] negate(a)
 })",
      "entry_computation_layout result is f32[8] but ROOT %n is f32[4]"},
+    {"EntryLayoutInvalid", R"(HloModule m, entry_computation_layout={(f32[4,2]{1,1})->f32[4,2]{1,0}}
+ENTRY main {
+  a = f32[4,2] parameter(0)
+  ROOT n = f32[4,2] negate(a)
+})",
+     "entry_computation_layout parameter 0: layout {1,1} of f32[4,2] is not a permutation of its 2 "
+     "dimensions"},
     {"InputOutputAliasParameter", R"(HloModule m, input_output_alias={ {}: (3, {}, may-alias) }
 ENTRY main {
   a = f32[4] parameter(0)
