@@ -124,7 +124,7 @@ int Compare(const CompareFlags& f, BackendRegistry& registry) {
   int failed = 0;
   for (const ArrayComparison& a : c.arrays) failed += !a.ok();
   if (c.ok()) {
-    std::cout << "OK: " << c.arrays.size() << " output" << (c.arrays.size() == 1 ? "" : "s") << " match\n";
+    std::cout << "OK: " << c.arrays.size() << (c.arrays.size() == 1 ? " output matches\n" : " outputs match\n");
     return kExitOk;
   }
   std::cout << "FAILED: " << failed << " of " << c.arrays.size() << " outputs differ"
