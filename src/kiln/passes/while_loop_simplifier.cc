@@ -196,7 +196,6 @@ StatusOr<std::unique_ptr<HloComputation>> RebuildWithState(
   param->set_parameter_number(0);
   param->metadata() = old_param->metadata();
   HloInstruction* new_param = out->AddInstruction(std::move(param));
-  HloEditor editor(out.get());
   std::unordered_map<const HloInstruction*, HloInstruction*> map;
   std::vector<HloInstruction*> ops;
   for (HloInstruction* instr : c->MakeInstructionPostOrder()) {
@@ -226,6 +225,7 @@ StatusOr<std::unique_ptr<HloComputation>> RebuildWithState(
   for (const HloInstruction* instr : c->instructions())
     for (const HloInstruction* succ : instr->control_successors())
       if (map.count(instr) && map.count(succ)) map.at(instr)->AddControlDependencyTo(map.at(succ));
+  HloEditor editor(out.get());  // after the copies, so that its names avoid theirs
   KILN_ASSIGN_OR_RETURN(HloInstruction * root, make_root(editor, map));
   out->set_root_instruction(root);
   return out;

@@ -269,5 +269,36 @@ ENTRY e {
   EXPECT_EQ(w->shape().tuple_shapes_size(), 2);
 }
 
+TEST(WhileLoopSimplifierTest, DeadStateFedByConstantsKeepsNamesUnique) {
+  // Element 1 is dead and the body sets it to a constant, so every operand of the old root
+  // exists in the rebuilt body; the new root must not take the old root's name (a name this
+  // pass itself would have made).
+  auto m = Simplify(R"(
+HloModule m
+cond {
+  s = (s32[], f32[2]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT c = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[2]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  z = f32[2] constant({0, 0})
+  ROOT tuple.k0 = (s32[], f32[2]) tuple(i2, z)
+}
+ENTRY e {
+  p = f32[2] parameter(0)
+  z = s32[] constant(0)
+  init = (s32[], f32[2]) tuple(z, p)
+  w = (s32[], f32[2]) while(init), condition=cond, body=body
+  ROOT r = s32[] get-tuple-element(w), index=0
+}
+)");
+  EXPECT_EQ(m->entry_computation()->root_instruction()->operand(0)->shape().tuple_shapes_size(), 1);
+}
+
 }  // namespace
 }  // namespace kiln
