@@ -87,7 +87,7 @@ cmd_fuzz() {
   fi
   # Every executable target whose name ends in _fuzzer.
   local targets
-  targets=$(ninja -C "$dir" -t targets all | sed -n 's/^\([A-Za-z0-9_]*_fuzzer\): phony$/\1/p' | sort -u)
+  targets=$(ninja -C "$dir" -t targets all | sed -n 's/^\([A-Za-z0-9_]*_fuzzer\): phony$/\1/p' | grep -v '^cmake_' | sort -u)
   if [ -z "$targets" ]; then
     say "no *_fuzzer targets in this tree: nothing to fuzz"
     return 0
@@ -110,7 +110,9 @@ cmd_fuzz() {
       if [ -n "$found" ]; then dict=(-dict="$found"); break; fi
     done
     say "fuzzing $t for ${seconds}s"
-    "$bin" -max_total_time="$seconds" -print_final_stats=1 "${dict[@]}" "$corpus" "${seeds[@]}" 2>&1 | tail -n 15
+    # A crash or leak exits non-zero (and fails the command); its input lands in $dir.
+    "$bin" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$dir/" "${dict[@]}" \
+      "$corpus" "${seeds[@]}" 2>&1 | grep -vE '^".*" # Uses: [0-9]+$|recommended dictionary' | tail -n 12
   done
 }
 
