@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "kiln/base/strings.h"
+#include "kiln/eval/elementwise_ops.h"
 #include "kiln/eval/eval_util.h"
 #include "kiln/eval/kernels.h"
 #include "kiln/eval/scalar_program.h"
@@ -207,6 +208,65 @@ void StoreFromDouble(uint8_t* p, double v) {
   std::memcpy(p, &t, sizeof(T));
 }
 
+// A single-input reduce whose reducer is one common binary op of its two parameters runs as a
+// typed loop (the same element functor as the elementwise kernel, so the same rounding).
+template <class Op>
+bool TypedReduceWith(const HloInstruction& op_instr, bool swapped, const Literal& input,
+                     const Literal& init, Literal& out, std::span<const int64_t> kept_dims,
+                     std::span<const int64_t> kept_strides, std::span<const int64_t> red_dims,
+                     std::span<const int64_t> red_strides) {
+  return ArrayTypeSwitch(input.shape().element_type(), [&](auto tag) -> bool {
+    using T = NativeTypeOf<decltype(tag)::value>;
+    if constexpr (Op::template kOk<T>) {
+      using O = decltype(Op::Apply(&op_instr, T{}, T{}));
+      if constexpr (std::is_same_v<O, T>) {
+        const T* in = input.data<T>().data();
+        const T init_value = init.data<T>()[0];
+        T* o = out.data<T>().data();
+        int64_t k = 0;
+        ForEachOffset(kept_dims, kept_strides, 0, [&](int64_t base) {
+          T acc = init_value;
+          if (swapped) {
+            ForEachOffset(red_dims, red_strides, base,
+                          [&](int64_t off) { acc = Op::Apply(&op_instr, in[off], acc); });
+          } else {
+            ForEachOffset(red_dims, red_strides, base,
+                          [&](int64_t off) { acc = Op::Apply(&op_instr, acc, in[off]); });
+          }
+          o[k++] = acc;
+        });
+        return true;
+      }
+    }
+    return false;
+  });
+}
+
+bool TypedReduce(const ScalarProgram& program, const Literal& input, const Literal& init,
+                 Literal& out, std::span<const int64_t> kept_dims,
+                 std::span<const int64_t> kept_strides, std::span<const int64_t> red_dims,
+                 std::span<const int64_t> red_strides) {
+  using namespace eval_internal;  // NOLINT
+  const HloInstruction* op = program.single_op_instr();
+  const std::vector<int>& params = program.single_op_params();
+  if (!op || params.size() != 2 || params[0] == params[1]) return false;
+  const bool swapped = params[0] == 1;
+  auto run = [&]<class Op>() {
+    return TypedReduceWith<Op>(*op, swapped, input, init, out, kept_dims, kept_strides, red_dims,
+                               red_strides);
+  };
+  switch (op->opcode()) {
+    case HloOpcode::kAdd: return run.template operator()<AddOp>();
+    case HloOpcode::kMultiply: return run.template operator()<MultiplyOp>();
+    case HloOpcode::kMaximum: return run.template operator()<MaximumOp>();
+    case HloOpcode::kMinimum: return run.template operator()<MinimumOp>();
+    case HloOpcode::kAnd: return run.template operator()<AndOp>();
+    case HloOpcode::kOr: return run.template operator()<OrOp>();
+    case HloOpcode::kXor: return run.template operator()<XorOp>();
+    default: return false;
+  }
+}
+
 StatusOr<Literal> EvalReduce(const HloInstruction& instr, std::span<const Literal* const> ops,
                              Evaluator& e) {
   KILN_ASSIGN_OR_RETURN(Variadic v, SplitOperands(instr, ops));
@@ -258,6 +318,11 @@ StatusOr<Literal> EvalReduce(const HloInstruction& instr, std::span<const Litera
     KILN_RETURN_IF_ERROR(status);
     return PackResults(instr, std::move(results));
   }
+
+  if (n == 1 && folder.program() &&
+      TypedReduce(*folder.program(), *v.inputs[0], *v.inits[0], results[0], kept_dims,
+                  kept_strides, red_dims, red_strides))
+    return PackResults(instr, std::move(results));
 
   std::vector<std::array<uint8_t, 16>> acc(n);
   std::vector<uint8_t*> acc_ptrs(n);
@@ -325,26 +390,38 @@ StatusOr<WindowGeometry> MakeGeometry(const HloInstruction& instr, const Shape& 
 }
 
 // Calls f(input_offset) for each valid window position of output index `out_idx`.
+// `lists` and `j` are scratch space of the window's rank (reused across calls).
 template <class F>
 void ForEachWindowElement(const WindowGeometry& g, const std::vector<int64_t>& in_strides,
                           const std::vector<int64_t>& out_idx,
-                          std::vector<std::vector<int64_t>>& lists, F&& f) {
+                          std::vector<std::vector<int64_t>>& lists, std::vector<int64_t>& j,
+                          F&& f) {
   const int64_t rank = static_cast<int64_t>(g.dims.size());
-  std::vector<int64_t> counts(rank), strides(rank);
-  // Offsets per dim: lists[d][j] * in_strides[d]; iterate the cartesian product row-major.
+  // lists[d] holds input offsets along d (index * stride); iterate their product row-major.
   for (int64_t d = 0; d < rank; ++d) {
     g.Valid(d, out_idx[d], lists[d]);
     if (lists[d].empty()) return;
+    for (int64_t& x : lists[d]) x *= in_strides[d];
   }
-  std::vector<int64_t> j(rank, 0);
+  if (rank == 0) {
+    f(0);
+    return;
+  }
+  j.assign(rank, 0);
+  int64_t outer = 0;  // offset of dims [0, rank-1)
+  for (int64_t d = 0; d + 1 < rank; ++d) outer += lists[d][0];
+  const std::vector<int64_t>& last = lists[rank - 1];
   while (true) {
-    int64_t off = 0;
-    for (int64_t d = 0; d < rank; ++d) off += lists[d][j[d]] * in_strides[d];
-    f(off);
-    int64_t d = rank - 1;
+    for (int64_t x : last) f(outer + x);
+    int64_t d = rank - 2;
     for (; d >= 0; --d) {
-      if (++j[d] < static_cast<int64_t>(lists[d].size())) break;
+      outer -= lists[d][j[d]];
+      if (++j[d] < static_cast<int64_t>(lists[d].size())) {
+        outer += lists[d][j[d]];
+        break;
+      }
       j[d] = 0;
+      outer += lists[d][0];
     }
     if (d < 0) return;
   }
@@ -379,6 +456,7 @@ StatusOr<Literal> EvalReduceWindow(const HloInstruction& instr,
   Folder folder(instr, *f, e, v.types);
   std::vector<int64_t> in_strides = StridesOf(in_shape);
   std::vector<std::vector<int64_t>> lists(in_shape.rank());
+  std::vector<int64_t> scratch;
   std::vector<std::array<uint8_t, 16>> acc(n);
   std::vector<uint8_t*> acc_ptrs(n);
   std::vector<const uint8_t*> x_ptrs(n);
@@ -388,7 +466,7 @@ StatusOr<Literal> EvalReduceWindow(const HloInstruction& instr,
   Status status;
   for (int64_t o = 0; o < total; ++o) {
     for (size_t k = 0; k < n; ++k) std::memcpy(acc[k].data(), v.inits[k]->untyped_data(), v.widths[k]);
-    ForEachWindowElement(g, in_strides, idx, lists, [&](int64_t off) {
+    ForEachWindowElement(g, in_strides, idx, lists, scratch, [&](int64_t off) {
       if (!status.ok()) return;
       for (size_t k = 0; k < n; ++k) x_ptrs[k] = v.inputs[k]->untyped_data() + off * v.widths[k];
       status = folder.Step(acc_ptrs.data(), x_ptrs.data());
@@ -470,13 +548,14 @@ StatusOr<Literal> EvalSelectAndScatter(const HloInstruction& instr,
   BinaryScalarFn scatter(*instr.scatter(), e, t, t);
   std::vector<int64_t> in_strides = StridesOf(operand.shape());
   std::vector<std::vector<int64_t>> lists(operand.shape().rank());
+  std::vector<int64_t> scratch;
   const int64_t total = Product(src_dims);
   std::vector<int64_t> idx(src_dims.size(), 0);
   Status status;
   const uint8_t* in = operand.untyped_data();
   for (int64_t s = 0; s < total; ++s) {
     int64_t selected = -1;
-    ForEachWindowElement(g, in_strides, idx, lists, [&](int64_t off) {
+    ForEachWindowElement(g, in_strides, idx, lists, scratch, [&](int64_t off) {
       if (!status.ok()) return;
       if (selected < 0) {
         selected = off;

@@ -41,6 +41,7 @@ std::unique_ptr<ScalarProgram> ScalarProgram::Compile(const HloComputation& comp
         if (!IsScalarArray(l.shape()) || l.shape().element_type() != instr->shape().element_type())
           return nullptr;
         std::memcpy(program->constants_.back().bytes, l.untyped_data(), l.size_bytes());
+        program->constant_slots_.push_back(slot);
         break;
       }
       case HloOpcode::kCopy:
@@ -133,11 +134,11 @@ void ScalarProgram::Run(std::span<const void* const> args, std::span<void* const
   std::vector<Slot> heap_slots;
   Slot* slots = stack_slots;
   if (constants_.size() > kStackSlots) {
-    heap_slots = constants_;
+    heap_slots.resize(constants_.size());
     slots = heap_slots.data();
-  } else {
-    std::memcpy(slots, constants_.data(), constants_.size() * sizeof(Slot));
   }
+  // Only constant slots need their initial contents; the rest are written before being read.
+  for (int c : constant_slots_) slots[c] = constants_[c];
   for (size_t i = 0; i < param_slots_.size(); ++i)
     std::memcpy(slots[param_slots_[i]].bytes, args[i], param_widths_[i]);
   for (const Op& op : ops_) {

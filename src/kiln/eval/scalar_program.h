@@ -81,6 +81,7 @@ class ScalarProgram {
 
   std::vector<Op> ops_;
   std::vector<Slot> constants_;          // initial contents of every slot (constants filled)
+  std::vector<int> constant_slots_;      // the slots holding constants
   std::vector<int> param_slots_;
   std::vector<int> param_widths_;
   std::vector<PrimitiveType> param_types_;

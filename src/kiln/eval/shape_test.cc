@@ -157,6 +157,35 @@ TEST(ShapeTest, BitcastFollowsLayouts) {
   ROOT c = s32[2,3]{0,1} copy(a))"))), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
 }
 
+TEST(ShapeTest, NonDefaultOperandLayoutsDoNotChangeValues) {
+  // Layouts only matter to bitcast: every other op sees logical values.
+  const char* hlo = R"(
+HloModule m
+
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT r = s32[] add(a, b)
+}
+
+ENTRY e {
+  p = s32[2,3]{0,1} parameter(0)
+  t = s32[3,2]{0,1} transpose(p), dimensions={1,0}
+  z = s32[] constant(0)
+  r = s32[3]{0} reduce(t, z), dimensions={1}, to_apply=add
+  s = s32[2,2]{0,1} slice(p), slice={[0:2], [1:3]}
+  n = s32[2,3]{1,0} negate(p)
+  ROOT out = (s32[3,2]{0,1}, s32[3]{0}, s32[2,2]{0,1}, s32[2,3]{1,0}) tuple(t, r, s, n)
+})";
+  std::vector<Literal> args;
+  args.push_back(Literal::FromInt64s(Shape::Array(PrimitiveType::kS32, {2, 3}), {1, 2, 3, 4, 5, 6}));
+  Literal r = MustRun(hlo, args);
+  EXPECT_EQ(Ints(r.tuple_element(0)), (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(Ints(r.tuple_element(1)), (std::vector<int64_t>{5, 7, 9}));
+  EXPECT_EQ(Ints(r.tuple_element(2)), (std::vector<int64_t>{2, 3, 5, 6}));
+  EXPECT_EQ(Ints(r.tuple_element(3)), (std::vector<int64_t>{-1, -2, -3, -4, -5, -6}));
+}
+
 TEST(ShapeTest, DimensionSize) {
   EXPECT_EQ(Ints(MustRun(Entry(R"(
   a = f32[2,5] constant({{1, 2, 3, 4, 5}, {1, 2, 3, 4, 5}})
