@@ -194,8 +194,7 @@ Status ExpectArrayOperand(const HloInstruction& instr, const Literal& l, int64_t
                            operand, " must be an array, got ", l.shape().ToString(false));
   if (rank >= 0 && l.shape().rank() != rank)
     return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(), ": operand ",
-                           operand, " must have rank ", rank, ", got ",
-                           l.shape().ToString(false));
+                           operand, " must have rank ", rank, ", got ", l.shape().ToString(false));
   return OkStatus();
 }
 

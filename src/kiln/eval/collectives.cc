@@ -48,9 +48,9 @@ Status CheckSingleParticipant(const HloInstruction& instr) {
 // `value` if its shape matches `want` (ignoring layouts), else the multi-participant error.
 StatusOr<Literal> IfShapeFits(const HloInstruction& instr, Literal value, const Shape& want) {
   if (!Shape::Compatible(value.shape(), want))
-    return UnsupportedInstruction(instr, StrCat("result ", want.ToString(false), " from ",
-                                                value.shape().ToString(false),
-                                                " needs more than one participant"));
+    return UnsupportedInstruction(
+        instr, StrCat("result ", want.ToString(false), " from ", value.shape().ToString(false),
+                      " needs more than one participant"));
   return value;
 }
 
@@ -67,13 +67,15 @@ StatusOr<Literal> SingleParticipant(const HloInstruction& instr, HloOpcode op,
     case HloOpcode::kCollectiveBroadcast:
       return IfShapeFits(instr, OperandsValue(ops), want);
     case HloOpcode::kCollectivePermute: {
-      const int64_t me = instr.attrs().channel_id ? e.options().partition_id
-                                                  : e.options().replica_id;
+      const int64_t me =
+          instr.attrs().channel_id ? e.options().partition_id : e.options().replica_id;
       bool self = false, other = false;
       for (const auto& [src, dst] : instr.attrs().source_target_pairs) {
         if (dst != me) continue;
-        if (src == me) self = true;
-        else other = true;
+        if (src == me)
+          self = true;
+        else
+          other = true;
       }
       if (other)
         return UnsupportedInstruction(instr, "collective-permute from another participant");
@@ -89,32 +91,35 @@ StatusOr<Literal> SingleParticipant(const HloInstruction& instr, HloOpcode op,
 
 HloOpcode SyncOpcode(HloOpcode op) {
   switch (op) {
-    case HloOpcode::kAllReduceStart: return HloOpcode::kAllReduce;
-    case HloOpcode::kAllGatherStart: return HloOpcode::kAllGather;
-    case HloOpcode::kCollectivePermuteStart: return HloOpcode::kCollectivePermute;
-    default: return op;
+    case HloOpcode::kAllReduceStart:
+      return HloOpcode::kAllReduce;
+    case HloOpcode::kAllGatherStart:
+      return HloOpcode::kAllGather;
+    case HloOpcode::kCollectivePermuteStart:
+      return HloOpcode::kCollectivePermute;
+    default:
+      return op;
   }
 }
 
 StatusOr<Literal> EvalCollective(const HloInstruction& instr, std::span<const Literal* const> ops,
                                  Evaluator& e) {
-  if (ops.empty()) return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(),
-                                          " has no operands");
+  if (ops.empty())
+    return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(), " has no operands");
   return SingleParticipant(instr, instr.opcode(), ops, instr.shape(), e);
 }
 
 StatusOr<Literal> EvalCollectiveStart(const HloInstruction& instr,
                                       std::span<const Literal* const> ops, Evaluator& e) {
-  if (ops.empty()) return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(),
-                                          " has no operands");
+  if (ops.empty())
+    return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(), " has no operands");
   const Shape& s = instr.shape();
   const HloOpcode op = SyncOpcode(instr.opcode());
   // The start's own shape is the result (all-reduce-start).
   Literal operands = OperandsValue(ops);
   if (Shape::Compatible(s, operands.shape()) && op != HloOpcode::kCollectivePermute)
     return SingleParticipant(instr, op, ops, s, e);
-  if (!s.IsTuple() || s.tuple_shapes_size() < 2)
-    return SingleParticipant(instr, op, ops, s, e);
+  if (!s.IsTuple() || s.tuple_shapes_size() < 2) return SingleParticipant(instr, op, ops, s, e);
   KILN_ASSIGN_OR_RETURN(Literal result, SingleParticipant(instr, op, ops, s.tuple_shapes(1), e));
   std::vector<Literal> parts;
   if (Shape::Compatible(operands.shape(), s.tuple_shapes(0))) {
@@ -129,8 +134,9 @@ StatusOr<Literal> EvalCollectiveStart(const HloInstruction& instr,
 
 StatusOr<Literal> EvalCollectiveDone(const HloInstruction& instr,
                                      std::span<const Literal* const> ops, Evaluator&) {
-  if (ops.size() != 1) return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(),
-                                              " takes one operand");
+  if (ops.size() != 1)
+    return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(),
+                           " takes one operand");
   const Literal& start = *ops[0];
   if (Shape::Compatible(start.shape(), instr.shape())) return start;
   if (start.shape().IsTuple() && start.tuple_size() >= 2 &&
@@ -158,8 +164,8 @@ StatusOr<Literal> EvalAsyncStart(const HloInstruction& instr, std::span<const Li
   return Literal::MakeTuple(std::move(parts));
 }
 
-StatusOr<Literal> EvalAsyncUpdate(const HloInstruction& instr,
-                                  std::span<const Literal* const> ops, Evaluator&) {
+StatusOr<Literal> EvalAsyncUpdate(const HloInstruction& instr, std::span<const Literal* const> ops,
+                                  Evaluator&) {
   if (ops.size() != 1) return InvalidArgument("async-update %", instr.name(), " takes one operand");
   return *ops[0];
 }
@@ -195,15 +201,15 @@ StatusOr<Literal> EvalCopyDone(const HloInstruction& instr, std::span<const Lite
 
 namespace eval_internal {
 void RegisterCollectiveKernels(KernelRegistry& r) {
-  for (HloOpcode op : {HloOpcode::kAllReduce, HloOpcode::kAllGather, HloOpcode::kReduceScatter,
-                       HloOpcode::kAllToAll, HloOpcode::kCollectivePermute,
-                       HloOpcode::kCollectiveBroadcast})
+  for (HloOpcode op :
+       {HloOpcode::kAllReduce, HloOpcode::kAllGather, HloOpcode::kReduceScatter,
+        HloOpcode::kAllToAll, HloOpcode::kCollectivePermute, HloOpcode::kCollectiveBroadcast})
     r.Register(op, EvalCollective);
-  for (HloOpcode op : {HloOpcode::kAllReduceStart, HloOpcode::kAllGatherStart,
-                       HloOpcode::kCollectivePermuteStart})
+  for (HloOpcode op :
+       {HloOpcode::kAllReduceStart, HloOpcode::kAllGatherStart, HloOpcode::kCollectivePermuteStart})
     r.Register(op, EvalCollectiveStart);
-  for (HloOpcode op : {HloOpcode::kAllReduceDone, HloOpcode::kAllGatherDone,
-                       HloOpcode::kCollectivePermuteDone})
+  for (HloOpcode op :
+       {HloOpcode::kAllReduceDone, HloOpcode::kAllGatherDone, HloOpcode::kCollectivePermuteDone})
     r.Register(op, EvalCollectiveDone);
   r.Register(HloOpcode::kAsyncStart, EvalAsyncStart);
   r.Register(HloOpcode::kAsyncUpdate, EvalAsyncUpdate);

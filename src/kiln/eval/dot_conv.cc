@@ -164,12 +164,12 @@ StatusOr<Literal> DotLiterals(const HloInstruction& instr, const Literal& lhs, c
   if (dn.lhs_batch_dimensions.size() != dn.rhs_batch_dimensions.size() ||
       dn.lhs_contracting_dimensions.size() != dn.rhs_contracting_dimensions.size())
     return InvalidArgument("dot %", instr.name(), ": mismatched dimension numbers");
-  KILN_ASSIGN_OR_RETURN(DotOperandDims ld, ClassifyDims(instr, lhs.shape().rank(),
-                                                        dn.lhs_batch_dimensions,
-                                                        dn.lhs_contracting_dimensions));
-  KILN_ASSIGN_OR_RETURN(DotOperandDims rd, ClassifyDims(instr, rhs.shape().rank(),
-                                                        dn.rhs_batch_dimensions,
-                                                        dn.rhs_contracting_dimensions));
+  KILN_ASSIGN_OR_RETURN(DotOperandDims ld,
+                        ClassifyDims(instr, lhs.shape().rank(), dn.lhs_batch_dimensions,
+                                     dn.lhs_contracting_dimensions));
+  KILN_ASSIGN_OR_RETURN(DotOperandDims rd,
+                        ClassifyDims(instr, rhs.shape().rank(), dn.rhs_batch_dimensions,
+                                     dn.rhs_contracting_dimensions));
   const Shape& ls = lhs.shape();
   const Shape& rs = rhs.shape();
   if (SizesOf(ls, ld.batch) != SizesOf(rs, rd.batch) ||
@@ -184,9 +184,8 @@ StatusOr<Literal> DotLiterals(const HloInstruction& instr, const Literal& lhs, c
   for (int64_t d : SizesOf(ls, ld.free)) out_dims.push_back(d);
   for (int64_t d : SizesOf(rs, rd.free)) out_dims.push_back(d);
   if (!result_shape.IsArray() || result_shape.dimensions() != out_dims)
-    return InvalidArgument("dot %", instr.name(), ": result shape ",
-                           result_shape.ToString(false), " does not match the operands (dims [",
-                           StrJoin(out_dims, ","), "])");
+    return InvalidArgument("dot %", instr.name(), ": result shape ", result_shape.ToString(false),
+                           " does not match the operands (dims [", StrJoin(out_dims, ","), "])");
   Literal out(result_shape);
   auto run = [&](auto acc_tag) {
     using Acc = decltype(acc_tag);
@@ -196,13 +195,20 @@ StatusOr<Literal> DotLiterals(const HloInstruction& instr, const Literal& lhs, c
     for (int64_t bi = 0; bi < B; ++bi)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n)
-          c[(bi * M + m) * N + n] = DotRow(&a[(bi * M + m) * K], &b[(bi * N + n) * K], K);
+          c[(bi * M + m) * N + n] =
+              DotRow(a.data() + ((bi * M + m) * K), b.data() + ((bi * N + n) * K), K);
     StoreAcc(c, out);
   };
   switch (AccKindFor(result_shape.element_type())) {
-    case AccKind::kReal: run(double{}); break;
-    case AccKind::kComplex: run(std::complex<double>{}); break;
-    case AccKind::kInt: run(int64_t{}); break;
+    case AccKind::kReal:
+      run(double{});
+      break;
+    case AccKind::kComplex:
+      run(std::complex<double>{});
+      break;
+    case AccKind::kInt:
+      run(int64_t{});
+      break;
   }
   return out;
 }
@@ -331,9 +337,9 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
   groups.sizes = eval_internal::LiteralToInt64s(gs);
   groups.g = gs.shape().dimensions(gs.shape().rank() - 1);
 
-  KILN_ASSIGN_OR_RETURN(DotOperandDims ld, ClassifyDims(instr, lhs.shape().rank(),
-                                                        dn.lhs_batch_dimensions,
-                                                        dn.lhs_contracting_dimensions));
+  KILN_ASSIGN_OR_RETURN(DotOperandDims ld,
+                        ClassifyDims(instr, lhs.shape().rank(), dn.lhs_batch_dimensions,
+                                     dn.lhs_contracting_dimensions));
   KILN_ASSIGN_OR_RETURN(DotOperandDims rd,
                         ClassifyDims(instr, rhs.shape().rank(), dn.rhs_batch_dimensions,
                                      dn.rhs_contracting_dimensions, rdn.rhs_group_dimensions));
@@ -388,8 +394,8 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
     rows_by_batch = true;
     rows_by_outer = true;
   } else {
-    return UnsupportedInstruction(instr, StrCat("group_sizes of shape ",
-                                                gs.shape().ToString(false)));
+    return UnsupportedInstruction(instr,
+                                  StrCat("group_sizes of shape ", gs.shape().ToString(false)));
   }
   // Row of group sizes for batch bi and lhs free index m (mode 1 with outer dims).
   int64_t outer_count = 1;
@@ -413,16 +419,16 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
     std::vector<Acc> c(ElementProduct(out_dims), Acc{});
     for (int64_t bi = 0; bi < B; ++bi) {
       for (int64_t m = 0; m < M; ++m) {
-        const Acc* arow = &a[(bi * M + m) * K];
+        const Acc* arow = a.data() + ((bi * M + m) * K);
         if (mode1) {
           int64_t gi = groups.Group(row_of(bi, m), (m / coord_stride) % coord_size);
           if (gi < 0) continue;
           for (int64_t n = 0; n < N; ++n)
-            c[(bi * M + m) * N + n] = DotRow(arow, &b[((gi * B + bi) * N + n) * K], K);
+            c[(bi * M + m) * N + n] = DotRow(arow, b.data() + (((gi * B + bi) * N + n) * K), K);
         } else if (mode2) {
           const int64_t row = rows_by_batch ? bi : 0;
           for (int64_t n = 0; n < N; ++n) {
-            const Acc* brow = &b[(bi * N + n) * K];
+            const Acc* brow = b.data() + ((bi * N + n) * K);
             for (int64_t k = 0; k < K; ++k) {
               int64_t gi = groups.Group(row, (k / coord_stride) % coord_size);
               if (gi < 0) continue;
@@ -433,16 +439,22 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
         } else {
           if (groups.Group(0, (bi / coord_stride) % coord_size) < 0) continue;
           for (int64_t n = 0; n < N; ++n)
-            c[(bi * M + m) * N + n] = DotRow(arow, &b[(bi * N + n) * K], K);
+            c[(bi * M + m) * N + n] = DotRow(arow, b.data() + ((bi * N + n) * K), K);
         }
       }
     }
     StoreAcc(c, out);
   };
   switch (AccKindFor(rt)) {
-    case AccKind::kReal: run(double{}); break;
-    case AccKind::kComplex: run(std::complex<double>{}); break;
-    case AccKind::kInt: run(int64_t{}); break;
+    case AccKind::kReal:
+      run(double{});
+      break;
+    case AccKind::kComplex:
+      run(std::complex<double>{});
+      break;
+    case AccKind::kInt:
+      run(int64_t{});
+      break;
   }
   return out;
 }
@@ -455,8 +467,8 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
 // where per spatial dim: u = x * stride - pad_low + k * window_dilation; u must be a multiple of
 // the base (lhs) dilation and p = u / base_dilation must lie in [0, in_size); k' = size-1-k when
 // the window is reversed. fg(o) = o / (O / feature_groups), bg(o) = o / (O / batch_groups).
-StatusOr<Literal> EvalConvolution(const HloInstruction& instr,
-                                  std::span<const Literal* const> ops, Evaluator&) {
+StatusOr<Literal> EvalConvolution(const HloInstruction& instr, std::span<const Literal* const> ops,
+                                  Evaluator&) {
   if (ops.size() != 2) return InvalidArgument("convolution %", instr.name(), " takes 2 operands");
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[0], 0));
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[1], 1));
@@ -489,10 +501,9 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr,
   const int64_t o_out = rs.dimensions(dn.kernel_output_feature_dimension);
   const int64_t n_out = os.dimensions(dn.output_batch_dimension);
   if (fgc < 1 || bgc < 1 || c_in != c_g * fgc || o_out % fgc != 0 || o_out % bgc != 0 ||
-      n_in % bgc != 0 || n_out != n_in / bgc ||
-      os.dimensions(dn.output_feature_dimension) != o_out)
-    return InvalidArgument("convolution %", instr.name(), ": feature/batch group counts (",
-                           fgc, ", ", bgc, ") do not fit lhs ", ls.ToString(false), ", rhs ",
+      n_in % bgc != 0 || n_out != n_in / bgc || os.dimensions(dn.output_feature_dimension) != o_out)
+    return InvalidArgument("convolution %", instr.name(), ": feature/batch group counts (", fgc,
+                           ", ", bgc, ") do not fit lhs ", ls.ToString(false), ", rhs ",
                            rs.ToString(false), ", result ", os.ToString(false));
   std::vector<int64_t> in_sp(nsp), k_sp(nsp), out_sp(nsp);
   for (size_t i = 0; i < nsp; ++i) {
@@ -584,13 +595,13 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr,
         const int64_t bg = nb / n_out, n = nb % n_out;
         std::fill(patch.begin(), patch.end(), Acc{});
         for (const auto& [lin, kin] : taps) {
-          const Acc* ap = &a[(nb * in_spatial + lin) * c_in];
+          const Acc* ap = a.data() + ((nb * in_spatial + lin) * c_in);
           for (int64_t ci = 0; ci < c_in; ++ci) patch[ci * k_spatial + kin] = ap[ci];
         }
-        Acc* dst = &c[(n * out_spatial + xs) * o_out];
+        Acc* dst = c.data() + ((n * out_spatial + xs) * o_out);
         for (int64_t o = bg * o_per_bg; o < (bg + 1) * o_per_bg; ++o) {
           const int64_t fg = o / o_per_fg;
-          dst[o] = DotRow(&patch[fg * group_len], &b[o * group_len], group_len);
+          dst[o] = DotRow(patch.data() + (fg * group_len), b.data() + (o * group_len), group_len);
         }
       }
       NextRowMajorIndex(x, out_sp);
@@ -600,9 +611,15 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr,
     StoreAcc(res, out);
   };
   switch (AccKindFor(rt)) {
-    case AccKind::kReal: run(double{}); break;
-    case AccKind::kComplex: run(std::complex<double>{}); break;
-    case AccKind::kInt: run(int64_t{}); break;
+    case AccKind::kReal:
+      run(double{});
+      break;
+    case AccKind::kComplex:
+      run(std::complex<double>{});
+      break;
+    case AccKind::kInt:
+      run(int64_t{});
+      break;
   }
   return out;
 }

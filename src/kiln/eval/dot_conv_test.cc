@@ -26,7 +26,9 @@ std::vector<double> Values(const Literal& l) {
   return out;
 }
 
-TEST(DotConv, ReferenceCases) { EXPECT_GE(reference_cases::RunJsonCases("dot_conv_cases.json"), 27); }
+TEST(DotConv, ReferenceCases) {
+  EXPECT_GE(reference_cases::RunJsonCases("dot_conv_cases.json"), 27);
+}
 
 TEST(DotConv, HandCheckedMatmul) {
   // [[1,2],[3,4]] . [[5,6],[7,8]] = [[19,22],[43,50]]
@@ -74,15 +76,15 @@ ENTRY e {
 
 TEST(DotConv, RaggedDotBatch) {
   // Batch entries 0 and 1 are in groups; entry 2 is past them and comes out zero.
-  auto r = RunHlo(R"(
+  auto r = RunHlo(
+      R"(
 ENTRY e {
   a = f32[3,1,2] parameter(0)
   b = f32[3,2,1] parameter(1)
   g = s32[2] parameter(2)
   ROOT d = f32[3,1,1] ragged-dot(a, b, g), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}, lhs_ragged_dims={0}
 })",
-                  {F32({3, 1, 2}, {1, 2, 3, 4, 5, 6}), F32({3, 2, 1}, {1, 1, 2, 2, 3, 3}),
-                   S32({2}, {1, 1})});
+      {F32({3, 1, 2}, {1, 2, 3, 4, 5, 6}), F32({3, 2, 1}, {1, 1, 2, 2, 3, 3}), S32({2}, {1, 1})});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Values(*r), (std::vector<double>{3, 14, 0}));
 }

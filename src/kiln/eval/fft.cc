@@ -128,7 +128,7 @@ void TransformAxis(FftEngine& engine, std::vector<cd>& data, const std::vector<i
   std::vector<cd> line(n);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      cd* base = &data[o * n * inner + i];
+      cd* base = data.data() + (o * n * inner + i);
       for (int64_t j = 0; j < n; ++j) line[j] = base[j * inner];
       engine.Transform(line.data(), n, sign);
       for (int64_t j = 0; j < n; ++j) base[j * inner] = line[j] * scale;
@@ -146,7 +146,8 @@ StatusOr<Literal> EvalFft(const HloInstruction& instr, std::span<const Literal* 
   const size_t r = len.size();
   if (r < 1 || r > 3 || xs.rank() < static_cast<int64_t>(r) || !rs.IsArray() ||
       rs.rank() != xs.rank())
-    return InvalidArgument("fft %", instr.name(), ": fft_length must name 1 to 3 trailing dimensions");
+    return InvalidArgument("fft %", instr.name(),
+                           ": fft_length must name 1 to 3 trailing dimensions");
   const size_t first = static_cast<size_t>(xs.rank()) - r;
   const FftType type = instr.attrs().fft_type;
   const bool in_complex = IsComplexType(xs.element_type());
@@ -207,7 +208,7 @@ StatusOr<Literal> EvalFft(const HloInstruction& instr, std::span<const Literal* 
       std::vector<double> res(rows * L);
       std::vector<cd> line(L);
       for (int64_t row = 0; row < rows; ++row) {
-        const cd* h = &data[row * half];
+        const cd* h = data.data() + (row * half);
         for (int64_t k = 0; k < L; ++k) {
           if (k <= L / 2) {
             line[k] = h[k];

@@ -33,7 +33,7 @@ struct IndexVectors {
   std::vector<int64_t> batch_dims;      // sizes of the indices' batch dimensions
   std::vector<int64_t> batch_to_index;  // batch dimension i -> dimension of the indices array
   int64_t vector_size = 0;
-  std::vector<int64_t> values;          // [batch position][vector_size]
+  std::vector<int64_t> values;  // [batch position][vector_size]
 
   const int64_t* Vector(int64_t batch_pos) const { return &values[batch_pos * vector_size]; }
 };
@@ -139,8 +139,7 @@ StatusOr<Literal> EvalGather(const HloInstruction& instr, std::span<const Litera
       if (out_batch_of[d] >= 0 && rs.dimensions(d) != iv.batch_dims[out_batch_of[d]])
         return InvalidArgument("gather %", instr.name(), ": result ", rs.ToString(false),
                                " does not match the indices' batch dimensions");
-      if (out_offset_of[d] >= 0 &&
-          rs.dimensions(d) != slice[window_operand_dims[out_offset_of[d]]])
+      if (out_offset_of[d] >= 0 && rs.dimensions(d) != slice[window_operand_dims[out_offset_of[d]]])
         return InvalidArgument("gather %", instr.name(), ": result ", rs.ToString(false),
                                " does not match slice_sizes");
     }
@@ -198,7 +197,8 @@ StatusOr<Literal> EvalScatter(const HloInstruction& instr, std::span<const Liter
   if (ops.size() < 3 || ops.size() % 2 == 0)
     return InvalidArgument("scatter %", instr.name(), " takes 2N+1 operands, got ", ops.size());
   const int64_t nops = static_cast<int64_t>(ops.size() - 1) / 2;
-  for (size_t i = 0; i < ops.size(); ++i) KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[i], i));
+  for (size_t i = 0; i < ops.size(); ++i)
+    KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[i], i));
   const HloAttributes& at = instr.attrs();
   if (!at.scatter_dimension_numbers)
     return InvalidArgument("scatter %", instr.name(), " has no dimension numbers");
@@ -211,8 +211,7 @@ StatusOr<Literal> EvalScatter(const HloInstruction& instr, std::span<const Liter
     if (ops[i]->shape().dimensions() != os.dimensions() ||
         ops[nops + 1 + i]->shape().dimensions() != us.dimensions())
       return InvalidArgument("scatter %", instr.name(), ": operands or updates differ in shape");
-  KILN_ASSIGN_OR_RETURN(IndexVectors iv,
-                        ReadIndexVectors(instr, *ops[nops], dn.index_vector_dim));
+  KILN_ASSIGN_OR_RETURN(IndexVectors iv, ReadIndexVectors(instr, *ops[nops], dn.index_vector_dim));
   if (iv.vector_size != static_cast<int64_t>(dn.scatter_dims_to_operand_dims.size()))
     return InvalidArgument("scatter %", instr.name(), ": index vectors have ", iv.vector_size,
                            " entries, scatter_dims_to_operand_dims has ",
@@ -252,7 +251,8 @@ StatusOr<Literal> EvalScatter(const HloInstruction& instr, std::span<const Liter
   std::vector<int64_t> batching_pos;
   for (int64_t d : dn.scatter_indices_batching_dims) batching_pos.push_back(BatchPosition(iv, d));
   for (int64_t p : batching_pos)
-    if (p < 0) return InvalidArgument("scatter %", instr.name(), ": bad scatter_indices_batching_dims");
+    if (p < 0)
+      return InvalidArgument("scatter %", instr.name(), ": bad scatter_indices_batching_dims");
   for (int64_t d : dn.scatter_dims_to_operand_dims)
     if (d < 0 || d >= orank)
       return InvalidArgument("scatter %", instr.name(), ": bad scatter_dims_to_operand_dims");
@@ -275,11 +275,14 @@ StatusOr<Literal> EvalScatter(const HloInstruction& instr, std::span<const Liter
   // Iteration spaces: scatter dims of the updates (outer), window dims (inner).
   std::vector<int64_t> scatter_sizes, window_sizes_u;
   for (int64_t d = 0; d < urank; ++d) {
-    if (upd_scatter_of[d] >= 0) scatter_sizes.push_back(us.dimensions(d));
-    else window_sizes_u.push_back(us.dimensions(d));
+    if (upd_scatter_of[d] >= 0)
+      scatter_sizes.push_back(us.dimensions(d));
+    else
+      window_sizes_u.push_back(us.dimensions(d));
   }
   std::vector<int64_t> scatter_upd_dims, window_upd_dims;
-  for (int64_t d = 0; d < urank; ++d) (upd_scatter_of[d] >= 0 ? scatter_upd_dims : window_upd_dims).push_back(d);
+  for (int64_t d = 0; d < urank; ++d)
+    (upd_scatter_of[d] >= 0 ? scatter_upd_dims : window_upd_dims).push_back(d);
   const int64_t nscatter = eval_internal::ElementProduct(scatter_sizes);
   const int64_t nwindow = eval_internal::ElementProduct(window_sizes_u);
   std::vector<int64_t> si(scatter_sizes.size(), 0), wi(window_sizes_u.size(), 0);
@@ -302,7 +305,8 @@ StatusOr<Literal> EvalScatter(const HloInstruction& instr, std::span<const Liter
     if (!in_bounds) continue;
     int64_t obase = 0, ubase = 0;
     for (int64_t d = 0; d < orank; ++d) obase += start[d] * ostrides[d];
-    for (size_t j = 0; j < scatter_upd_dims.size(); ++j) ubase += si[j] * ustrides[scatter_upd_dims[j]];
+    for (size_t j = 0; j < scatter_upd_dims.size(); ++j)
+      ubase += si[j] * ustrides[scatter_upd_dims[j]];
     std::fill(wi.begin(), wi.end(), 0);
     for (int64_t w = 0; w < nwindow; ++w, NextRowMajorIndex(wi, window_sizes_u)) {
       int64_t olin = obase, ulin = ubase;

@@ -95,7 +95,8 @@ TEST(GatherScatter, ScatterAppliesUpdatesInIndexOrder) {
 TEST(GatherScatter, ScatterSkipsPartlyOutOfBoundsWindowsWhole) {
   // Windows of 2 into [0,0,0,0]: start 3 would write [3] and [4]; XLA skips the whole window
   // (a clamping implementation would write [2] and [3]).
-  auto r = RunHlo(R"(
+  auto r = RunHlo(
+      R"(
 upd {
   a = f32[] parameter(0)
   ROOT b = f32[] parameter(1)
@@ -106,8 +107,7 @@ ENTRY e {
   u = f32[2,2] parameter(2)
   ROOT s = f32[4] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=upd
 })",
-                  {F32({4}, {0, 0, 0, 0}), Ints(PrimitiveType::kS32, {2}, {3, 0}),
-                   F32({2, 2}, {5, 6, 7, 8})});
+      {F32({4}, {0, 0, 0, 0}), Ints(PrimitiveType::kS32, {2}, {3, 0}), F32({2, 2}, {5, 6, 7, 8})});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Values(*r), (std::vector<double>{7, 8, 0, 0}));
 }

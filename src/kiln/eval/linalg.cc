@@ -32,8 +32,8 @@ StatusOr<Literal> EvalCholesky(const HloInstruction& instr, std::span<const Lite
   const Shape& s = ops[0]->shape();
   const int64_t rank = s.rank();
   if (rank < 2 || s.dimensions(rank - 1) != s.dimensions(rank - 2))
-    return InvalidArgument("cholesky %", instr.name(), ": operand must be batched square matrices, got ",
-                           s.ToString(false));
+    return InvalidArgument("cholesky %", instr.name(),
+                           ": operand must be batched square matrices, got ", s.ToString(false));
   const int64_t n = s.dimensions(rank - 1);
   const bool lower = instr.attrs().cholesky_lower;
   std::vector<cd> a = eval_internal::LiteralToComplexes(*ops[0]);
@@ -41,7 +41,7 @@ StatusOr<Literal> EvalCholesky(const HloInstruction& instr, std::span<const Lite
   const int64_t batch = n == 0 ? 0 : static_cast<int64_t>(a.size()) / (n * n);
   std::vector<cd> m(n * n), l(n * n);
   for (int64_t bi = 0; bi < batch; ++bi) {
-    const cd* src = &a[bi * n * n];
+    const cd* src = a.data() + (bi * n * n);
     // Work on the lower-triangle problem: for upper, use the transpose (not conjugated), as
     // XLA does; its lower triangle is a's upper triangle.
     for (int64_t i = 0; i < n; ++i)
@@ -80,7 +80,8 @@ StatusOr<Literal> EvalCholesky(const HloInstruction& instr, std::span<const Lite
 
 StatusOr<Literal> EvalTriangularSolve(const HloInstruction& instr,
                                       std::span<const Literal* const> ops, Evaluator&) {
-  if (ops.size() != 2) return InvalidArgument("triangular-solve %", instr.name(), " takes 2 operands");
+  if (ops.size() != 2)
+    return InvalidArgument("triangular-solve %", instr.name(), " takes 2 operands");
   KILN_RETURN_IF_ERROR(eval_internal::ExpectArrayOperand(instr, *ops[0], 0));
   KILN_RETURN_IF_ERROR(eval_internal::ExpectArrayOperand(instr, *ops[1], 1));
   const Shape& as = ops[0]->shape();
@@ -96,15 +97,15 @@ StatusOr<Literal> EvalTriangularSolve(const HloInstruction& instr,
   const int64_t m = bs.dimensions(rank - 2), n = bs.dimensions(rank - 1);
   const int64_t k = as.dimensions(rank - 1);
   if ((opt.left_side && k != m) || (!opt.left_side && k != n))
-    return InvalidArgument("triangular-solve %", instr.name(), ": a is ", k, "x", k,
-                           " but b is ", m, "x", n);
+    return InvalidArgument("triangular-solve %", instr.name(), ": a is ", k, "x", k, " but b is ",
+                           m, "x", n);
   std::vector<cd> a = eval_internal::LiteralToComplexes(*ops[0]);
   std::vector<cd> b = eval_internal::LiteralToComplexes(*ops[1]);
   const int64_t batch = (m == 0 || n == 0) ? 0 : static_cast<int64_t>(b.size()) / (m * n);
   std::vector<cd> t(k * k);
   for (int64_t bi = 0; bi < batch; ++bi) {
-    const cd* A = &a[bi * k * k];
-    cd* B = &b[bi * m * n];
+    const cd* A = a.data() + (bi * k * k);
+    cd* B = b.data() + (bi * m * n);
     // T = op(triangle of A); after transposition a lower triangle becomes upper.
     bool t_lower = opt.lower;
     for (int64_t i = 0; i < k; ++i)
@@ -113,9 +114,15 @@ StatusOr<Literal> EvalTriangularSolve(const HloInstruction& instr,
         cd v = in_tri ? A[i * k + j] : cd(0);
         if (i == j && opt.unit_diagonal) v = 1.0;
         switch (opt.transpose_a) {
-          case TriangularTranspose::kNoTranspose: t[i * k + j] = v; break;
-          case TriangularTranspose::kTranspose: t[j * k + i] = v; break;
-          case TriangularTranspose::kAdjoint: t[j * k + i] = std::conj(v); break;
+          case TriangularTranspose::kNoTranspose:
+            t[i * k + j] = v;
+            break;
+          case TriangularTranspose::kTranspose:
+            t[j * k + i] = v;
+            break;
+          case TriangularTranspose::kAdjoint:
+            t[j * k + i] = std::conj(v);
+            break;
         }
       }
     if (opt.transpose_a != TriangularTranspose::kNoTranspose) t_lower = !t_lower;

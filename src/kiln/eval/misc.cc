@@ -14,7 +14,8 @@
 //   inference(x, scale, offset, mean, var) -> y
 //   grad(x, scale, mean, var, dy) -> (dx, dscale, doffset):
 //     doffset = sum(dy), dscale = sum(dy * (x - mean)) / sqrt(var + eps),
-//     dx = scale / sqrt(var + eps) * (dy - doffset / N - (x - mean) * sum(dy*(x-mean)) / (N (var + eps)))
+//     dx = scale / sqrt(var + eps) * (dy - doffset / N - (x - mean) * sum(dy*(x-mean)) / (N (var +
+//     eps)))
 // custom-call: annotation targets (Sharding, SPMDFullToShardShape, SPMDShardToFullShape,
 //   annotate_device_placement, MoveToHost, MoveToDevice, LayoutConstraint, ...) are the
 //   identity when the shapes allow it (one participant); TopK is sort.cc's; anything else is
@@ -85,7 +86,9 @@ StatusOr<Literal> EvalScan(const HloInstruction& instr, std::span<const Literal*
   const int64_t noutputs = nresults - ncarries;
   if (noutputs < 0)
     return InvalidArgument("scan %", instr.name(), ": result has fewer values than carries");
-  auto result_shape = [&](int64_t i) -> const Shape& { return rs.IsTuple() ? rs.tuple_shapes(i) : rs; };
+  auto result_shape = [&](int64_t i) -> const Shape& {
+    return rs.IsTuple() ? rs.tuple_shapes(i) : rs;
+  };
   int64_t length = -1;
   for (int64_t i = 0; i < ninputs; ++i) {
     const Shape& s = ops[i]->shape();
@@ -134,8 +137,8 @@ StatusOr<Literal> EvalScan(const HloInstruction& instr, std::span<const Literal*
                              " values, expected ", nresults);
     for (int64_t i = 0; i < noutputs; ++i) {
       const Literal& v = values[i];
-      if (!v.shape().IsArray() || v.element_count() * (length ? length : 1) !=
-                                      outputs[i].element_count() ||
+      if (!v.shape().IsArray() ||
+          v.element_count() * (length ? length : 1) != outputs[i].element_count() ||
           v.shape().element_type() != outputs[i].shape().element_type())
         return InvalidArgument("scan %", instr.name(), ": output slice ", i, " has shape ",
                                v.shape().ToString(false));
@@ -160,8 +163,8 @@ StatusOr<FeatureLayout> LayoutFor(const HloInstruction& instr, const Literal& x)
   const Shape& s = x.shape();
   const int64_t fi = instr.attrs().feature_index;
   if (fi < 0 || fi >= s.rank())
-    return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(),
-                           ": feature_index ", fi, " out of range for ", s.ToString(false));
+    return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(), ": feature_index ",
+                           fi, " out of range for ", s.ToString(false));
   FeatureLayout l;
   l.features = s.dimensions(fi);
   for (int64_t d = fi + 1; d < s.rank(); ++d) l.inner *= s.dimensions(d);
@@ -189,7 +192,8 @@ const Shape& TupleOrSelf(const Shape& s, int64_t i) { return s.IsTuple() ? s.tup
 
 StatusOr<Literal> EvalBatchNormTraining(const HloInstruction& instr,
                                         std::span<const Literal* const> ops, Evaluator&) {
-  if (ops.size() != 3) return InvalidArgument("batch-norm-training %", instr.name(), " takes 3 operands");
+  if (ops.size() != 3)
+    return InvalidArgument("batch-norm-training %", instr.name(), " takes 3 operands");
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[0], 0));
   KILN_ASSIGN_OR_RETURN(FeatureLayout fl, LayoutFor(instr, *ops[0]));
   KILN_RETURN_IF_ERROR(CheckFeatureVector(instr, *ops[1], fl.features, 1));
@@ -223,10 +227,12 @@ StatusOr<Literal> EvalBatchNormTraining(const HloInstruction& instr,
 
 StatusOr<Literal> EvalBatchNormInference(const HloInstruction& instr,
                                          std::span<const Literal* const> ops, Evaluator&) {
-  if (ops.size() != 5) return InvalidArgument("batch-norm-inference %", instr.name(), " takes 5 operands");
+  if (ops.size() != 5)
+    return InvalidArgument("batch-norm-inference %", instr.name(), " takes 5 operands");
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[0], 0));
   KILN_ASSIGN_OR_RETURN(FeatureLayout fl, LayoutFor(instr, *ops[0]));
-  for (int64_t i = 1; i < 5; ++i) KILN_RETURN_IF_ERROR(CheckFeatureVector(instr, *ops[i], fl.features, i));
+  for (int64_t i = 1; i < 5; ++i)
+    KILN_RETURN_IF_ERROR(CheckFeatureVector(instr, *ops[i], fl.features, i));
   std::vector<double> x = eval_internal::LiteralToDoubles(*ops[0]);
   std::vector<double> scale = eval_internal::LiteralToDoubles(*ops[1]);
   std::vector<double> offset = eval_internal::LiteralToDoubles(*ops[2]);
@@ -243,13 +249,15 @@ StatusOr<Literal> EvalBatchNormInference(const HloInstruction& instr,
 
 StatusOr<Literal> EvalBatchNormGrad(const HloInstruction& instr,
                                     std::span<const Literal* const> ops, Evaluator&) {
-  if (ops.size() != 5) return InvalidArgument("batch-norm-grad %", instr.name(), " takes 5 operands");
+  if (ops.size() != 5)
+    return InvalidArgument("batch-norm-grad %", instr.name(), " takes 5 operands");
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[0], 0));
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[4], 4));
   if (ops[4]->shape().dimensions() != ops[0]->shape().dimensions())
     return InvalidArgument("batch-norm-grad %", instr.name(), ": grad_output differs from operand");
   KILN_ASSIGN_OR_RETURN(FeatureLayout fl, LayoutFor(instr, *ops[0]));
-  for (int64_t i = 1; i < 4; ++i) KILN_RETURN_IF_ERROR(CheckFeatureVector(instr, *ops[i], fl.features, i));
+  for (int64_t i = 1; i < 4; ++i)
+    KILN_RETURN_IF_ERROR(CheckFeatureVector(instr, *ops[i], fl.features, i));
   const Shape& rs = instr.shape();
   if (!rs.IsTuple() || rs.tuple_shapes_size() != 3)
     return InvalidArgument("batch-norm-grad %", instr.name(),
@@ -286,9 +294,9 @@ StatusOr<Literal> EvalBatchNormGrad(const HloInstruction& instr,
 
 bool IsAnnotationTarget(std::string_view t) {
   static constexpr std::string_view kTargets[] = {
-      "Sharding",         "SPMDFullToShardShape", "SPMDShardToFullShape",
-      "annotate_device_placement", "MoveToHost",  "MoveToDevice",
-      "LayoutConstraint", "ShardBarrierFrom",     "ShardBarrierTo"};
+      "Sharding",      "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
+      "MoveToHost",    "MoveToDevice",         "LayoutConstraint",     "ShardBarrierFrom",
+      "ShardBarrierTo"};
   for (std::string_view k : kTargets)
     if (k == t) return true;
   return false;
@@ -303,8 +311,7 @@ StatusOr<Literal> EvalCustomCall(const HloInstruction& instr, std::span<const Li
     return UnsupportedInstruction(
         instr, StrCat("annotation custom call changing the shape (",
                       ops.empty() ? std::string("no operand") : ops[0]->shape().ToString(false),
-                      " -> ", instr.shape().ToString(false),
-                      "): more than one partition"));
+                      " -> ", instr.shape().ToString(false), "): more than one partition"));
   }
   return UnsupportedInstruction(instr);
 }

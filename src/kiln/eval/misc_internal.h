@@ -7,9 +7,9 @@
 
 namespace kiln::eval_internal {
 
-void RegisterRngKernels(KernelRegistry& r);          // rng-bit-generator, rng, rng-get-and-update-state
-void RegisterFftKernels(KernelRegistry& r);          // fft
-void RegisterLinalgKernels(KernelRegistry& r);       // cholesky, triangular-solve
-void RegisterCollectiveKernels(KernelRegistry& r);   // one-participant collectives, async wrappers
+void RegisterRngKernels(KernelRegistry& r);     // rng-bit-generator, rng, rng-get-and-update-state
+void RegisterFftKernels(KernelRegistry& r);     // fft
+void RegisterLinalgKernels(KernelRegistry& r);  // cholesky, triangular-solve
+void RegisterCollectiveKernels(KernelRegistry& r);  // one-participant collectives, async wrappers
 
 }  // namespace kiln::eval_internal

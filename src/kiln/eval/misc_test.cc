@@ -9,15 +9,15 @@
 // rng_bit_generator.json (testdata/gen_rng_bit_generator.py): XLA CPU's rng-bit-generator
 // outputs and new states through jax for three_fry, philox and default, u8/u16/u32/u64, shapes
 // of rank 0-3 with and without even dimensions, and a counter about to wrap.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <cmath>
 #include <complex>
 
-#include <gtest/gtest.h>
-
 #include "kiln/base/strings.h"
-#include "kiln/eval/reference_cases.h"
 #include "kiln/eval/evaluator.h"
+#include "kiln/eval/reference_cases.h"
 #include "kiln/hlo/parser.h"
 
 namespace kiln {
@@ -292,6 +292,47 @@ ENTRY e {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(Values(r->tuple_element(0)), (std::vector<double>{1, 2, 3, 4}));
   EXPECT_EQ(Values(r->tuple_element(1)), (std::vector<double>{0, 0, 0, 0}));
+}
+
+TEST(Misc, CollectiveStartDoneTuples) {
+  auto r = RunHlo(R"(
+ENTRY e {
+  x = f32[4] parameter(0)
+  ags = (f32[4], f32[4]) all-gather-start(x), dimensions={0}, replica_groups={{0}}
+  agd = f32[4] all-gather-done(ags)
+  cps = (f32[4], f32[4], u32[], u32[]) collective-permute-start(agd), source_target_pairs={{0,0}}
+  ROOT cpd = f32[4] collective-permute-done(cps)
+})",
+                  {F32({4}, {1, 2, 3, 4})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Values(*r), (std::vector<double>{1, 2, 3, 4}));
+}
+
+TEST(Misc, CollectivePermuteFromAnotherParticipantIsUnsupported) {
+  auto r = RunHlo(R"(
+ENTRY e {
+  x = f32[4] parameter(0)
+  ROOT cp = f32[4] collective-permute(x), source_target_pairs={{1,0},{0,1}}
+})",
+                  {F32({4}, {1, 2, 3, 4})});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().ToString();
+}
+
+TEST(Misc, RngGetAndUpdateStateAdvancesByDelta) {
+  auto module = ParseHloModule(R"(
+ENTRY e {
+  a = u64[2] rng-get-and-update-state(), delta=4
+  b = u64[2] rng-get-and-update-state(), delta=4, control-predecessors={a}
+  ROOT t = (u64[2], u64[2]) tuple(a, b)
+})");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  Evaluator e(EvaluatorOptions{.rng_seed = 100});
+  auto r = e.Run(**module, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->tuple_element(0).data<uint64_t>()[0], 100u);
+  EXPECT_EQ(r->tuple_element(1).data<uint64_t>()[0], 104u);
+  EXPECT_EQ(e.rng_state(), 108u);
 }
 
 TEST(Misc, MultiParticipantCollectiveIsUnsupported) {

@@ -1,12 +1,12 @@
 #include "kiln/eval/reference_cases.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "kiln/base/strings.h"
 #include "kiln/eval/compare.h"

@@ -9,11 +9,10 @@
 // complex; decimal strings for u64.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "kiln/base/status.h"
 #include "kiln/hlo/literal.h"

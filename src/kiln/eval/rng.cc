@@ -86,7 +86,8 @@ void StoreBits(Literal& out, int64_t i, uint64_t v, int width_bytes) {
 
 StatusOr<Literal> EvalRngBitGenerator(const HloInstruction& instr,
                                       std::span<const Literal* const> ops, Evaluator&) {
-  if (ops.size() != 1) return InvalidArgument("rng-bit-generator %", instr.name(), " takes one operand");
+  if (ops.size() != 1)
+    return InvalidArgument("rng-bit-generator %", instr.name(), " takes one operand");
   const Literal& state = *ops[0];
   const Shape& ss = state.shape();
   const Shape& rs = instr.shape();
@@ -100,8 +101,8 @@ StatusOr<Literal> EvalRngBitGenerator(const HloInstruction& instr,
   const PrimitiveType dt = data_shape.element_type();
   const int bits = PrimitiveBitWidth(dt);
   if (IsComplexType(dt) || dt == PrimitiveType::kPred || bits > 64 || bits < 8)
-    return UnsupportedInstruction(instr, StrCat("rng-bit-generator output type ",
-                                                PrimitiveTypeName(dt)));
+    return UnsupportedInstruction(instr,
+                                  StrCat("rng-bit-generator output type ", PrimitiveTypeName(dt)));
   const int width = PrimitiveByteWidth(dt);
   const int64_t n = data_shape.num_elements();
   std::vector<uint64_t> st(ss.dimensions(0));
@@ -190,8 +191,8 @@ StatusOr<Literal> EvalRngBitGenerator(const HloInstruction& instr,
       for (int64_t w = 0; w < per_block; ++w) {
         const int64_t i = j * per_block + w;
         if (i >= n) break;
-        const uint64_t v = bits == 64 ? (uint64_t{x[2 * w]} | (uint64_t{x[2 * w + 1]} << 32))
-                                      : uint64_t{x[w]};
+        const uint64_t v =
+            bits == 64 ? (uint64_t{x[2 * w]} | (uint64_t{x[2 * w + 1]} << 32)) : uint64_t{x[w]};
         StoreBits(data, i, v, width);
       }
     }
@@ -254,8 +255,8 @@ StatusOr<Literal> EvalRng(const HloInstruction& instr, std::span<const Literal* 
       std::vector<int64_t> v(n);
       const uint64_t range = static_cast<uint64_t>(b) - static_cast<uint64_t>(a);
       for (int64_t i = 0; i < n; ++i)
-        v[i] = b > a ? static_cast<int64_t>(static_cast<uint64_t>(a) + NextRandom(state) % range)
-                     : a;
+        v[i] =
+            b > a ? static_cast<int64_t>(static_cast<uint64_t>(a) + NextRandom(state) % range) : a;
       eval_internal::StoreInt64s(v, out);
     } else {
       return UnsupportedInstruction(instr, StrCat("rng_uniform of ", PrimitiveTypeName(t)));

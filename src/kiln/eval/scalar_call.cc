@@ -18,8 +18,8 @@ StatusOr<ScalarCall> ScalarCall::Create(Evaluator& evaluator, const HloComputati
     const Shape& ps = computation.parameter_instruction(static_cast<int64_t>(i))->shape();
     if (!ps.IsScalar() || ps.element_type() != param_types[i])
       return InvalidArgument("computation ", computation.name(), ": parameter ", i, " is ",
-                             ps.ToString(false), ", expected ",
-                             PrimitiveTypeName(param_types[i]), "[]");
+                             ps.ToString(false), ", expected ", PrimitiveTypeName(param_types[i]),
+                             "[]");
     call.params_.emplace_back(Shape::Scalar(param_types[i]));
     call.widths_.push_back(PrimitiveByteWidth(param_types[i]));
   }
@@ -52,8 +52,8 @@ Status ScalarCall::Run(std::span<const void* const> args, std::span<void* const>
   KILN_ASSIGN_OR_RETURN(Literal r, evaluator_->EvaluateScalar(*computation_, param_ptrs_));
   if (r.shape().IsTuple()) {
     if (r.tuple_size() != num_results_)
-      return Internal("scalar computation ", computation_->name(), " returned ",
-                      r.tuple_size(), " values");
+      return Internal("scalar computation ", computation_->name(), " returned ", r.tuple_size(),
+                      " values");
     for (int j = 0; j < num_results_; ++j)
       std::memcpy(results[j], r.tuple_element(j).untyped_data(), result_widths_[j]);
   } else {

@@ -24,8 +24,7 @@ class ScalarCall {
   // Checks that `computation` has one scalar parameter per entry of `param_types` (of that
   // element type) and a root of `num_results` scalars.
   static StatusOr<ScalarCall> Create(Evaluator& evaluator, const HloComputation& computation,
-                                     std::span<const PrimitiveType> param_types,
-                                     int num_results);
+                                     std::span<const PrimitiveType> param_types, int num_results);
 
   // args[i] points to the native value of parameter i (PrimitiveByteWidth bytes); results[j]
   // receives result j. Results may alias arguments.

@@ -10,8 +10,6 @@
 // the element's own bits (NaN payloads order by magnitude). topk returns, per row of the last
 // dimension, the k largest (largest=true) or smallest elements in that order, ties broken by
 // lower index first, with their s32 indices.
-#include "kiln/eval/sort_internal.h"
-
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -22,6 +20,7 @@
 #include "kiln/eval/array_util.h"
 #include "kiln/eval/kernels.h"
 #include "kiln/eval/scalar_call.h"
+#include "kiln/eval/sort_internal.h"
 #include "kiln/hlo/computation.h"
 
 namespace kiln {
@@ -32,8 +31,10 @@ using eval_internal::ExpectArrayOperand;
 // The total-order key of an element from its storage bits.
 template <typename T>
 constexpr int StorageBits() {
-  if constexpr (kIsMiniFloat<T>) return T::kFormat.total_bits;
-  else return static_cast<int>(sizeof(T) * 8);
+  if constexpr (kIsMiniFloat<T>)
+    return T::kFormat.total_bits;
+  else
+    return static_cast<int>(sizeof(T) * 8);
 }
 
 template <typename T>
@@ -123,9 +124,14 @@ std::optional<FastCompare> DetectFastCompare(const HloComputation& comp,
   if (fc.operand >= static_cast<int64_t>(operands.size())) return {};
   bool swapped = pa % 2 == 1;
   switch (root->attrs().comparison_direction) {
-    case ComparisonDirection::kLt: fc.greater = swapped; break;
-    case ComparisonDirection::kGt: fc.greater = !swapped; break;
-    default: return {};
+    case ComparisonDirection::kLt:
+      fc.greater = swapped;
+      break;
+    case ComparisonDirection::kGt:
+      fc.greater = !swapped;
+      break;
+    default:
+      return {};
   }
   PrimitiveType t = operands[fc.operand]->shape().element_type();
   if (a->shape().element_type() != t) return {};
@@ -133,13 +139,16 @@ std::optional<FastCompare> DetectFastCompare(const HloComputation& comp,
   if (ct == ComparisonType::kDefault) ct = DefaultComparisonType(t);
   if (IsComplexType(t)) return {};
   if (IsFloatingPointType(t)) {
-    if (ct == ComparisonType::kFloat) fc.kind = KeyKind::kDouble;
-    else if (ct == ComparisonType::kTotalOrder) fc.kind = KeyKind::kTotal;
-    else return {};
+    if (ct == ComparisonType::kFloat)
+      fc.kind = KeyKind::kDouble;
+    else if (ct == ComparisonType::kTotalOrder)
+      fc.kind = KeyKind::kTotal;
+    else
+      return {};
   } else if (ct == ComparisonType::kSigned || ct == ComparisonType::kTotalOrder) {
     if (IsUnsignedIntegralType(t) && ct == ComparisonType::kSigned) return {};
     fc.kind = IsUnsignedIntegralType(t) || t == PrimitiveType::kPred ? KeyKind::kUnsigned
-                                                                      : KeyKind::kSigned;
+                                                                     : KeyKind::kSigned;
   } else if (ct == ComparisonType::kUnsigned) {
     fc.kind = KeyKind::kUnsigned;
   } else {
@@ -152,15 +161,14 @@ std::optional<FastCompare> DetectFastCompare(const HloComputation& comp,
 // sorted operands; with `perms`, also each row's permutation (rows in row-major order of the
 // other dimensions; perms[row * n + j] is the source position of sorted position j).
 StatusOr<std::vector<Literal>> SortOperands(const HloInstruction& instr,
-                                            std::span<const Literal* const> operands,
-                                            int64_t dim, const HloComputation& comparator,
-                                            Evaluator& evaluator,
+                                            std::span<const Literal* const> operands, int64_t dim,
+                                            const HloComputation& comparator, Evaluator& evaluator,
                                             std::vector<int32_t>* perms = nullptr) {
   const Shape& s0 = operands[0]->shape();
   const int64_t rank = s0.rank();
   if (dim < 0 || dim >= rank)
-    return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(),
-                           ": sort dimension ", dim, " out of range for ", s0.ToString(false));
+    return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(), ": sort dimension ",
+                           dim, " out of range for ", s0.ToString(false));
   for (const Literal* l : operands)
     if (l->shape().dimensions() != s0.dimensions())
       return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(),
@@ -221,9 +229,16 @@ StatusOr<std::vector<Literal>> SortOperands(const HloInstruction& instr,
         }
       };
       switch (keys.kind) {
-        case KeyKind::kDouble: by(keys.d); break;
-        case KeyKind::kSigned: case KeyKind::kTotal: by(keys.s); break;
-        case KeyKind::kUnsigned: by(keys.u); break;
+        case KeyKind::kDouble:
+          by(keys.d);
+          break;
+        case KeyKind::kSigned:
+        case KeyKind::kTotal:
+          by(keys.s);
+          break;
+        case KeyKind::kUnsigned:
+          by(keys.u);
+          break;
       }
     } else {
       std::stable_sort(perm.begin(), perm.end(), [&](int64_t x, int64_t y) {
@@ -258,13 +273,14 @@ StatusOr<std::vector<Literal>> SortOperands(const HloInstruction& instr,
 StatusOr<Literal> EvalSort(const HloInstruction& instr, std::span<const Literal* const> ops,
                            Evaluator& evaluator) {
   if (ops.empty()) return InvalidArgument("sort %", instr.name(), " has no operands");
-  for (size_t i = 0; i < ops.size(); ++i) KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[i], i));
+  for (size_t i = 0; i < ops.size(); ++i)
+    KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[i], i));
   if (!instr.to_apply()) return InvalidArgument("sort %", instr.name(), " has no comparator");
   if (instr.attrs().dimensions.size() != 1)
     return InvalidArgument("sort %", instr.name(), " needs dimensions={d}");
-  KILN_ASSIGN_OR_RETURN(std::vector<Literal> sorted,
-                        SortOperands(instr, ops, instr.attrs().dimensions[0], *instr.to_apply(),
-                                     evaluator));
+  KILN_ASSIGN_OR_RETURN(
+      std::vector<Literal> sorted,
+      SortOperands(instr, ops, instr.attrs().dimensions[0], *instr.to_apply(), evaluator));
   if (!instr.shape().IsTuple()) return std::move(sorted[0]);
   return Literal::MakeTuple(std::move(sorted));
 }
@@ -273,16 +289,17 @@ StatusOr<Literal> EvalSort(const HloInstruction& instr, std::span<const Literal*
 StatusOr<Literal> TopKByTotalOrder(const HloInstruction& instr, const Literal& x, int64_t k,
                                    bool largest) {
   const Shape& xs = x.shape();
-  if (xs.rank() < 1) return InvalidArgument("topk %", instr.name(), ": operand must have rank >= 1");
+  if (xs.rank() < 1)
+    return InvalidArgument("topk %", instr.name(), ": operand must have rank >= 1");
   const int64_t n = xs.dimensions(xs.rank() - 1);
   if (k < 0 || k > n)
     return InvalidArgument("topk %", instr.name(), ": k=", k, " exceeds the row length ", n);
   const PrimitiveType t = xs.element_type();
   if (IsComplexType(t)) return UnsupportedInstruction(instr, "topk of complex values");
-  Keys keys = MakeKeys(x, IsFloatingPointType(t) ? KeyKind::kTotal
-                          : (IsUnsignedIntegralType(t) || t == PrimitiveType::kPred)
-                              ? KeyKind::kUnsigned
-                              : KeyKind::kSigned);
+  Keys keys =
+      MakeKeys(x, IsFloatingPointType(t)                                     ? KeyKind::kTotal
+                  : (IsUnsignedIntegralType(t) || t == PrimitiveType::kPred) ? KeyKind::kUnsigned
+                                                                             : KeyKind::kSigned);
   std::vector<int64_t> out_dims = xs.dimensions();
   out_dims.back() = k;
   Literal values(Shape::Array(t, out_dims));
@@ -299,8 +316,10 @@ StatusOr<Literal> TopKByTotalOrder(const HloInstruction& instr, const Literal& x
       };
       std::stable_sort(perm.begin(), perm.end(), cmp);
     };
-    if (keys.kind == KeyKind::kUnsigned) pick(keys.u);
-    else pick(keys.s);
+    if (keys.kind == KeyKind::kUnsigned)
+      pick(keys.u);
+    else
+      pick(keys.s);
     for (int64_t j = 0; j < k; ++j) {
       std::memcpy(values.untyped_data() + (r * k + j) * w, x.untyped_data() + (base + perm[j]) * w,
                   w);
@@ -326,12 +345,14 @@ namespace eval_internal {
 
 StatusOr<Literal> EvalTopKCustomCall(const HloInstruction& instr,
                                      std::span<const Literal* const> ops, Evaluator& evaluator) {
-  if (ops.size() != 1) return InvalidArgument("TopK custom call %", instr.name(), " takes one operand");
+  if (ops.size() != 1)
+    return InvalidArgument("TopK custom call %", instr.name(), " takes one operand");
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[0], 0));
   const Shape& rs = instr.shape();
   if (!rs.IsTuple() || rs.tuple_shapes_size() != 2 || !rs.tuple_shapes(0).IsArray() ||
       rs.tuple_shapes(0).rank() != ops[0]->shape().rank())
-    return InvalidArgument("TopK custom call %", instr.name(), ": result must be (values, indices)");
+    return InvalidArgument("TopK custom call %", instr.name(),
+                           ": result must be (values, indices)");
   const int64_t k = rs.tuple_shapes(0).dimensions().back();
   const HloComputation* comparator = instr.to_apply();
   if (!comparator) return TopKByTotalOrder(instr, *ops[0], k, /*largest=*/true);

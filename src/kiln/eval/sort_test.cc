@@ -4,9 +4,9 @@
 // both signs and infinities; a stable two-operand sort with ties (GT); a sort along dimension 0
 // with the comparator's parameters swapped; unsigned keys above INT32_MAX; topk (largest, with
 // ties and NaN; smallest) and the TopK custom call against XLA's CPU results through jax.
-#include <chrono>
-
 #include <gtest/gtest.h>
+
+#include <chrono>
 
 #include "kiln/eval/kernels.h"
 #include "kiln/eval/reference_cases.h"
