@@ -27,6 +27,7 @@ const KernelRegistry& KernelRegistry::Global() {
     RegisterDotConvKernels(*r);
     RegisterSortKernels(*r);
     RegisterMiscKernels(*r);
+    RegisterFusionKernels(*r);
     return r;
   }();
   return *registry;

@@ -42,6 +42,7 @@ void RegisterIndexingKernels(KernelRegistry& r);     // dynamic-slice, dynamic-u
 void RegisterGatherScatterKernels(KernelRegistry& r);  // gather, scatter
 void RegisterDotConvKernels(KernelRegistry& r);      // dot, convolution, ragged-dot
 void RegisterSortKernels(KernelRegistry& r);         // sort, topk
+void RegisterFusionKernels(KernelRegistry& r);       // fusion (evaluates the fused computation)
 void RegisterMiscKernels(KernelRegistry& r);         // rng, fft, cholesky, triangular-solve, scan,
                                                      // batch-norm, custom-call, collectives (1 replica)
 
