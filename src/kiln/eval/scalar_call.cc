@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kiln/base/strings.h"
+#include "kiln/eval/scalar_program.h"
 
 namespace kiln::eval_internal {
 
@@ -43,10 +44,22 @@ StatusOr<ScalarCall> ScalarCall::Create(Evaluator& evaluator, const HloComputati
     call.result_widths_.push_back(PrimitiveByteWidth(s.element_type()));
   }
   call.num_results_ = num_results;
+  const ScalarProgram* program = evaluator.GetScalarProgram(computation);
+  if (program && program->num_parameters() == static_cast<int>(param_types.size()) &&
+      program->num_results() == num_results) {
+    bool fits = true;
+    for (size_t i = 0; i < param_types.size(); ++i)
+      fits &= program->parameter_type(static_cast<int>(i)) == param_types[i];
+    if (fits) call.program_ = program;
+  }
   return call;
 }
 
 Status ScalarCall::Run(std::span<const void* const> args, std::span<void* const> results) {
+  if (program_) {
+    program_->Run(args, results);
+    return OkStatus();
+  }
   for (size_t i = 0; i < params_.size(); ++i)
     std::memcpy(params_[i].untyped_data(), args[i], widths_[i]);
   KILN_ASSIGN_OR_RETURN(Literal r, evaluator_->EvaluateScalar(*computation_, param_ptrs_));

@@ -2,9 +2,10 @@
 // values held in native storage, without the caller building Literals per element.
 //
 // Internal to src/kiln/eval. The computation takes scalar parameters of the given types and
-// returns a scalar or a tuple of scalars; Run copies the argument bytes into per-call scalar
-// literals, evaluates through Evaluator::EvaluateScalar (which takes the fast native path for
-// recognized computations), and copies the result bytes out.
+// returns a scalar or a tuple of scalars. When the evaluator compiles it into a ScalarProgram
+// (straight-line scalar ops), Run calls the program on the caller's storage directly; otherwise
+// Run copies the argument bytes into scalar literals, evaluates the computation, and copies the
+// result bytes out.
 //
 // Not thread-safe; one ScalarCall per kernel invocation.
 #pragma once
@@ -16,6 +17,10 @@
 #include "kiln/eval/evaluator.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/literal.h"
+
+namespace kiln {
+class ScalarProgram;
+}
 
 namespace kiln::eval_internal {
 
@@ -40,6 +45,7 @@ class ScalarCall {
 
   Evaluator* evaluator_;
   const HloComputation* computation_;
+  const ScalarProgram* program_ = nullptr;  // owned by the evaluator
   std::vector<Literal> params_;
   std::vector<const Literal*> param_ptrs_;
   std::vector<int> widths_;
