@@ -5,13 +5,16 @@
 namespace kiln::cuda {
 
 StatusOr<std::shared_ptr<const DriverApi>> DriverApi::Load(const std::string& library) {
+  // Besides the loader's search path, where containers commonly mount the driver.
   std::vector<std::string> candidates =
-      library.empty() ? LibraryCandidates("KILN_CUDA_DRIVER_LIBRARY", {"libcuda.so.1"})
+      library.empty() ? LibraryCandidates("KILN_CUDA_DRIVER_LIBRARY",
+                                          {"libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1",
+                                           "/usr/lib/wsl/lib/libcuda.so.1"})
                       : std::vector<std::string>{library};
   StatusOr<SharedLibrary> opened = SharedLibrary::Open("cuda", candidates);
   if (!opened.ok()) {
     if (opened.status().code() == StatusCode::kNotFound) {
-      return Unavailable("cuda: no driver (", StrJoin(candidates, " / "), " not found)");
+      return Unavailable("cuda: no driver (", candidates.front(), " not found)");
     }
     return Unavailable(opened.status().message());
   }

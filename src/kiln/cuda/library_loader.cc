@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "kiln/base/strings.h"
@@ -39,7 +40,10 @@ StatusOr<SharedLibrary> SharedLibrary::Open(std::string_view what,
     return Unavailable(what, ": cannot load ", StrJoin(candidates, " / "), ": ",
                        StrJoin(load_errors, "; "));
   }
-  return NotFound(what, ": ", StrJoin(candidates, " / "), " not found");
+  if (candidates.size() <= 1) return NotFound(what, ": ", StrJoin(candidates, ""), " not found");
+  return NotFound(what, ": ", candidates.front(), " not found (also looked for ",
+                  StrJoin(std::vector<std::string>(candidates.begin() + 1, candidates.end()), ", "),
+                  ")");
 }
 
 void* SharedLibrary::Symbol(const char* symbol) const {
@@ -58,6 +62,24 @@ std::vector<std::string> LibraryCandidates(const char* env_var,
     return {value};
   }
   return defaults;
+}
+
+std::vector<std::string> ToolkitLibraryCandidates(const std::vector<std::string>& sonames) {
+  std::vector<std::string> out = sonames;
+  std::vector<std::string> dirs;
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
+    if (const char* root = std::getenv(var); root != nullptr && *root != '\0') {
+      dirs.push_back(StrCat(root, "/lib64"));
+    }
+  }
+  dirs.push_back("/usr/local/cuda/lib64");
+  for (const std::string& dir : dirs) {
+    for (const std::string& name : sonames) {
+      std::string path = StrCat(dir, "/", name);
+      if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+    }
+  }
+  return out;
 }
 
 }  // namespace kiln::cuda

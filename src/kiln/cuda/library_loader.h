@@ -78,4 +78,9 @@ StatusOr<std::shared_ptr<const Api>> LoadApi(std::string_view what,
 std::vector<std::string> LibraryCandidates(const char* env_var,
                                            const std::vector<std::string>& defaults);
 
+// `sonames` (searched the usual way), then each of them inside the toolkit's library
+// directories ($CUDA_HOME/lib64, $CUDA_PATH/lib64, /usr/local/cuda/lib64), for machines whose
+// loader path does not include the toolkit.
+std::vector<std::string> ToolkitLibraryCandidates(const std::vector<std::string>& sonames);
+
 }  // namespace kiln::cuda

@@ -23,9 +23,9 @@ StatusOr<std::shared_ptr<const NvrtcApi>> NvrtcApi::Load(const std::string& libr
   for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) {
     if (defaults[0] != name) defaults.push_back(name);
   }
-  std::vector<std::string> candidates = library.empty()
-                                            ? LibraryCandidates("KILN_NVRTC_LIBRARY", defaults)
-                                            : std::vector<std::string>{library};
+  std::vector<std::string> candidates =
+      library.empty() ? LibraryCandidates("KILN_NVRTC_LIBRARY", ToolkitLibraryCandidates(defaults))
+                      : std::vector<std::string>{library};
   return LoadApi<NvrtcApi>("nvrtc", candidates, LoadMembers);
 }
 

@@ -42,7 +42,7 @@ Status LoadNccl(NcclApi& api) {
 std::vector<std::string> Candidates(const std::string& explicit_library, const char* env_var,
                                     std::vector<std::string> defaults) {
   if (!explicit_library.empty()) return {explicit_library};
-  return LibraryCandidates(env_var, defaults);
+  return LibraryCandidates(env_var, ToolkitLibraryCandidates(defaults));
 }
 
 // major*10000 + minor*100 + patch → "major.minor.patch"

@@ -70,7 +70,10 @@ std::string DeviceDescription::Fingerprint() const {
   os << platform << '|' << name << '|' << compute_capability() << '|' << multiprocessor_count
      << '|' << memory_bytes << '|' << l2_cache_bytes << '|' << shared_memory_per_block_optin
      << '|' << driver_version << '|' << runtime_version;
-  for (const auto& [library, version] : library_versions) os << '|' << library << '=' << version;
+  // A missing library's explanation names paths and environment: only its absence counts.
+  for (const auto& [library, version] : library_versions) {
+    os << '|' << library << '=' << (StartsWith(version, "not ") ? "absent" : version);
+  }
   return Fingerprint64Hex(os.str());
 }
 
