@@ -428,10 +428,14 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
   KILN_RETURN_IF_ERROR(ParseOperands(p, p.async_wrapped ? p.async_wrapped.get() : instr, &elided));
 
   CalledRefs called;
+  std::vector<std::string_view> seen_attrs;
   while (TryConsume(TokKind::kComma)) {
     const Token attr = lex_.Peek();
     if (attr.kind != TokKind::kIdent) return Expected("attribute name");
     lex_.Next();
+    for (std::string_view seen : seen_attrs)
+      if (seen == attr.text) return ErrorAt(attr.offset, StrCat("duplicate attribute '", attr.text, "'"));
+    seen_attrs.push_back(attr.text);
     KILN_RETURN_IF_ERROR(Expect(TokKind::kEqual, "'='"));
     KILN_RETURN_IF_ERROR(ParseInstructionAttribute(p, called, attr));
   }

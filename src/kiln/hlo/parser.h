@@ -26,6 +26,8 @@ struct ParseOptions {
   // run_hlo_module does with its random-fill option).
   bool fill_elided_constants = false;
   uint64_t fill_seed = 42;
+  // A filled constant larger than this many bytes is an error (the fill allocates it whole).
+  int64_t max_filled_constant_bytes = int64_t{1} << 31;
 };
 
 // Parses a whole module (with or without the "HloModule" header; a bare computation is

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/hlo/parser.h"
+#include "kiln/hlo/parser_test_util.h"
 #include "kiln/hlo/printer.h"
 
 namespace kiln {
@@ -27,6 +28,7 @@ ENTRY e {
   EXPECT_TRUE(m2.ok()) << m2.status().ToString() << "\n" << p1;
   if (m2.ok()) {
     EXPECT_EQ(p1, (*m2)->ToString());
+    EXPECT_EQ(testing_internal::CompareModules(**m, **m2), "") << p1;
   }
   return std::move(m).value();
 }
@@ -277,6 +279,7 @@ ENTRY e {
   auto m2 = ParseHloModule(p1);
   ASSERT_TRUE(m2.ok()) << m2.status().ToString();
   EXPECT_EQ(p1, (*m2)->ToString());
+  EXPECT_EQ(testing_internal::CompareModules(**m, **m2), "") << p1;
 }
 
 TEST(ParserAttributesTest, ControlFlow) {

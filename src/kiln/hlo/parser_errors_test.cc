@@ -106,6 +106,9 @@ TEST(ParserErrorsTest, MessagesWithPositionAndCaret) {
        "t.hlo:3:50: control predecessor 'zz' is not defined in computation 'e'\n"
        "  p = f32[2] parameter(0), control-predecessors={zz}\n"
        "                                                 ^"},
+      {Entry("  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p), x=1, x=2"),
+       "t.hlo:4:35: duplicate attribute 'x'\n  ROOT n = f32[2] negate(p), x=1, x=2\n"
+       "                                  ^"},
       {Entry("  ROOT x = f32[] frobnicate()"),
        "t.hlo:3:18: unknown opcode 'frobnicate'\n  ROOT x = f32[] frobnicate()\n                 ^"},
   };

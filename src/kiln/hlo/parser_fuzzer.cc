@@ -27,6 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   kiln::ParseOptions options;
   // Exercise the fill path on small inputs only (a fill allocates the constant's full size).
   options.fill_elided_constants = size % 2 == 0;
+  options.max_filled_constant_bytes = 1 << 20;
   auto module = kiln::ParseHloModule(text, options);
   if (!module.ok()) return 0;
   std::string printed = (*module)->ToString();

@@ -3,6 +3,7 @@
 #include <functional>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "kiln/base/strings.h"
@@ -24,9 +25,6 @@ int64_t SafeElementCount(const Shape& shape) {
   }
   return n;
 }
-
-// Largest byte size a filled (elided) constant may take.
-constexpr int64_t kMaxFilledBytes = int64_t{1} << 31;
 
 // Parses a decimal floating value; handles subnormals and rejects overflow of finite text.
 bool ParseFloatText(std::string_view text, double* out) {
@@ -87,6 +85,59 @@ constexpr int IntBits() {
   else return static_cast<int>(sizeof(T) * 8);
 }
 
+// Bit layout of a real floating type with IEEE-style NaNs (exponent all ones, any nonzero
+// mantissa); false for formats with a single NaN encoding.
+template <typename T>
+bool IeeeNanLayout(int* total_bits, int* mantissa_bits) {
+  if constexpr (std::is_same_v<T, float>) {
+    *total_bits = 32, *mantissa_bits = 23;
+    return true;
+  } else if constexpr (std::is_same_v<T, double>) {
+    *total_bits = 64, *mantissa_bits = 52;
+    return true;
+  } else if constexpr (kIsMiniFloat<T>) {
+    if (T::kFormat.nan != NanEncoding::kIeee) return false;
+    *total_bits = T::kFormat.total_bits, *mantissa_bits = T::kFormat.mantissa_bits;
+    return true;
+  } else {
+    return false;
+  }
+}
+
+// A NaN of type T with the given sign and mantissa payload.
+template <typename T>
+bool MakeNan(bool negative, uint64_t payload, T* out) {
+  int total = 0, mant = 0;
+  if (!IeeeNanLayout<T>(&total, &mant)) return false;
+  if (payload == 0 || (mant < 64 && payload >> mant) != 0) return false;
+  uint64_t bits = (uint64_t{negative} << (total - 1)) |
+                  (((uint64_t{1} << (total - 1 - mant)) - 1) << mant) | payload;
+  if constexpr (std::is_same_v<T, float>) {
+    uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(out, &b, 4);
+  } else if constexpr (std::is_same_v<T, double>) {
+    std::memcpy(out, &bits, 8);
+  } else if constexpr (kIsMiniFloat<T>) {
+    *out = T::FromBits(static_cast<typename T::Storage>(bits));
+  }
+  return true;
+}
+
+// nan_payload ::= '(' hex ')' after 'nan': returns the payload, or 0 if there is none.
+inline Status ParseNanPayload(HloParser* p, uint64_t* payload) {
+  *payload = 0;
+  Lexer& lex = p->lexer();
+  if (lex.PeekKind() != TokKind::kLparen) return OkStatus();
+  size_t at = lex.NextTokenOffset();
+  std::string_view raw;
+  if (!lex.ScanBalanced(&raw)) return p->Expected("')' after NaN payload");
+  std::string_view hex = raw.substr(1, raw.size() - 2);
+  if (hex.substr(0, 2) != "0x" || hex.size() < 3 ||
+      std::from_chars(hex.data() + 2, hex.data() + hex.size(), *payload, 16).ptr != hex.data() + hex.size())
+    return p->ErrorAt(at, StrCat("expected NaN payload (0x...), found '", raw, "'"));
+  return OkStatus();
+}
+
 // float ::= int | decimal | 'inf' | '-inf' | 'nan' | '-nan' | 'nan' '(' hex ')'
 template <typename W>
 Status ParseFloating(HloParser* p, PrimitiveType type, W* out) {
@@ -104,11 +155,11 @@ Status ParseFloating(HloParser* p, PrimitiveType type, W* out) {
       lex.Next();
       W nan = std::numeric_limits<W>::quiet_NaN();
       *out = neg ? -nan : nan;
-      // Optional payload: nan(0x...) -- accepted, payload not kept.
-      if (lex.PeekKind() == TokKind::kLparen) {
-        std::string_view raw;
-        if (!lex.ScanBalanced(&raw)) return p->Expected("')' after NaN payload");
-      }
+      size_t at = lex.NextTokenOffset();
+      uint64_t payload = 0;
+      KILN_RETURN_IF_ERROR(ParseNanPayload(p, &payload));
+      if (payload != 0 && !MakeNan(neg, payload, out))
+        return p->ErrorAt(at, StrCat("NaN payload out of range for ", PrimitiveTypeName(type)));
       return OkStatus();
     }
   }
@@ -173,6 +224,22 @@ Status ParseElementTyped(HloParser* p, Literal* lit, int64_t i) {
   } else {
     // Real floating types: parse into float (or double for f64), then narrow exactly.
     using Wide = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    // A NaN with a payload is built in T's own bits (narrowing would drop the payload).
+    if constexpr (kIsMiniFloat<T>) {
+      if (t.kind == TokKind::kIdent && (t.text == "nan" || t.text == "-nan")) {
+        lex.Next();
+        size_t at = lex.NextTokenOffset();
+        uint64_t payload = 0;
+        KILN_RETURN_IF_ERROR(ParseNanPayload(p, &payload));
+        T v(std::numeric_limits<float>::quiet_NaN());
+        if (t.text[0] == '-') v = T::FromBits(static_cast<typename T::Storage>(
+                                  v.bits() | (typename T::Storage{1} << (T::kFormat.total_bits - 1))));
+        if (payload != 0 && !MakeNan(t.text[0] == '-', payload, &v))
+          return p->ErrorAt(at, StrCat("NaN payload out of range for ", PrimitiveTypeName(type)));
+        lit->data<T>()[i] = v;
+        return OkStatus();
+      }
+    }
     Wide v;
     KILN_RETURN_IF_ERROR(ParseFloating<Wide>(p, type, &v));
     lit->data<T>()[i] = T(v);
@@ -307,7 +374,7 @@ StatusOr<Literal> HloParser::ParseLiteralOnly(const Shape& shape) {
 }
 
 // Fills a literal deterministically: floats uniform in [-1, 1), integers in a small range,
-// preds as random bits. Shapes over kMaxFilledBytes are an error.
+// preds as random bits. Shapes over options().max_filled_constant_bytes are an error.
 StatusOr<Literal> HloParser::FillLiteral(const Shape& shape, uint64_t seed) {
   DepthGuard guard(this);
   if (guard.too_deep()) return TooDeep();
@@ -321,10 +388,11 @@ StatusOr<Literal> HloParser::FillLiteral(const Shape& shape, uint64_t seed) {
   }
   if (!shape.IsArray()) return Literal(shape);
   int64_t count = SafeElementCount(shape);
+  const int64_t max_bytes = options_.max_filled_constant_bytes;
   if (shape.is_dynamic() || count < 0 ||
-      count > kMaxFilledBytes / std::max(1, PrimitiveByteWidth(shape.element_type())))
+      count > max_bytes / std::max(1, PrimitiveByteWidth(shape.element_type())))
     return InvalidArgument("cannot fill an elided constant of shape ", shape.ToString(),
-                           " (dynamic or over ", kMaxFilledBytes, " bytes)");
+                           " (dynamic or over ", max_bytes, " bytes)");
   Literal lit(Shape(shape.element_type(), shape.dimensions()));
   if (shape.has_layout()) lit.set_layout(shape.layout());
   uint64_t state = seed ^ 0x6b696c6e5f66696cULL;

@@ -3,6 +3,9 @@
 #include "kiln/hlo/printer.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <unordered_map>
 
 #include "kiln/base/fingerprint.h"
@@ -35,6 +38,43 @@ PrintOptions PrintOptions::ShortParsable() {
 
 namespace {
 
+// "nan", "-nan", or with a payload other than the default quiet NaN "nan(0x...)".
+template <typename T>
+bool AppendNan(std::string& out, const T& v) {
+  uint64_t bits = 0;
+  int total = 0, mant = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (!std::isnan(v)) return false;
+    uint32_t b;
+    std::memcpy(&b, &v, 4);
+    bits = b, total = 32, mant = 23;
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (!std::isnan(v)) return false;
+    std::memcpy(&bits, &v, 8);
+    total = 64, mant = 52;
+  } else {
+    if (!std::isnan(static_cast<float>(v))) return false;
+    if (T::kFormat.nan == NanEncoding::kAllOnes) {  // two NaNs: S.1111.111
+      out += (v.bits() >> (T::kFormat.total_bits - 1)) & 1 ? "-nan" : "nan";
+      return true;
+    }
+    if (T::kFormat.nan != NanEncoding::kIeee) {  // a single NaN encoding
+      out += "nan";
+      return true;
+    }
+    bits = v.bits(), total = T::kFormat.total_bits, mant = T::kFormat.mantissa_bits;
+  }
+  bool negative = (bits >> (total - 1)) & 1;
+  uint64_t payload = bits & ((uint64_t{1} << mant) - 1);
+  out += negative ? "-nan" : "nan";
+  if (payload != (uint64_t{1} << (mant - 1))) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "(0x%llx)", static_cast<unsigned long long>(payload));
+    out += buf;
+  }
+  return true;
+}
+
 void AppendElement(std::string& out, const Literal& lit, int64_t i) {
   PrimitiveType t = lit.shape().element_type();
   if (t == PrimitiveType::kPred) {
@@ -53,11 +93,11 @@ void AppendElement(std::string& out, const Literal& lit, int64_t i) {
         out += "(" + RoundTripDouble(v.real()) + ", " + RoundTripDouble(v.imag()) + ")";
       }
     } else if constexpr (std::is_same_v<T, double>) {
-      out += RoundTripDouble(v);
+      if (!AppendNan(out, v)) out += RoundTripDouble(v);
     } else if constexpr (std::is_same_v<T, float>) {
-      out += RoundTripFloat(v);
+      if (!AppendNan(out, v)) out += RoundTripFloat(v);
     } else if constexpr (kIsMiniFloat<T>) {
-      out += RoundTripFloat(static_cast<float>(v));
+      if (!AppendNan(out, v)) out += RoundTripFloat(static_cast<float>(v));
     } else if constexpr (kIsIntN<T>) {
       out += std::to_string(static_cast<int64_t>(v));
     } else {

@@ -207,6 +207,17 @@ void AppendPrecision(std::string& out, const HloAttributes& a) {
   if (!a.precision_config.algorithm.empty()) out += ", algorithm=" + a.precision_config.algorithm;
 }
 
+void AppendAliasing(std::string& out, const HloAttributes& a) {
+  if (a.output_to_operand_aliasing.empty()) return;
+  out += ", output_to_operand_aliasing={" +
+         StrJoin(a.output_to_operand_aliasing, ", ",
+                 [](std::ostream& os, const OutputOperandAlias& al) {
+                   os << IntListText(al.output_index) << ": (" << al.operand_number << ", "
+                      << IntListText(al.operand_index) << ")";
+                 }) +
+         "}";
+}
+
 void AppendChannel(std::string& out, const HloAttributes& a) {
   if (a.channel_id) out += StrCat(", channel_id=", *a.channel_id);
 }
@@ -361,6 +372,7 @@ void AppendOpcodeAttributes(std::string& out, const HloInstruction& instr, const
       break;
     case HloOpcode::kFusion:
       out += StrCat(", kind=", FusionKindString(a.fusion_kind));
+      AppendAliasing(out, a);
       break;
     case HloOpcode::kCustomCall:
       AppendConvolutionFamily(out, a);
@@ -377,6 +389,7 @@ void AppendOpcodeAttributes(std::string& out, const HloInstruction& instr, const
         s.set_default_layouts();
         out += ", literal=" + ShapeText(s, true) + " " + PrintLiteralValue(instr.literal());
       }
+      AppendAliasing(out, a);
       if (a.custom_call_schedule != CustomCallSchedule::kNone)
         out += StrCat(", custom_call_schedule=", CustomCallScheduleString(a.custom_call_schedule));
       if (a.api_version != CustomCallApiVersion::kOriginal)
@@ -453,7 +466,8 @@ void AppendOpcodeAttributes(std::string& out, const HloInstruction& instr, const
         out += ", async_execution_thread=" + CEscapeQuoted(a.async_execution_thread);
       break;
     case HloOpcode::kScan:
-      out += ", dimensions={" + std::to_string(a.scan_dimension) + "}";
+      out += ", dimensions=" +
+             (a.dimensions.empty() ? "{" + std::to_string(a.scan_dimension) + "}" : IntListText(a.dimensions));
       if (a.is_reverse) out += ", is_reverse=true";
       if (a.is_associative) out += StrCat(", is_associative=", *a.is_associative ? "true" : "false");
       break;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "kiln/hlo/parser.h"
+#include "kiln/hlo/parser_test_util.h"
 
 namespace kiln {
 namespace {
@@ -64,6 +65,7 @@ TEST(PrinterTest, CorpusRoundTripIsFixedPoint) {
     EXPECT_EQ(p1, p2);
     if (p1 == p2) ++fixed;
     EXPECT_EQ((*m1)->Fingerprint(), (*m2)->Fingerprint());
+    EXPECT_EQ(testing_internal::CompareModules(**m1, **m2), "");
   }
   std::cout << fixed << " of " << files.size() << " files are print/parse fixed points\n";
   EXPECT_GE(files.size(), 90u);
@@ -207,6 +209,12 @@ TEST(PrinterTest, FloatsOfEveryWidthRoundTrip) {
   f = f8e5m2[2]{0} constant({57344, -inf})
   g = f4e2m1fn[2]{0} constant({1.5, -6})
   h = f8e8m0fnu[2]{0} constant({1, 0.5})
+  n1 = f32[4]{0} constant({nan, -nan, nan(0x1), -nan(0x7fffff)})
+  n2 = f64[2]{0} constant({-nan, nan(0x1234)})
+  n3 = bf16[2]{0} constant({nan(0x1), -nan})
+  n4 = f8e4m3fn[2]{0} constant({nan, -nan})
+  n5 = f8e5m2fnuz[1]{0} constant({nan})
+  n6 = f8e5m2[2]{0} constant({nan(0x1), -nan(0x3)})
   ROOT i = u64[2]{0} constant({0, 18446744073709551615})
 })";
   auto m1 = Parse(text);
@@ -220,6 +228,18 @@ TEST(PrinterTest, FloatsOfEveryWidthRoundTrip) {
     ASSERT_TRUE(j);
     EXPECT_TRUE(i->literal().BitwiseEquals(j->literal())) << i->name() << ": " << p1;
   }
+  auto lit = [&](std::string_view n) {
+    return PrintLiteralValue(m1->entry_computation()->GetInstructionWithName(n)->literal());
+  };
+  EXPECT_EQ(lit("n1"), "{nan, -nan, nan(0x1), -nan(0x7fffff)}");
+  EXPECT_EQ(lit("n2"), "{-nan, nan(0x1234)}");
+  EXPECT_EQ(lit("n3"), "{nan(0x1), -nan}");
+  EXPECT_EQ(lit("n4"), "{nan, -nan}");
+  EXPECT_EQ(lit("n5"), "{nan}");
+  EXPECT_EQ(lit("n6"), "{nan(0x1), -nan(0x3)}");
+  EXPECT_NE(ParseHloModule("ENTRY e {\n ROOT c = f32[] constant(nan(0x800000))\n}").status().message().find(
+                "NaN payload out of range for f32"),
+            std::string::npos);
 }
 
 }  // namespace
