@@ -200,7 +200,7 @@ Status HloParser::ParseHeader(HloModule* module) {
 // Computations
 
 // computation ::= 'ENTRY'? name signature? (',' 'execution_thread' '=' string)?
-//                 '{' instruction+ '}'
+//                 '{' instruction+ '}' (',' 'execution_thread' '=' string)?
 // signature ::= '(' (name ':' shape (',' name ':' shape)*)? ')' '->' shape
 Status HloParser::ParseComputation(HloModule* module) {
   bool is_entry = false;
@@ -261,6 +261,14 @@ Status HloParser::ParseComputation(HloModule* module) {
   }
   size_t close_offset = lex_.NextTokenOffset();
   lex_.Next();  // '}'
+  // XLA writes the thread after the body: "} , execution_thread="host"".
+  if (lex_.PeekKind() == TokKind::kComma) {
+    lex_.Next();
+    if (!TryConsumeIdent("execution_thread")) return Expected("'execution_thread'");
+    KILN_RETURN_IF_ERROR(Expect(TokKind::kEqual, "'='"));
+    KILN_ASSIGN_OR_RETURN(std::string thread, ParseString());
+    comp->set_execution_thread(std::move(thread));
+  }
   if (pending.empty()) return ErrorAt(close_offset, StrCat("computation '", name, "' is empty"));
   KILN_RETURN_IF_ERROR(FinishComputation(module, comp, pending, names));
   comp->set_root_instruction(root ? root : pending.back().instr);

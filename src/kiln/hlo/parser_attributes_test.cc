@@ -508,12 +508,40 @@ ENTRY e {
   EXPECT_EQ(fusion->opcode(), HloOpcode::kFusion);
   EXPECT_EQ(fusion->fused_computation()->name(), "fc");
   std::string printed = (*m)->ToString();
-  EXPECT_NE(printed.find("custom-call-start(f32[2]{0} %p), custom_call_target=\"foo\", "
-                         "async_execution_thread=\"side\", metadata={op_name=\"s\"}"),
+  EXPECT_NE(printed.find("custom-call-start(f32[2]{0} %p), async_execution_thread=\"side\", "
+                         "custom_call_target=\"foo\", metadata={op_name=\"s\"}"),
             std::string::npos)
       << printed;
   EXPECT_NE(printed.find("fusion-start(f32[2]{0} %d), kind=kLoop, calls=%fc"), std::string::npos);
   EXPECT_EQ(printed.find("async_computation"), std::string::npos) << printed;
+}
+
+TEST(ParserAttributesTest, ComputationExecutionThread) {
+  auto m = ParseHloModule(R"(HloModule m
+%host (p: f32[2]) -> f32[2] {
+  %p = f32[2]{0} parameter(0)
+  ROOT %n = f32[2]{0} negate(%p)
+}, execution_thread="host"
+%other, execution_thread="x" {
+  ROOT %q = f32[2]{0} parameter(0)
+}
+ENTRY %e {
+  %a = f32[2]{0} parameter(0)
+  %s = ((f32[2]{0}), f32[2]{0}, s32[]) async-start(%a), async_execution_thread="host", calls=%host
+  ROOT %d = f32[2]{0} async-done(%s), async_execution_thread="host", calls=%host
+})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->GetComputationWithName("host")->execution_thread(), "host");
+  EXPECT_EQ((*m)->GetComputationWithName("other")->execution_thread(), "x");
+  std::string printed = (*m)->ToString();
+  // The computation is a one-instruction wrapper on the start's thread: sugar form.
+  EXPECT_NE(printed.find("negate-start(f32[2]{0} %a), async_execution_thread=\"host\""),
+            std::string::npos)
+      << printed;
+  EXPECT_NE(printed.find("}, execution_thread=\"x\"\n"), std::string::npos) << printed;
+  auto m2 = ParseHloModule(printed);
+  ASSERT_TRUE(m2.ok()) << m2.status().ToString();
+  EXPECT_EQ(printed, (*m2)->ToString());
 }
 
 }  // namespace

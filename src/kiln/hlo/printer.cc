@@ -310,14 +310,14 @@ class Printer {
       }
     }
     out += ')';
+    // The start's own attributes, then (sugar form) the wrapped instruction's.
+    printer_internal::AppendOpcodeAttributes(out, instr, o_);
+    for (const auto& [k, v] : instr.attrs().extra) out += ", " + k + "=" + v;
     if (sugar && instr.opcode() == HloOpcode::kAsyncStart) {
-      // The wrapped instruction's attributes, then the start's own.
       printer_internal::AppendOpcodeAttributes(out, *sugar, o_);
       for (const auto& [k, v] : sugar->attrs().extra) out += ", " + k + "=" + v;
       AppendCalledComputations(out, *sugar);
     }
-    printer_internal::AppendOpcodeAttributes(out, instr, o_);
-    for (const auto& [k, v] : instr.attrs().extra) out += ", " + k + "=" + v;
     if (!sugar) AppendCalledComputations(out, instr);
     if (instr.sharding()) out += ", sharding=" + printer_internal::ShardingText(*instr.sharding());
     if (!instr.frontend_attributes().empty())
@@ -416,15 +416,16 @@ class Printer {
     out += ") -> ";
     if (c.root_instruction()) AppendShape(out, c.root_instruction()->shape(), false);
     else out += "()";
-    if (!c.execution_thread().empty() && c.execution_thread() != "main")
-      out += ", execution_thread=" + CEscapeQuoted(c.execution_thread());
     out += " {\n";
     for (HloInstruction* i : c.instructions()) {
       out += "  ";
       Instruction(out, *i);
       out += "\n";
     }
-    out += "}\n";
+    out += "}";
+    if (!c.execution_thread().empty() && c.execution_thread() != "main")
+      out += ", execution_thread=" + CEscapeQuoted(c.execution_thread());
+    out += "\n";
   }
 
   void Header(std::string& out, const HloModule& m) {
