@@ -315,8 +315,10 @@ StatusOr<Literal> EvalReducePrecision(const HloInstruction& instr,
   const Literal& a = *ops[0];
   KILN_RETURN_IF_ERROR(ExpectArray(a, instr, "operand"));
   KILN_RETURN_IF_ERROR(CheckReducePrecisionBits(instr));
-  if (a.shape() != instr.shape() && !Shape::Compatible(a.shape(), instr.shape()))
-    return InvalidArgument("reduce-precision %", instr.name(), ": shape mismatch");
+  if (!Shape::Compatible(a.shape(), instr.shape()))
+    return InvalidArgument("reduce-precision %", instr.name(), ": the result ",
+                           instr.shape().ToString(false), " differs from the operand ",
+                           a.shape().ToString(false));
   Literal out(instr.shape());
   const int eb = static_cast<int>(std::min<int64_t>(instr.attrs().exponent_bits, 64));
   const int mb = static_cast<int>(std::min<int64_t>(instr.attrs().mantissa_bits, 64));

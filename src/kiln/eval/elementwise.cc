@@ -380,11 +380,15 @@ StatusOr<ElementFn> ResolveElementFn(const HloInstruction& instr) {
       return WithCompareOp(instr, instr.operand(0)->shape().element_type(),
                            [&]<class Op>() { return BinaryFn<Op>(instr); });
     case HloOpcode::kSelect:
-      if (instr.operand(0)->shape().element_type() != PrimitiveType::kPred)
-        return UnsupportedInstruction(instr, "non-pred predicate");
+      if (instr.operand(0)->shape().element_type() != PrimitiveType::kPred ||
+          instr.operand(1)->shape().element_type() != instr.shape().element_type() ||
+          instr.operand(2)->shape().element_type() != instr.shape().element_type())
+        return UnsupportedInstruction(instr, "select operand types");
       return &SelectThunk;
     case HloOpcode::kClamp: {
       PrimitiveType t = instr.shape().element_type();
+      for (const HloInstruction* op : instr.operands())
+        if (op->shape().element_type() != t) return UnsupportedType(instr, op->shape().element_type());
       ElementFn fn = ArrayTypeSwitch(t, [&](auto tag) -> ElementFn {
         using T = NativeTypeOf<decltype(tag)::value>;
         if constexpr (ClampOp::kOk<T>) return &ClampThunk<T>;

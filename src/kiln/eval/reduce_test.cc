@@ -290,6 +290,28 @@ TEST(SelectAndScatterTest, TiesOverlapAndPadding) {
                     {1, 2});
 }
 
+TEST(ReduceTest, MalformedInstructionsAreErrors) {
+  const char* bad[] = {
+      // reduced dimension out of range
+      "  a = f32[2,3] constant({{1, 2, 3}, {4, 5, 6}})\n  z = f32[] constant(0)\n"
+      "  ROOT r = f32[2] reduce(a, z), dimensions={2}, to_apply=add_f32",
+      // result dimensions do not match
+      "  a = f32[2,3] constant({{1, 2, 3}, {4, 5, 6}})\n  z = f32[] constant(0)\n"
+      "  ROOT r = f32[3] reduce(a, z), dimensions={1}, to_apply=add_f32",
+      // init value of another type
+      "  a = f32[2] constant({1, 2})\n  z = s32[] constant(0)\n"
+      "  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=add_f32",
+      // window rank differs
+      "  a = f32[4] constant({1, 2, 3, 4})\n  z = f32[] constant(0)\n"
+      "  ROOT r = f32[3] reduce-window(a, z), window={size=2x1}, to_apply=add_f32",
+      // source does not match the windows
+      "  a = f32[4] constant({1, 2, 3, 4})\n  s = f32[4] constant({1, 2, 3, 4})\n  z = f32[] constant(0)\n"
+      "  ROOT r = f32[4] select-and-scatter(a, s, z), window={size=2 stride=2}, select=ge_f32, scatter=add_f32",
+  };
+  for (const char* body : bad)
+    EXPECT_FALSE(RunHlo(std::string(kReducers) + "\nENTRY e {\n" + body + "\n}\n").ok()) << body;
+}
+
 TEST(ScalarProgramTest, CompilesSimpleComputations) {
   auto module = ParseHloModule(std::string(kReducers) + "\nENTRY e {\n ROOT c = f32[] constant(0)\n}\n");
   ASSERT_TRUE(module.ok()) << module.status().ToString();

@@ -186,6 +186,22 @@ ENTRY e {
   EXPECT_EQ(Ints(r.tuple_element(3)), (std::vector<int64_t>{-1, -2, -3, -4, -5, -6}));
 }
 
+TEST(ShapeTest, MalformedInstructionsAreErrors) {
+  const char* bad[] = {
+      "  a = s32[2] constant({1, 2})\n  ROOT r = s32[2,3] broadcast(a), dimensions={1}",
+      "  a = s32[2,3] constant({{1, 2, 3}, {4, 5, 6}})\n  ROOT r = s32[3,2] transpose(a), dimensions={0,0}",
+      "  a = s32[3] constant({1, 2, 3})\n  ROOT r = s32[2] slice(a), slice={[2:4]}",
+      "  a = s32[3] constant({1, 2, 3})\n  ROOT r = s32[4] concatenate(a, a), dimensions={0}",
+      "  a = s32[3] constant({1, 2, 3})\n  z = s32[] constant(0)\n  ROOT r = s32[9] pad(a, z), padding=1_1_1",
+      "  a = s32[3] constant({1, 2, 3})\n  ROOT r = s32[3] reverse(a), dimensions={1}",
+      "  a = s32[3] constant({1, 2, 3})\n  ROOT r = s32[2] bitcast(a)",
+      "  a = s32[3] constant({1, 2, 3})\n  ROOT r = s32[] get-dimension-size(a), dimensions={2}",
+      "  a = f32[3] constant({1, 2, 3})\n  ROOT r = f16[3] reduce-precision(a), exponent_bits=5, mantissa_bits=10",
+      "  a = f32[3] constant({1, 2, 3})\n  ROOT r = f32[3] reduce-precision(a), exponent_bits=0, mantissa_bits=10",
+  };
+  for (const char* body : bad) EXPECT_FALSE(RunHlo(Entry(body)).ok()) << body;
+}
+
 TEST(ShapeTest, DimensionSize) {
   EXPECT_EQ(Ints(MustRun(Entry(R"(
   a = f32[2,5] constant({{1, 2, 3, 4, 5}, {1, 2, 3, 4, 5}})
