@@ -129,8 +129,9 @@ struct MemoryStats {
   int64_t constant_bytes = 0;  // constant allocations
   int64_t temp_bytes = 0;      // arena size
   int64_t peak_bytes = 0;      // max over time of live arena bytes (<= temp_bytes)
-  // Bytes that needed no storage of their own thanks to in-place updates, loop state taking
-  // over its init buffer, and outputs placed in donated parameters.
+  // Bytes that needed no storage of their own: in-place updates, loop state taking over its
+  // init buffer, body results computed straight into the state, branch roots computed straight
+  // into the conditional's result, and outputs placed in donated parameters.
   int64_t aliased_bytes = 0;
   // "memory: arguments 1.00 KiB, outputs ..., constants ..., temp ... (peak ...), in place / donated ..."
   std::string ToString() const;

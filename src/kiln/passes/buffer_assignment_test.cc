@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/passes/buffer_assignment_checker.h"
+#include "kiln/passes/call_graph.h"
 #include "kiln/passes/fusion_test_util.h"
 #include "kiln/passes/hlo_schedule.h"
 
@@ -569,6 +570,60 @@ ENTRY main {
   EXPECT_LT((*ba)->stats().peak_bytes, (*ba_post)->stats().peak_bytes)
       << mem.ToString(*m) << post.ToString(*m);
   EXPECT_LE((*ba)->stats().peak_bytes, 4096 + 4 * 64);
+}
+
+TEST(BufferAssignmentTest, CalledComputationsNeedOneCallSite) {
+  auto m = ParseOrFail(R"(
+HloModule m
+relu {
+  a = f32[8] parameter(0)
+  z = f32[] constant(0)
+  zb = f32[8] broadcast(z), dimensions={}
+  ROOT r = f32[8] maximum(a, zb)
+}
+ENTRY main {
+  p = f32[8] parameter(0)
+  c1 = f32[8] call(p), to_apply=relu
+  n = f32[8] negate(c1)
+  ROOT c2 = f32[8] call(n), to_apply=relu
+}
+)");
+  auto refused = BufferAssignment::Run(*m);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("FlattenCallGraph"), std::string::npos);
+  FlattenCallGraph flatten;
+  ASSERT_TRUE(flatten.Run(*m).value());
+  EXPECT_NE(m->GetComputationWithName("relu.clone"), nullptr);
+  EXPECT_FALSE(flatten.Run(*m).value());
+  auto ba = BufferAssignment::Run(*m);
+  ASSERT_TRUE(ba.ok()) << ba.status().ToString();
+  EXPECT_TRUE(VerifyBufferAssignment(*m, **ba).ok());
+  // A call's value is its callee's root; the callee's parameter is the call's operand.
+  const HloInstruction* c1 = m->entry_computation()->GetInstructionWithName("c1");
+  EXPECT_EQ((*ba)->GetSlice(*c1).value(), (*ba)->GetSlice(*c1->to_apply()->root_instruction()).value());
+  EXPECT_EQ((*ba)->GetSlice(*c1->to_apply()->parameter_instruction(0)).value().allocation, 0);
+}
+
+TEST(BufferAssignmentTest, AsyncAndCopyStartPairsGetBuffers) {
+  auto a = Assign(R"(
+HloModule m
+wrapped {
+  x = f32[4] parameter(0)
+  ROOT n = f32[4] negate(x)
+}
+ENTRY main {
+  v = f32[4] parameter(0)
+  st = ((f32[4]), f32[4], s32[]) async-start(v), calls=wrapped
+  up = ((f32[4]), f32[4], s32[]) async-update(st), calls=wrapped
+  dn = f32[4] async-done(up), calls=wrapped
+  cs = (f32[4], f32[4], u32[]) copy-start(dn)
+  cd = f32[4] copy-done(cs)
+  ROOT e = f32[4] exponential(cd)
+}
+)");
+  // The wrapped computation runs inside the async op: no slices of its own.
+  EXPECT_FALSE(a.ba->HasSlice(*a.Find("n")));
+  EXPECT_TRUE(a.ba->HasSlice(*a.Find("dn")));
 }
 
 TEST(BufferAssignmentTest, DumpNamesEveryValue) {

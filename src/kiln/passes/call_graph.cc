@@ -12,9 +12,6 @@ bool CallsSequentially(const HloInstruction& instr) {
     case HloOpcode::kWhile:
     case HloOpcode::kConditional:
     case HloOpcode::kCall:
-    case HloOpcode::kAsyncStart:
-    case HloOpcode::kAsyncUpdate:
-    case HloOpcode::kAsyncDone:
       return true;
     default:
       return false;

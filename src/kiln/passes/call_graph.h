@@ -1,11 +1,12 @@
 // How each computation of a module is called, for passes that treat them differently.
 //
 //   kSequential -- runs as a sequence of kernels/thunks: the entry, while condition and body,
-//                  conditional branches, call targets, async computations. Fusion happens
-//                  inside these, and buffer assignment gives their values slices.
+//                  conditional branches, call targets. Fusion happens inside these, and buffer
+//                  assignment gives their values slices.
 //   kFused      -- the fused computation of a fusion instruction (runs inside one kernel).
-//   kEmbedded   -- a scalar/elementwise computation run inside an op's kernel: reducers,
-//                  comparators, map and scatter combiners, custom-call callees.
+//   kEmbedded   -- a computation run inside one op's thunk: reducers, comparators, map and
+//                  scatter combiners, custom-call callees, and the computation an async-start
+//                  wraps (the async op's thunk runs it whole; its values get no slices).
 //   kUnreachable -- not called from the entry.
 // A computation called in two ways gets the first of kSequential, kFused, kEmbedded.
 #pragma once
@@ -47,8 +48,8 @@ class FlattenCallGraph : public HloPass {
   StatusOr<bool> Run(HloModule& module) override;
 };
 
-// Whether `instr` calls its computations sequentially (while, conditional, call, async-start)
-// rather than embedding them in its kernel.
+// Whether `instr` calls its computations sequentially (while, conditional, call) rather than
+// embedding them in its kernel or thunk.
 bool CallsSequentially(const HloInstruction& instr);
 
 }  // namespace kiln

@@ -12,6 +12,9 @@
 //   Multi-output: loop fusions whose outputs have the same dimensions; reductions over the
 //             same input dimensions and reduced dimensions, optionally with loop outputs of the
 //             reduction's input dimensions (the kernel walks the input once and writes both).
+// Layouts: the policy assumes the CPU compiler has normalized every array to the default
+// (row-major) layout before fusion, as the kernels index logically; copy is then an identity
+// and bitcast a reshape (a bitcast between other layouts is not fused).
 // Never fused in v1: dot, convolution, sort, scatter, gather, custom-call, reduce-window,
 // select-and-scatter, fft, rng, control flow, collectives. Reductions are never producers.
 #pragma once

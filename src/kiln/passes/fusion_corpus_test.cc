@@ -138,6 +138,35 @@ TEST(FusionCorpusTest, ConformanceCases) {
   EXPECT_GT(out.checked, static_cast<int>(paths.size()) * 9 / 10);
 }
 
+// The big real modules (llama, mobilenet, maxtext: collectives, async ops, custom-calls): fused
+// and assigned, not evaluated.
+TEST(FusionCorpusTest, XlaModelsFuseVerifyAndAssign) {
+  fs::path shared = SharedDir();
+  if (shared.empty() || !fs::exists(shared / "corpus" / "xla-models")) GTEST_SKIP() << "no xla-models";
+  int done = 0;
+  for (const fs::path& p : Modules(shared / "corpus" / "xla-models", ".hlo", false)) {
+    SCOPED_TRACE(p.string());
+    ParseOptions po;
+    po.fill_elided_constants = true;
+    auto parsed = ParseHloModule(ReadFile(p), po);
+    if (!parsed.ok()) continue;  // the parser's own tests cover these
+    std::unique_ptr<HloModule> m = std::move(parsed).value();
+    if (!VerifyModule(*m).ok()) continue;
+    KernelCounts before = CountKernels(*m);
+    Status fused = FuseForCpu(*m);
+    ASSERT_TRUE(fused.ok()) << fused.ToString();
+    KernelCounts after = CountKernels(*m);
+    MemoryStats stats;
+    Status assigned = AssignAndCheck(*m, &stats);
+    EXPECT_TRUE(assigned.ok()) << assigned.ToString();
+    std::printf("%-50s %5lld instructions -> %5lld kernels (%s)\n", p.filename().string().c_str(),
+                static_cast<long long>(before.instructions), static_cast<long long>(after.kernels),
+                after.ToString().c_str());
+    ++done;
+  }
+  EXPECT_GT(done, 5);
+}
+
 TEST(FusionCorpusTest, BenchModuleKernelCounts) {
   fs::path shared = SharedDir();
   if (shared.empty() || !fs::exists(shared / "bench" / "suite")) GTEST_SKIP() << "no bench suite";

@@ -199,8 +199,14 @@ StatusOr<HloInstruction*> FuseInstructions(const FuseSpec& spec) {
       exports.push_back(Export{m, -1, std::move(users), is_root});
     }
   }
-  if (exports.empty())
-    return FailedPrecondition("FuseInstructions: no member value is used outside the fusion");
+  // Dead code: the fusion computes the last member (and stays unused, like the members).
+  if (exports.empty()) {
+    HloInstruction* last = nullptr;
+    for (HloInstruction* m : order)
+      if (!dup.count(m)) last = m;
+    if (!last) return FailedPrecondition("FuseInstructions: every member is duplicated");
+    exports.push_back(Export{last, -1, {}, false});
+  }
 
   // Build the fused computation.
   auto fused = std::make_unique<HloComputation>(
