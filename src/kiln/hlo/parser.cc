@@ -133,6 +133,8 @@ StatusOr<std::unique_ptr<HloModule>> HloParser::ParseModule() {
     // No ENTRY: the last computation is the entry (a lone computation is its own entry).
     module->set_entry_computation(module->computations().back());
   }
+  // Async wrappers of the sugar form, named once every parsed name is known.
+  for (PendingWrapper& w : pending_wrappers_) KILN_RETURN_IF_ERROR(BuildAsyncWrapper(module.get(), w));
   KILN_RETURN_IF_ERROR(ResolveComputations(module.get()));
   if (!has_header) module->set_name(module->entry_computation()->name());
   return module;
@@ -270,14 +272,14 @@ Status HloParser::ParseComputation(HloModule* module) {
     comp->set_execution_thread(std::move(thread));
   }
   if (pending.empty()) return ErrorAt(close_offset, StrCat("computation '", name, "' is empty"));
-  KILN_RETURN_IF_ERROR(FinishComputation(module, comp, pending, names));
+  KILN_RETURN_IF_ERROR(FinishComputation(comp, pending, names));
   comp->set_root_instruction(root ? root : pending.back().instr);
   return OkStatus();
 }
 
 // Resolves operand and control-predecessor names, checks parameter numbering, and moves the
 // instructions into the computation.
-Status HloParser::FinishComputation(HloModule* module, HloComputation* comp,
+Status HloParser::FinishComputation(HloComputation* comp,
                                     std::vector<PendingInstruction>& pending,
                                     std::unordered_map<std::string, HloInstruction*>& names) {
   // Parameters: numbers 0..n-1, each exactly once.
@@ -317,7 +319,8 @@ Status HloParser::FinishComputation(HloModule* module, HloComputation* comp,
   KILN_RETURN_IF_ERROR(CheckAcyclic(comp, pending));
   for (PendingInstruction& p : pending) comp->AddInstruction(std::move(p.owned));
   for (PendingInstruction& p : pending) {
-    if (p.async_wrapped) KILN_RETURN_IF_ERROR(BuildAsyncWrapper(module, p));
+    if (p.async_wrapped)
+      pending_wrappers_.push_back({p.instr, std::move(p.async_wrapped), p.opcode_offset});
   }
   return OkStatus();
 }
@@ -481,7 +484,7 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
   }
   if (p.async_wrapped_opcode && opcode != HloOpcode::kAsyncStart &&
       instr->called_computations().empty())
-    async_sugar_users_.push_back(instr);
+    async_sugar_users_.push_back({instr, op_tok.offset});
 
   if (elided) {
     if (!options_.fill_elided_constants)
@@ -553,13 +556,13 @@ Status HloParser::ParseOperands(PendingInstruction& p, HloInstruction* instr, bo
 
 // The wrapped computation of an async-start written as "X-start(...)": parameters for the
 // operands and the wrapped instruction as root.
-Status HloParser::BuildAsyncWrapper(HloModule* module, PendingInstruction& p) {
-  HloInstruction* start = p.instr;
+Status HloParser::BuildAsyncWrapper(HloModule* module, PendingWrapper& p) {
+  HloInstruction* start = p.start;
   const Shape& s = start->shape();
   if (!s.IsTuple() || s.tuple_shapes_size() < 2)
     return ErrorAt(p.opcode_offset, StrCat("async start '", start->name(),
                                            "' must have a tuple shape ((operands), result, ...)"));
-  std::unique_ptr<HloInstruction> wrapped = std::move(p.async_wrapped);
+  std::unique_ptr<HloInstruction> wrapped = std::move(p.wrapped);
   wrapped->set_shape(s.tuple_shapes(1));
   std::string comp_name = start->name() + ".async_computation";
   while (computations_by_name_.count(comp_name)) comp_name += "_";
@@ -589,14 +592,14 @@ Status HloParser::ResolveComputations(HloModule* module) {
     pc.instr->set_called_computation(static_cast<int64_t>(pc.slot), it->second);
   }
   // Sugared async-update/-done share their start's computation.
-  for (HloInstruction* instr : async_sugar_users_) {
+  for (auto [instr, offset] : async_sugar_users_) {
     HloInstruction* op = instr->operand_count() > 0 ? instr->operand(0) : nullptr;
     int guard = 0;
     while (op && op->called_computations().empty() && op->operand_count() > 0 && guard++ < 64)
       op = op->operand(0);
     if (!op || op->called_computations().empty() || !IsAsyncOpcode(op->opcode()))
-      return ErrorAt(0, StrCat("async instruction '", instr->name(),
-                               "' does not follow an async start"));
+      return ErrorAt(offset, StrCat("async instruction '", instr->name(),
+                                    "' does not follow an async start"));
     instr->AppendCalledComputation(op->called_computations()[0]);
   }
   return OkStatus();

@@ -516,6 +516,25 @@ ENTRY e {
   EXPECT_EQ(printed.find("async_computation"), std::string::npos) << printed;
 }
 
+TEST(ParserAttributesTest, AsyncSugarInABareComputation) {
+  // No ENTRY: the last written computation is the entry, not the synthesized wrapper; a
+  // computation named like a wrapper does not collide with it.
+  auto m = ParseHloModule(R"(e {
+  p = f32[2]{0} parameter(0)
+  s = ((f32[2]{0}), f32[2]{0}, u32[]) negate-start(p)
+  ROOT d = f32[2]{0} negate-done(s)
+}
+s.async_computation {
+  ROOT q = f32[] parameter(0)
+})");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ((*m)->entry_computation()->name(), "s.async_computation");
+  const HloInstruction* s = (*m)->GetComputationWithName("e")->GetInstructionWithName("s");
+  ASSERT_EQ(s->called_computations().size(), 1u);
+  EXPECT_NE(s->called_computations()[0]->name(), "s.async_computation");
+  EXPECT_EQ(s->called_computations()[0]->root_instruction()->opcode(), HloOpcode::kNegate);
+}
+
 TEST(ParserAttributesTest, ComputationExecutionThread) {
   auto m = ParseHloModule(R"(HloModule m
 %host (p: f32[2]) -> f32[2] {

@@ -109,6 +109,9 @@ TEST(ParserErrorsTest, MessagesWithPositionAndCaret) {
       {Entry("  p = f32[2] parameter(0)\n  ROOT n = f32[2] negate(p), x=1, x=2"),
        "t.hlo:4:35: duplicate attribute 'x'\n  ROOT n = f32[2] negate(p), x=1, x=2\n"
        "                                  ^"},
+      {Entry("  p = f32[2] parameter(0)\n  ROOT d = f32[2] negate-done(p)"),
+       "t.hlo:4:19: async instruction 'd' does not follow an async start\n"
+       "  ROOT d = f32[2] negate-done(p)\n                  ^"},
       {Entry("  ROOT x = f32[] frobnicate()"),
        "t.hlo:3:18: unknown opcode 'frobnicate'\n  ROOT x = f32[] frobnicate()\n                 ^"},
   };

@@ -161,13 +161,18 @@ class HloParser {
                           std::unordered_map<std::string, HloInstruction*>& names,
                           bool* saw_root, HloInstruction** root);
   Status ParseOperands(PendingInstruction& pending, HloInstruction* instr, bool* elided);
-  Status FinishComputation(HloModule* module, HloComputation* comp,
+  Status FinishComputation(HloComputation* comp,
                            std::vector<PendingInstruction>& pending,
                            std::unordered_map<std::string, HloInstruction*>& names);
   Status ResolveComputations(HloModule* module);
   Status CheckAcyclic(HloComputation* comp, std::vector<PendingInstruction>& pending);
   Status CheckArity(const PendingInstruction& p);
-  Status BuildAsyncWrapper(HloModule* module, PendingInstruction& p);
+  struct PendingWrapper {
+    HloInstruction* start;
+    std::unique_ptr<HloInstruction> wrapped;
+    size_t opcode_offset;
+  };
+  Status BuildAsyncWrapper(HloModule* module, PendingWrapper& p);
 
   Lexer lex_;
   ParseOptions options_;
@@ -181,8 +186,9 @@ class HloParser {
     NameRef ref;
   };
   std::vector<PendingCall> pending_calls_;
+  std::vector<PendingWrapper> pending_wrappers_;
   // Async -update/-done written in sugar form: their computation comes from their operand.
-  std::vector<HloInstruction*> async_sugar_users_;
+  std::vector<std::pair<HloInstruction*, size_t>> async_sugar_users_;  // with opcode offset
   std::optional<NameRef> entry_ref_;
 };
 
