@@ -35,19 +35,6 @@ void IntRange(PrimitiveType t, double& lo, double& hi) {
   }
 }
 
-template <typename T>
-double ElemToDouble(const T& v) {
-  if constexpr (kIsComplexNative<T>) {
-    return static_cast<double>(v.real());
-  } else if constexpr (kIsMiniFloat<T>) {
-    return v.ToDouble();
-  } else if constexpr (kIsIntN<T>) {
-    return static_cast<double>(static_cast<int64_t>(v));
-  } else {
-    return static_cast<double>(v);
-  }
-}
-
 }  // namespace
 
 int64_t SaturatingFloatToInt(double v, PrimitiveType t) {
@@ -73,13 +60,7 @@ std::vector<double> LiteralToDoubles(const Literal& l) {
   ArrayTypeSwitch(l.shape().element_type(), [&](auto tag) {
     using T = NativeTypeOf<decltype(tag)::value>;
     auto data = l.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) {
-      if constexpr (std::is_same_v<T, uint64_t>) {
-        out[i] = static_cast<double>(data[i]);
-      } else {
-        out[i] = ElemToDouble(data[i]);
-      }
-    }
+    for (size_t i = 0; i < out.size(); ++i) out[i] = WidenElement<double>(data[i]);
   });
   return out;
 }
@@ -89,15 +70,7 @@ std::vector<std::complex<double>> LiteralToComplexes(const Literal& l) {
   ArrayTypeSwitch(l.shape().element_type(), [&](auto tag) {
     using T = NativeTypeOf<decltype(tag)::value>;
     auto data = l.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) {
-      if constexpr (kIsComplexNative<T>) {
-        out[i] = {static_cast<double>(data[i].real()), static_cast<double>(data[i].imag())};
-      } else if constexpr (std::is_same_v<T, uint64_t>) {
-        out[i] = static_cast<double>(data[i]);
-      } else {
-        out[i] = ElemToDouble(data[i]);
-      }
-    }
+    for (size_t i = 0; i < out.size(); ++i) out[i] = WidenElement<std::complex<double>>(data[i]);
   });
   return out;
 }
@@ -107,85 +80,28 @@ std::vector<int64_t> LiteralToInt64s(const Literal& l) {
   ArrayTypeSwitch(l.shape().element_type(), [&](auto tag) {
     using T = NativeTypeOf<decltype(tag)::value>;
     auto data = l.data<T>();
-    for (size_t i = 0; i < out.size(); ++i) {
-      if constexpr (kIsIntN<T>) {
-        out[i] = static_cast<int64_t>(data[i]);
-      } else if constexpr (std::is_integral_v<T>) {
-        out[i] = static_cast<int64_t>(data[i]);  // bool -> 0/1; u64 keeps its bits
-      } else {
-        out[i] = SaturatingFloatToInt(ElemToDouble(data[i]), PrimitiveType::kS64);
-      }
-    }
+    for (size_t i = 0; i < out.size(); ++i) out[i] = WidenElement<int64_t>(data[i]);
   });
   return out;
 }
 
-void StoreDoubles(std::span<const double> values, Literal& out) {
+namespace {
+template <typename W>
+void Store(std::span<const W> values, Literal& out) {
   const PrimitiveType t = out.shape().element_type();
   ArrayTypeSwitch(t, [&](auto tag) {
     using T = NativeTypeOf<decltype(tag)::value>;
     auto data = out.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) {
-      const double v = values[i];
-      if constexpr (kIsComplexNative<T>) {
-        data[i] = T(static_cast<typename T::value_type>(v), 0);
-      } else if constexpr (std::is_same_v<T, bool>) {
-        data[i] = v != 0;
-      } else if constexpr (kIsMiniFloat<T>) {
-        data[i] = T(v);
-      } else if constexpr (std::is_floating_point_v<T>) {
-        data[i] = static_cast<T>(v);
-      } else if constexpr (kIsIntN<T>) {
-        data[i] = T(SaturatingFloatToInt(v, t));
-      } else {
-        data[i] = static_cast<T>(SaturatingFloatToInt(v, t));
-      }
-    }
+    for (size_t i = 0; i < values.size(); ++i) data[i] = NarrowElement<T>(values[i], t);
   });
 }
+}  // namespace
 
+void StoreDoubles(std::span<const double> values, Literal& out) { Store(values, out); }
 void StoreComplexes(std::span<const std::complex<double>> values, Literal& out) {
-  const PrimitiveType t = out.shape().element_type();
-  if (!IsComplexType(t)) {
-    std::vector<double> re(values.size());
-    for (size_t i = 0; i < values.size(); ++i) re[i] = values[i].real();
-    StoreDoubles(re, out);
-    return;
-  }
-  ArrayTypeSwitch(t, [&](auto tag) {
-    using T = NativeTypeOf<decltype(tag)::value>;
-    if constexpr (kIsComplexNative<T>) {
-      using C = typename T::value_type;
-      auto data = out.data<T>();
-      for (size_t i = 0; i < values.size(); ++i)
-        data[i] = T(static_cast<C>(values[i].real()), static_cast<C>(values[i].imag()));
-    }
-  });
+  Store(values, out);
 }
-
-void StoreInt64s(std::span<const int64_t> values, Literal& out) {
-  const PrimitiveType t = out.shape().element_type();
-  ArrayTypeSwitch(t, [&](auto tag) {
-    using T = NativeTypeOf<decltype(tag)::value>;
-    auto data = out.data<T>();
-    for (size_t i = 0; i < values.size(); ++i) {
-      const int64_t v = values[i];
-      if constexpr (kIsComplexNative<T>) {
-        data[i] = T(static_cast<typename T::value_type>(v), 0);
-      } else if constexpr (std::is_same_v<T, bool>) {
-        data[i] = v != 0;
-      } else if constexpr (kIsMiniFloat<T>) {
-        data[i] = T(v);
-      } else if constexpr (std::is_floating_point_v<T>) {
-        data[i] = static_cast<T>(v);
-      } else if constexpr (kIsIntN<T>) {
-        data[i] = T(v);  // wraps
-      } else {
-        data[i] = static_cast<T>(static_cast<std::make_unsigned_t<T>>(static_cast<uint64_t>(v)));
-      }
-    }
-  });
-}
+void StoreInt64s(std::span<const int64_t> values, Literal& out) { Store(values, out); }
 
 Status ExpectArrayOperand(const HloInstruction& instr, const Literal& l, int64_t operand,
                           int64_t rank) {

@@ -26,7 +26,6 @@ namespace {
 using eval_internal::ElementProduct;
 using eval_internal::ExpectArrayOperand;
 using eval_internal::NextRowMajorIndex;
-using eval_internal::PermuteInto;
 
 enum class AccKind { kReal, kComplex, kInt };
 
@@ -34,27 +33,6 @@ AccKind AccKindFor(PrimitiveType result) {
   if (IsComplexType(result)) return AccKind::kComplex;
   if (IsIntegralType(result) || result == PrimitiveType::kPred) return AccKind::kInt;
   return AccKind::kReal;
-}
-
-// An operand's values in the accumulation type of a result of type `result`.
-template <typename Acc>
-std::vector<Acc> ToAcc(const Literal& l, PrimitiveType result) {
-  if constexpr (std::is_same_v<Acc, double>) {
-    return eval_internal::LiteralToDoubles(l);
-  } else if constexpr (std::is_same_v<Acc, std::complex<double>>) {
-    return eval_internal::LiteralToComplexes(l);
-  } else {
-    PrimitiveType t = l.shape().element_type();
-    if (IsFloatingPointType(t) || IsComplexType(t)) {
-      // Converted to the (integer) result type first, as XLA's evaluator does.
-      std::vector<double> d = eval_internal::LiteralToDoubles(l);
-      std::vector<int64_t> out(d.size());
-      for (size_t i = 0; i < d.size(); ++i)
-        out[i] = eval_internal::SaturatingFloatToInt(d[i], result);
-      return out;
-    }
-    return eval_internal::LiteralToInt64s(l);
-  }
 }
 
 template <typename Acc>
@@ -68,21 +46,22 @@ void StoreAcc(const std::vector<Acc>& values, Literal& out) {
   }
 }
 
-// a * b + acc in the accumulation type; integers wrap (computed in uint64).
-template <typename Acc>
-inline Acc MulAdd(Acc acc, Acc a, Acc b) {
+// acc + a * b in the accumulation type Acc, operands stored as In (float for f32 and narrower
+// floats: their products are exact in double); integers wrap (computed in uint64).
+template <typename Acc, typename In>
+inline Acc MulAdd(Acc acc, In a, In b) {
   if constexpr (std::is_same_v<Acc, int64_t>) {
     return static_cast<int64_t>(static_cast<uint64_t>(acc) +
                                 static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
   } else {
-    return acc + a * b;
+    return acc + static_cast<Acc>(a) * static_cast<Acc>(b);
   }
 }
 
 // Four independent partial sums (latency, not order, limits a single chain; in double the
 // order changes nothing at f32 precision, and integer sums are exact modulo 2^64).
-template <typename Acc>
-inline Acc DotRow(const Acc* a, const Acc* b, int64_t k) {
+template <typename Acc, typename In>
+inline Acc DotRow(const In* a, const In* b, int64_t k) {
   Acc s0{}, s1{}, s2{}, s3{};
   int64_t i = 0;
   for (; i + 4 <= k; i += 4) {
@@ -141,13 +120,38 @@ std::vector<int64_t> SizesOf(const Shape& s, const std::vector<int64_t>& dims) {
   return out;
 }
 
-// Packs an operand into [batch][free][contracting] order in the accumulation type.
-template <typename Acc>
-std::vector<Acc> Pack(const Literal& l, const std::vector<int64_t>& perm, PrimitiveType result) {
-  std::vector<Acc> src = ToAcc<Acc>(l, result);
-  std::vector<Acc> dst(src.size());
-  PermuteInto(src.data(), l.shape().dimensions(), perm, dst.data());
-  return dst;
+// An operand permuted (to [batch][free][contracting] for dots) and converted to the storage
+// type In; for integer results, floats convert to the result type as XLA's evaluator does.
+template <typename In>
+std::vector<In> Pack(const Literal& l, const std::vector<int64_t>& perm, PrimitiveType result) {
+  return eval_internal::PermuteToWide<In>(l, perm, result);
+}
+
+// Whether float holds every value of `t` exactly (then products are exact in double).
+bool FitsFloat(PrimitiveType t) {
+  return t == PrimitiveType::kF32 || t == PrimitiveType::kF16 || t == PrimitiveType::kBF16 ||
+         IsF8Type(t) || t == PrimitiveType::kF4E2M1FN;
+}
+
+// Calls run(Acc{}, In{}) with the accumulation and operand storage types for a result of
+// type `result` and operands of types `lt`, `rt`.
+template <typename Run>
+void DispatchAcc(PrimitiveType result, PrimitiveType lt, PrimitiveType rt, Run run) {
+  switch (AccKindFor(result)) {
+    case AccKind::kReal:
+      if (FitsFloat(lt) && FitsFloat(rt)) {
+        run(double{}, float{});
+      } else {
+        run(double{}, double{});
+      }
+      break;
+    case AccKind::kComplex:
+      run(std::complex<double>{}, std::complex<double>{});
+      break;
+    case AccKind::kInt:
+      run(int64_t{}, int64_t{});
+      break;
+  }
 }
 
 Status CheckPrecision(const HloInstruction& instr) {
@@ -187,29 +191,20 @@ StatusOr<Literal> DotLiterals(const HloInstruction& instr, const Literal& lhs, c
     return InvalidArgument("dot %", instr.name(), ": result shape ", result_shape.ToString(false),
                            " does not match the operands (dims [", StrJoin(out_dims, ","), "])");
   Literal out(result_shape);
-  auto run = [&](auto acc_tag) {
+  auto run = [&](auto acc_tag, auto in_tag) {
     using Acc = decltype(acc_tag);
-    std::vector<Acc> a = Pack<Acc>(lhs, ld.Perm(), result_shape.element_type());
-    std::vector<Acc> b = Pack<Acc>(rhs, rd.Perm(), result_shape.element_type());
+    using In = decltype(in_tag);
+    std::vector<In> a = Pack<In>(lhs, ld.Perm(), result_shape.element_type());
+    std::vector<In> b = Pack<In>(rhs, rd.Perm(), result_shape.element_type());
     std::vector<Acc> c(B * M * N);
     for (int64_t bi = 0; bi < B; ++bi)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t n = 0; n < N; ++n)
           c[(bi * M + m) * N + n] =
-              DotRow(a.data() + ((bi * M + m) * K), b.data() + ((bi * N + n) * K), K);
+              DotRow<Acc>(a.data() + ((bi * M + m) * K), b.data() + ((bi * N + n) * K), K);
     StoreAcc(c, out);
   };
-  switch (AccKindFor(result_shape.element_type())) {
-    case AccKind::kReal:
-      run(double{});
-      break;
-    case AccKind::kComplex:
-      run(std::complex<double>{});
-      break;
-    case AccKind::kInt:
-      run(int64_t{});
-      break;
-  }
+  DispatchAcc(result_shape.element_type(), ls.element_type(), rs.element_type(), run);
   return out;
 }
 
@@ -409,26 +404,28 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
 
   Literal out(instr.shape());
   const PrimitiveType rt = instr.shape().element_type();
-  auto run = [&](auto acc_tag) {
+  auto run = [&](auto acc_tag, auto in_tag) {
     using Acc = decltype(acc_tag);
-    std::vector<Acc> a = Pack<Acc>(lhs, ld.Perm(), rt);
+    using In = decltype(in_tag);
+    std::vector<In> a = Pack<In>(lhs, ld.Perm(), rt);
     std::vector<int64_t> rperm;
     if (mode1) rperm.push_back(rdn.rhs_group_dimensions[0]);
     for (int64_t d : rd.Perm()) rperm.push_back(d);
-    std::vector<Acc> b = Pack<Acc>(rhs, rperm, rt);
+    std::vector<In> b = Pack<In>(rhs, rperm, rt);
     std::vector<Acc> c(ElementProduct(out_dims), Acc{});
     for (int64_t bi = 0; bi < B; ++bi) {
       for (int64_t m = 0; m < M; ++m) {
-        const Acc* arow = a.data() + ((bi * M + m) * K);
+        const In* arow = a.data() + ((bi * M + m) * K);
         if (mode1) {
           int64_t gi = groups.Group(row_of(bi, m), (m / coord_stride) % coord_size);
           if (gi < 0) continue;
           for (int64_t n = 0; n < N; ++n)
-            c[(bi * M + m) * N + n] = DotRow(arow, b.data() + (((gi * B + bi) * N + n) * K), K);
+            c[(bi * M + m) * N + n] =
+                DotRow<Acc>(arow, b.data() + (((gi * B + bi) * N + n) * K), K);
         } else if (mode2) {
           const int64_t row = rows_by_batch ? bi : 0;
           for (int64_t n = 0; n < N; ++n) {
-            const Acc* brow = b.data() + ((bi * N + n) * K);
+            const In* brow = b.data() + ((bi * N + n) * K);
             for (int64_t k = 0; k < K; ++k) {
               int64_t gi = groups.Group(row, (k / coord_stride) % coord_size);
               if (gi < 0) continue;
@@ -439,23 +436,13 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
         } else {
           if (groups.Group(0, (bi / coord_stride) % coord_size) < 0) continue;
           for (int64_t n = 0; n < N; ++n)
-            c[(bi * M + m) * N + n] = DotRow(arow, b.data() + ((bi * N + n) * K), K);
+            c[(bi * M + m) * N + n] = DotRow<Acc>(arow, b.data() + ((bi * N + n) * K), K);
         }
       }
     }
     StoreAcc(c, out);
   };
-  switch (AccKindFor(rt)) {
-    case AccKind::kReal:
-      run(double{});
-      break;
-    case AccKind::kComplex:
-      run(std::complex<double>{});
-      break;
-    case AccKind::kInt:
-      run(int64_t{});
-      break;
-  }
+  DispatchAcc(rt, ls.element_type(), rs.element_type(), run);
   return out;
 }
 
@@ -560,14 +547,15 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr, std::span<const L
 
   Literal out(os);
   const PrimitiveType rt = os.element_type();
-  auto run = [&](auto acc_tag) {
+  auto run = [&](auto acc_tag, auto in_tag) {
     using Acc = decltype(acc_tag);
-    std::vector<Acc> a = Pack<Acc>(lhs, lperm, rt);
-    std::vector<Acc> b = Pack<Acc>(rhs, rperm, rt);
+    using In = decltype(in_tag);
+    std::vector<In> a = Pack<In>(lhs, lperm, rt);
+    std::vector<In> b = Pack<In>(rhs, rperm, rt);
     std::vector<Acc> c(n_out * out_spatial * o_out, Acc{});
     std::vector<int64_t> x(nsp, 0), k(nsp, 0);
     std::vector<std::pair<int64_t, int64_t>> taps;  // (lhs spatial, kernel spatial) offsets
-    std::vector<Acc> patch(c_in * k_spatial);
+    std::vector<In> patch(c_in * k_spatial);
     const int64_t group_len = c_g * k_spatial;
     for (int64_t xs = 0; xs < out_spatial; ++xs) {
       // The valid kernel taps for this output position.
@@ -593,34 +581,23 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr, std::span<const L
         // Input batch entry nb feeds output batch nb % N_out, for the output features of batch
         // group nb / N_out.
         const int64_t bg = nb / n_out, n = nb % n_out;
-        std::fill(patch.begin(), patch.end(), Acc{});
+        std::fill(patch.begin(), patch.end(), In{});
         for (const auto& [lin, kin] : taps) {
-          const Acc* ap = a.data() + ((nb * in_spatial + lin) * c_in);
+          const In* ap = a.data() + ((nb * in_spatial + lin) * c_in);
           for (int64_t ci = 0; ci < c_in; ++ci) patch[ci * k_spatial + kin] = ap[ci];
         }
         Acc* dst = c.data() + ((n * out_spatial + xs) * o_out);
         for (int64_t o = bg * o_per_bg; o < (bg + 1) * o_per_bg; ++o) {
           const int64_t fg = o / o_per_fg;
-          dst[o] = DotRow(patch.data() + (fg * group_len), b.data() + (o * group_len), group_len);
+          dst[o] =
+              DotRow<Acc>(patch.data() + (fg * group_len), b.data() + (o * group_len), group_len);
         }
       }
       NextRowMajorIndex(x, out_sp);
     }
-    std::vector<Acc> res(c.size());
-    PermuteInto(c.data(), comp_dims, res_perm, res.data());
-    StoreAcc(res, out);
+    eval_internal::StorePermuted(c.data(), comp_dims, res_perm, out);
   };
-  switch (AccKindFor(rt)) {
-    case AccKind::kReal:
-      run(double{});
-      break;
-    case AccKind::kComplex:
-      run(std::complex<double>{});
-      break;
-    case AccKind::kInt:
-      run(int64_t{});
-      break;
-  }
+  DispatchAcc(rt, ls.element_type(), rs.element_type(), run);
   return out;
 }
 

@@ -154,9 +154,17 @@ StatusOr<Literal> EvalScan(const HloInstruction& instr, std::span<const Literal*
 
 // ---- batch norm ----
 
+// Element (o, f, i) of the operand viewed as [outer][features][inner] is at (o*F + f)*inner + i.
 struct FeatureLayout {
-  int64_t features = 0, inner = 1, count = 0;  // count: elements per feature
-  int64_t Feature(int64_t linear) const { return (linear / inner) % features; }
+  int64_t outer = 1, features = 0, inner = 1, count = 0;  // count: elements per feature
+  // Calls fn(linear index, feature) for every element, in order.
+  template <typename Fn>
+  void ForEach(Fn fn) const {
+    int64_t idx = 0;
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t f = 0; f < features; ++f)
+        for (int64_t i = 0; i < inner; ++i, ++idx) fn(idx, f);
+  }
 };
 
 StatusOr<FeatureLayout> LayoutFor(const HloInstruction& instr, const Literal& x) {
@@ -167,6 +175,7 @@ StatusOr<FeatureLayout> LayoutFor(const HloInstruction& instr, const Literal& x)
                            fi, " out of range for ", s.ToString(false));
   FeatureLayout l;
   l.features = s.dimensions(fi);
+  for (int64_t d = 0; d < fi; ++d) l.outer *= s.dimensions(d);
   for (int64_t d = fi + 1; d < s.rank(); ++d) l.inner *= s.dimensions(d);
   l.count = l.features ? s.num_elements() / l.features : 0;
   return l;
@@ -206,18 +215,17 @@ StatusOr<Literal> EvalBatchNormTraining(const HloInstruction& instr,
   std::vector<double> offset = eval_internal::LiteralToDoubles(*ops[2]);
   const double eps = instr.attrs().epsilon;
   std::vector<double> mean(fl.features, 0.0), var(fl.features, 0.0);
-  for (size_t i = 0; i < x.size(); ++i) mean[fl.Feature(i)] += x[i];
+  fl.ForEach([&](int64_t i, int64_t f) { mean[f] += x[i]; });
   for (double& m : mean) m /= static_cast<double>(fl.count);
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double d = x[i] - mean[fl.Feature(i)];
-    var[fl.Feature(i)] += d * d;
-  }
+  fl.ForEach([&](int64_t i, int64_t f) {
+    const double d = x[i] - mean[f];
+    var[f] += d * d;
+  });
   for (double& v : var) v /= static_cast<double>(fl.count);
   std::vector<double> y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const int64_t f = fl.Feature(i);
+  fl.ForEach([&](int64_t i, int64_t f) {
     y[i] = (x[i] - mean[f]) / std::sqrt(var[f] + eps) * scale[f] + offset[f];
-  }
+  });
   std::vector<Literal> parts;
   parts.push_back(StoreAs(rs.tuple_shapes(0), y));
   parts.push_back(StoreAs(rs.tuple_shapes(1), mean));
@@ -240,10 +248,9 @@ StatusOr<Literal> EvalBatchNormInference(const HloInstruction& instr,
   std::vector<double> var = eval_internal::LiteralToDoubles(*ops[4]);
   const double eps = instr.attrs().epsilon;
   std::vector<double> y(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const int64_t f = fl.Feature(i);
+  fl.ForEach([&](int64_t i, int64_t f) {
     y[i] = (x[i] - mean[f]) / std::sqrt(var[f] + eps) * scale[f] + offset[f];
-  }
+  });
   return StoreAs(TupleOrSelf(instr.shape(), 0), y);
 }
 
@@ -270,19 +277,17 @@ StatusOr<Literal> EvalBatchNormGrad(const HloInstruction& instr,
   const double eps = instr.attrs().epsilon;
   const double n = static_cast<double>(fl.count);
   std::vector<double> sum_dy(fl.features, 0.0), sum_dy_xc(fl.features, 0.0);
-  for (size_t i = 0; i < x.size(); ++i) {
-    const int64_t f = fl.Feature(i);
+  fl.ForEach([&](int64_t i, int64_t f) {
     sum_dy[f] += dy[i];
     sum_dy_xc[f] += dy[i] * (x[i] - mean[f]);
-  }
+  });
   std::vector<double> dscale(fl.features), dx(x.size());
   for (int64_t f = 0; f < fl.features; ++f) dscale[f] = sum_dy_xc[f] / std::sqrt(var[f] + eps);
-  for (size_t i = 0; i < x.size(); ++i) {
-    const int64_t f = fl.Feature(i);
+  fl.ForEach([&](int64_t i, int64_t f) {
     const double ve = var[f] + eps;
     dx[i] = scale[f] / std::sqrt(ve) *
             (dy[i] - sum_dy[f] / n - (x[i] - mean[f]) * sum_dy_xc[f] / (n * ve));
-  }
+  });
   std::vector<Literal> parts;
   parts.push_back(StoreAs(rs.tuple_shapes(0), dx));
   parts.push_back(StoreAs(rs.tuple_shapes(1), dscale));

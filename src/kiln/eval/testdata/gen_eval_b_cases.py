@@ -531,6 +531,24 @@ ENTRY main {
 """, [lit(tk, "f32")], [lit(np.asarray(tv), "f32"), lit(np.asarray(ti), "s32")], exact=True)
 
 
+# The module as XLA's CPU pipeline leaves it (jax ... .compile().as_text()): TopK custom call
+# whose comparator is the ComparisonExpander's bit-level total-order GT.
+add("sort", "topk_xla_cpu_compiled_module",
+    jax.jit(lambda a: lax.top_k(a, 4)).lower(jnp.asarray(tk)).compile().as_text(),
+    [lit(tk, "f32")], [lit(np.asarray(tv), "f32"), lit(np.asarray(ti), "s32")], exact=True)
+
+tkb = np.array([[1.0, 3.0, 3.0, -1.0, 2.0, 3.0, np.nan, 0.0],
+                [-0.0, 0.0, 5.0, 5.0, -np.inf, 4.0, 4.0, 1.0]], ml_dtypes.bfloat16)
+tvb, tib = jax.jit(lambda a: lax.top_k(a, 3))(jnp.asarray(tkb))
+add("sort", "topk_bf16", """HloModule topk_bf16
+
+ENTRY main {
+  p0 = bf16[2,8] parameter(0)
+  ROOT r = (bf16[2,3], s32[2,3]) topk(p0), k=3, largest=true
+}
+""", [lit(tkb, "bf16")], [lit(np.asarray(tvb), "bf16"), lit(np.asarray(tib), "s32")], exact=True)
+
+
 # ------------------------------------------------------------------------------------------
 # fft (reference: numpy.fft in float64)
 # ------------------------------------------------------------------------------------------
