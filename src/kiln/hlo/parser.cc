@@ -376,7 +376,10 @@ std::optional<std::pair<HloOpcode, HloOpcode>> AsyncSugar(std::string_view text)
                             {"-done", HloOpcode::kAsyncDone}}) {
     if (EndsWith(text, suffix)) {
       auto wrapped = ParseHloOpcode(text.substr(0, text.size() - suffix.size()));
-      if (wrapped && !IsAsyncOpcode(*wrapped)) return std::make_pair(op, *wrapped);
+      // parameter and constant have their own operand syntax and cannot be wrapped.
+      if (wrapped && !IsAsyncOpcode(*wrapped) && *wrapped != HloOpcode::kParameter &&
+          *wrapped != HloOpcode::kConstant)
+        return std::make_pair(op, *wrapped);
     }
   }
   return std::nullopt;

@@ -112,6 +112,9 @@ TEST(ParserErrorsTest, MessagesWithPositionAndCaret) {
       {Entry("  p = f32[2] parameter(0)\n  ROOT d = f32[2] negate-done(p)"),
        "t.hlo:4:19: async instruction 'd' does not follow an async start\n"
        "  ROOT d = f32[2] negate-done(p)\n                  ^"},
+      {Entry("  ROOT c = (s32[], token[]) constant((1, ))"),
+       "t.hlo:3:42: a literal cannot have shape token[] (arrays and tuples only)\n"
+       "  ROOT c = (s32[], token[]) constant((1, ))\n                                         ^"},
       {Entry("  ROOT x = f32[] frobnicate()"),
        "t.hlo:3:18: unknown opcode 'frobnicate'\n  ROOT x = f32[] frobnicate()\n                 ^"},
   };

@@ -309,8 +309,9 @@ StatusOr<Literal> HloParser::ParseLiteral(const Shape& shape, bool* elided) {
     if (*elided) return Literal();
     return Literal::MakeTuple(std::move(elements));
   }
-  if (shape.IsToken()) return Literal::Token();
-  if (!shape.IsArray()) return Expected("a constant of array or tuple shape");
+  if (!shape.IsArray())
+    return ErrorAt(lex_.NextTokenOffset(),
+                   StrCat("a literal cannot have shape ", shape.ToString(), " (arrays and tuples only)"));
   if (shape.is_dynamic()) return Expected("a constant of static shape");
   int64_t count = SafeElementCount(shape);
   // Every element takes at least one character, so the text bounds the count (this keeps
