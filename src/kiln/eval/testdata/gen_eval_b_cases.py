@@ -203,13 +203,14 @@ def conv_case(name, labels, ls, rs, window, strides, padding, lhs_dil, rhs_dil, 
     lhs_spec = "".join(letters[int(c)] if c.isdigit() else c for c in lhs_spec)
     rhs_spec = "".join(letters[int(c)] if c.isdigit() else c for c in rhs_spec)
     out_spec = "".join(letters[int(c)] if c.isdigit() else c for c in out_spec)
-    kernel = b.astype(np.float64 if ot[0] == "f" else np.int64)
+    wide = np.complex128 if ot.startswith("c") else (np.float64 if ot[0] == "f" else np.int64)
+    kernel = b.astype(wide)
     if rev:
         flip_axes = [rhs_l.index(str(i)) for i in range(nsp) if rev[i]]
         kernel = np.flip(kernel, axis=flip_axes)
-    if ot[0] in "su":
-        x64 = a.astype(np.float64)
-        k64 = kernel.astype(np.float64)
+    if ot.startswith("c"):
+        x64 = a.astype(np.complex128)
+        k64 = kernel.astype(np.complex128)
     else:
         x64 = a.astype(np.float64)
         k64 = kernel.astype(np.float64)
@@ -241,7 +242,7 @@ def conv_case(name, labels, ls, rs, window, strides, padding, lhs_dil, rhs_dil, 
         attrs += f", batch_group_count={bgc}"
     hlo = one_op_module(name, [shape_str(ty, ls), shape_str(ty, rs)], shape_str(ot, out.shape),
                         f"convolution(p0, p1), {attrs}")
-    add("dot_conv", name, hlo, [lit(a, ty), lit(b, ty)], lit(out, ot), exact=ot[0] in "su")
+    add("dot_conv", name, hlo, [lit(a, ty), lit(b, ty)], lit(out, ot), exact=ot[0] in "su" and not ot.startswith("c"))
 
 
 conv_case("conv2d_nhwc_stride_pad", "b01f_01io->b01f", [2, 7, 6, 3], [3, 2, 3, 4], [3, 2],
@@ -271,6 +272,8 @@ conv_case("conv2d_s8_s32", "b01f_01io->b01f", [1, 4, 4, 3], [2, 2, 3, 2], [2, 2]
           [(0, 0), (0, 0)], (1, 1), (1, 1), ty="s8", ot="s32", lo=-128, hi=127)
 conv_case("conv2d_f64", "b01f_01io->b01f", [1, 5, 4, 2], [2, 3, 2, 2], [2, 3], (1, 1),
           [(1, 0), (0, 2)], (1, 1), (1, 1), ty="f64")
+conv_case("conv2d_c64_grouped", "b01f_01io->b01f", [2, 4, 4, 4], [2, 2, 2, 4], [2, 2], (1, 1),
+          [(1, 0), (0, 1)], (1, 1), (1, 1), fgc=2, ty="c64")
 
 
 # ------------------------------------------------------------------------------------------
