@@ -78,15 +78,13 @@ StatusOr<Literal> EvalCholesky(const HloInstruction& instr, std::span<const Lite
   return result;
 }
 
-StatusOr<Literal> EvalTriangularSolve(const HloInstruction& instr,
-                                      std::span<const Literal* const> ops, Evaluator&) {
-  if (ops.size() != 2)
-    return InvalidArgument("triangular-solve %", instr.name(), " takes 2 operands");
-  KILN_RETURN_IF_ERROR(eval_internal::ExpectArrayOperand(instr, *ops[0], 0));
-  KILN_RETURN_IF_ERROR(eval_internal::ExpectArrayOperand(instr, *ops[1], 1));
-  const Shape& as = ops[0]->shape();
-  const Shape& bs = ops[1]->shape();
-  const TriangularSolveOptions& opt = instr.attrs().triangular_solve_options;
+StatusOr<Literal> SolveTriangular(const HloInstruction& instr, const Literal& a_lit,
+                                  const Literal& b_lit, const TriangularSolveOptions& opt,
+                                  const Shape& result_shape) {
+  KILN_RETURN_IF_ERROR(eval_internal::ExpectArrayOperand(instr, a_lit, 0));
+  KILN_RETURN_IF_ERROR(eval_internal::ExpectArrayOperand(instr, b_lit, 1));
+  const Shape& as = a_lit.shape();
+  const Shape& bs = b_lit.shape();
   const int64_t rank = as.rank();
   if (rank < 2 || bs.rank() != rank || as.dimensions(rank - 1) != as.dimensions(rank - 2))
     return InvalidArgument("triangular-solve %", instr.name(), ": bad operand shapes ",
@@ -99,8 +97,8 @@ StatusOr<Literal> EvalTriangularSolve(const HloInstruction& instr,
   if ((opt.left_side && k != m) || (!opt.left_side && k != n))
     return InvalidArgument("triangular-solve %", instr.name(), ": a is ", k, "x", k, " but b is ",
                            m, "x", n);
-  std::vector<cd> a = eval_internal::LiteralToComplexes(*ops[0]);
-  std::vector<cd> b = eval_internal::LiteralToComplexes(*ops[1]);
+  std::vector<cd> a = eval_internal::LiteralToComplexes(a_lit);
+  std::vector<cd> b = eval_internal::LiteralToComplexes(b_lit);
   const int64_t batch = (m == 0 || n == 0) ? 0 : static_cast<int64_t>(b.size()) / (m * n);
   std::vector<cd> t(k * k);
   for (int64_t bi = 0; bi < batch; ++bi) {
@@ -164,16 +162,30 @@ StatusOr<Literal> EvalTriangularSolve(const HloInstruction& instr,
       }
     }
   }
-  Literal result(instr.shape());
+  Literal result(result_shape);
   if (result.shape().dimensions() != bs.dimensions())
     return InvalidArgument("triangular-solve %", instr.name(), ": result shape differs from b");
   eval_internal::StoreComplexes(b, result);
   return result;
 }
 
+StatusOr<Literal> EvalTriangularSolve(const HloInstruction& instr,
+                                      std::span<const Literal* const> ops, Evaluator&) {
+  if (ops.size() != 2)
+    return InvalidArgument("triangular-solve %", instr.name(), " takes 2 operands");
+  return SolveTriangular(instr, *ops[0], *ops[1], instr.attrs().triangular_solve_options,
+                         instr.shape());
+}
+
 }  // namespace
 
 namespace eval_internal {
+StatusOr<Literal> TriangularSolve(const HloInstruction& instr, const Literal& a, const Literal& b,
+                                  const TriangularSolveOptions& options,
+                                  const Shape& result_shape) {
+  return SolveTriangular(instr, a, b, options, result_shape);
+}
+
 void RegisterLinalgKernels(KernelRegistry& r) {
   r.Register(HloOpcode::kCholesky, EvalCholesky);
   r.Register(HloOpcode::kTriangularSolve, EvalTriangularSolve);

@@ -18,7 +18,8 @@
 //     eps)))
 // custom-call: annotation targets (Sharding, SPMDFullToShardShape, SPMDShardToFullShape,
 //   annotate_device_placement, MoveToHost, MoveToDevice, LayoutConstraint, ...) are the
-//   identity when the shapes allow it (one participant); TopK is sort.cc's; anything else is
+//   identity when the shapes allow it (one participant); TopK is sort.cc's; the LAPACK targets
+//   of JAX's CPU lowering (potrf, getrf, trsm, geqrf, orgqr) are lapack.cc's; anything else is
 //   UnsupportedInstruction naming the target.
 #include <cmath>
 #include <cstring>
@@ -311,6 +312,8 @@ StatusOr<Literal> EvalCustomCall(const HloInstruction& instr, std::span<const Li
                                  Evaluator& e) {
   const std::string& target = instr.attrs().custom_call_target;
   if (target == "TopK") return eval_internal::EvalTopKCustomCall(instr, ops, e);
+  if (std::optional<StatusOr<Literal>> r = eval_internal::EvalLapackCustomCall(instr, ops))
+    return std::move(*r);
   if (IsAnnotationTarget(target)) {
     if (ops.size() == 1 && Shape::Compatible(ops[0]->shape(), instr.shape())) return *ops[0];
     return UnsupportedInstruction(

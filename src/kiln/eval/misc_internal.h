@@ -3,6 +3,9 @@
 // entry for the family.
 #pragma once
 
+#include <optional>
+#include <span>
+
 #include "kiln/eval/kernels.h"
 
 namespace kiln::eval_internal {
@@ -11,5 +14,14 @@ void RegisterRngKernels(KernelRegistry& r);     // rng-bit-generator, rng, rng-g
 void RegisterFftKernels(KernelRegistry& r);     // fft
 void RegisterLinalgKernels(KernelRegistry& r);  // cholesky, triangular-solve
 void RegisterCollectiveKernels(KernelRegistry& r);  // one-participant collectives, async wrappers
+
+// triangular-solve of a (batch..., k, k) and b (batch..., m, n) into `result_shape` (linalg.cc).
+StatusOr<Literal> TriangularSolve(const HloInstruction& instr, const Literal& a, const Literal& b,
+                                  const TriangularSolveOptions& options, const Shape& result_shape);
+
+// The LAPACK custom call `instr` names (lapack.cc), or nullopt when its target is not one of
+// them.
+std::optional<StatusOr<Literal>> EvalLapackCustomCall(const HloInstruction& instr,
+                                                      std::span<const Literal* const> operands);
 
 }  // namespace kiln::eval_internal

@@ -5,7 +5,9 @@
 // power-of-two and other lengths, against numpy.fft; cholesky (lower/upper, f32/f64/c64, the
 // unused triangle filled with junk, a non-positive-definite batch element) and
 // triangular-solve (all sides, triangles, unit diagonal, transposes, batch) against numpy;
-// batch-norm training/inference/grad against numpy.
+// batch-norm training/inference/grad against numpy; the LAPACK custom calls of JAX's CPU
+// lowering (potrf incl. info and the untouched triangle, getrf incl. pivots and a singular
+// matrix, geqrf/orgqr/ungqr, trsm) against LAPACK itself through scipy.
 // rng_bit_generator.json (testdata/gen_rng_bit_generator.py): XLA CPU's rng-bit-generator
 // outputs and new states through jax for three_fry, philox and default, u8/u16/u32/u64, shapes
 // of rank 0-3 with and without even dimensions, and a counter about to wrap.

@@ -735,6 +735,86 @@ ENTRY main {
     [lit(dx, "f32"), lit(dscale, "f32"), lit(doff, "f32")])
 
 
+# ------------------------------------------------------------------------------------------
+# LAPACK custom calls of JAX's CPU lowering (reference: LAPACK itself, through scipy)
+# ------------------------------------------------------------------------------------------
+from scipy.linalg import lapack as L  # noqa: E402
+
+CC = ('custom_call_target="{t}", api_version=API_VERSION_TYPED_FFI, backend_config={{{cfg}}}')
+
+
+def lapack_module(name, params, result, target, cfg=""):
+    return one_op_module(name, params, result,
+                         "custom-call(" + ", ".join(f"p{i}" for i in range(len(params))) + "), " +
+                         CC.format(t=target, cfg=cfg))
+
+
+for ty, pfx, lower in (("f64", "d", True), ("c128", "z", False), ("f32", "s", True)):
+    a = spd(4, (), ty.startswith("c"))
+    a = garble(a, lower)  # the triangle not read holds junk, which must come back unchanged
+    c, info = getattr(L, pfx + "potrf")(a, lower=1 if lower else 0, clean=0)
+    name = f"lapack_potrf_{'lower' if lower else 'upper'}_{ty}"
+    add("misc", name, lapack_module(name, [shape_str(ty, [4, 4])],
+                                    f"({shape_str(ty, [4, 4])}, s32[])", f"lapack_{pfx}potrf_ffi",
+                                    f"uplo = {76 if lower else 85} : ui8"),
+        [lit(a, ty)], [lit(c, ty), lit(np.int32(info), "s32")], atol=1e-5)
+
+bad = spd(3)
+bad[2, 2] = -1.0
+c, info = L.dpotrf(bad, lower=1, clean=0)
+add("misc", "lapack_potrf_info_not_pd", """HloModule potrf_bad
+
+ENTRY main {
+  p0 = f64[3,3] parameter(0)
+  r = (f64[3,3], s32[]) custom-call(p0), custom_call_target="lapack_dpotrf_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={uplo = 76 : ui8}
+  ROOT i = s32[] get-tuple-element(r), index=1
+}
+""", [lit(bad, "f64")], lit(np.int32(info), "s32"), exact=True)
+
+for ty, pfx, dims in (("f64", "d", (5, 5)), ("c128", "z", (3, 4)), ("f32", "s", (4, 3))):
+    a = RNG.uniform(-1, 1, dims) + (1j * RNG.uniform(-1, 1, dims) if ty.startswith("c") else 0)
+    lu, piv, info = getattr(L, pfx + "getrf")(a)
+    k = min(dims)
+    name = f"lapack_getrf_{ty}_{dims[0]}x{dims[1]}"
+    add("misc", name, lapack_module(name, [shape_str(ty, dims)],
+                                    f"({shape_str(ty, dims)}, s32[{k}], s32[])",
+                                    f"lapack_{pfx}getrf_ffi"),
+        [lit(a, ty)], [lit(lu, ty), lit(piv + 1, "s32"), lit(np.int32(info), "s32")], atol=1e-5)
+
+sing = np.array([[0.0, 2.0, 1.0], [0.0, 4.0, 2.0], [0.0, 1.0, 3.0]])
+lu, piv, info = L.dgetrf(sing)
+add("misc", "lapack_getrf_singular", lapack_module(
+    "getrf_singular", ["f64[3,3]"], "(f64[3,3], s32[3], s32[])", "lapack_dgetrf_ffi"),
+    [lit(sing, "f64")], [lit(lu, "f64"), lit(piv + 1, "s32"), lit(np.int32(info), "s32")])
+
+for ty, pfx, qpfx, dims in (("f64", "d", "dor", (6, 4)), ("c128", "z", "zun", (5, 3)),
+                            ("f32", "s", "sor", (3, 3))):
+    a = RNG.uniform(-1, 1, dims) + (1j * RNG.uniform(-1, 1, dims) if ty.startswith("c") else 0)
+    qr, tau, _, info = getattr(L, pfx + "geqrf")(a)
+    k = min(dims)
+    name = f"lapack_geqrf_{ty}"
+    add("misc", name, lapack_module(name, [shape_str(ty, dims)],
+                                    f"({shape_str(ty, dims)}, {shape_str(ty, [k])})",
+                                    f"lapack_{pfx}geqrf_ffi"),
+        [lit(a, ty)], [lit(qr, ty), lit(tau, ty)], atol=1e-5)
+    q, _, info = getattr(L, qpfx + "gqr")(qr, tau)
+    name = f"lapack_{qpfx[1:]}gqr_{ty}"
+    add("misc", name, lapack_module(name, [shape_str(ty, dims), shape_str(ty, [k])],
+                                    shape_str(ty, dims), f"lapack_{pfx}{qpfx[1:]}gqr_ffi"),
+        [lit(qr, ty), lit(tau, ty)], lit(q, ty), atol=1e-5)
+
+# trsm, right side, conjugate transpose, unit diagonal: x op(a) = b.
+a = RNG.uniform(-1, 1, (3, 3)) + 1j * RNG.uniform(-1, 1, (3, 3)) + 3 * np.eye(3)
+b = RNG.uniform(-1, 1, (2, 3)) + 1j * RNG.uniform(-1, 1, (2, 3))
+t = np.triu(a)
+np.fill_diagonal(t, 1)
+x = b @ np.linalg.inv(np.conj(t.T))
+add("misc", "lapack_trsm_right_upper_adjoint_unit", lapack_module(
+    "trsm", ["c128[3,3]", "c128[2,3]"], "c128[2,3]", "lapack_ztrsm_ffi",
+    "diag = 85 : ui8, side = 82 : ui8, trans_x = 67 : ui8, uplo = 85 : ui8"),
+    [lit(a, "c128"), lit(b, "c128")], lit(x, "c128"), atol=1e-9)
+
+
 for family, cases in CASES.items():
     path = os.path.join(HERE, f"{family}_cases.json")
     with open(path, "w") as f:
