@@ -280,7 +280,8 @@ StatusOr<Literal> EvalScaledDot(const HloInstruction& instr, std::span<const Lit
 //   1. non-contracting (m): rhs has a group dimension; [b,m,k] x [g,b,k,n] -> [b,m,n]; each row
 //      of lhs is multiplied with the rhs of its group.
 //   2. contracting (k): [b,m,k] x [b,k,n] -> [g,b,m,n]; output g sums only over group g's k.
-//   3. batch (b): [b,m,k] x [b,k,n] -> [b,m,n]; batch entries past the sum are zero.
+//   3. batch (b): [b,m,k] x [b,k,n] -> [b,m,n]: the plain batched dot, whatever the group
+//      sizes (as jax.lax.ragged_dot_general defines it).
 // group_sizes may be [g], or (modes 1 and 2) carry the batch dimensions in front: [b...,g];
 // mode 1 also accepts [b..., x..., g] where x are the lhs non-contracting dimensions before the
 // ragged one.
@@ -375,15 +376,12 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
     size_t q = std::find(ld.contracting.begin(), ld.contracting.end(), r) - ld.contracting.begin();
     coord_size = ksz[q];
     for (size_t i = q + 1; i < ksz.size(); ++i) coord_stride *= ksz[i];
-  } else {
-    size_t q = std::find(ld.batch.begin(), ld.batch.end(), r) - ld.batch.begin();
-    coord_size = bsz[q];
-    for (size_t i = q + 1; i < bsz.size(); ++i) coord_stride *= bsz[i];
   }
   const int64_t nb = static_cast<int64_t>(bsz.size());
   bool rows_by_batch = false, rows_by_outer = false;
-  if (gs_rank == 1) {
-  } else if (!mode3 && gs_rank == nb + 1) {
+  if (gs_rank == 1 || mode3) {
+    // Mode 3 ignores the group sizes.
+  } else if (gs_rank == nb + 1) {
     rows_by_batch = true;
   } else if (mode1 && gs_rank == nb + outer_free + 1) {
     rows_by_batch = true;
@@ -434,7 +432,6 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
             }
           }
         } else {
-          if (groups.Group(0, (bi / coord_stride) % coord_size) < 0) continue;
           for (int64_t n = 0; n < N; ++n)
             c[(bi * M + m) * N + n] = DotRow<Acc>(arow, b.data() + ((bi * N + n) * K), K);
         }

@@ -177,6 +177,44 @@ dot_case("dot_bf16_rounds_once", "bf16", [8, 256], "bf16", [256, 8], "bf16",
          tweak=bf16_tie_breaker)
 
 
+# ragged-dot: jax's own definition (lax.ragged_dot_general, which JAX lowers to dense ops on
+# the CPU) against the HLO ragged-dot op.
+def ragged_case(name, ls, rs, gs_shape, gs, lc, rc, lb, rb, lr, rg, out_ty="f32"):
+    a = rand("f32", ls)
+    b = rand("f32", rs)
+    g = np.asarray(gs, np.int32).reshape(gs_shape)
+    dn = lax.RaggedDotDimensionNumbers(
+        dot_dimension_numbers=((lc, rc), (lb, rb)), lhs_ragged_dimensions=lr,
+        rhs_group_dimensions=rg)
+    res = np.asarray(lax.ragged_dot_general(jnp.asarray(a, jnp.float64), jnp.asarray(b, jnp.float64),
+                                            jnp.asarray(g), dn))
+    attrs = []
+    if lb:
+        attrs.append(f"lhs_batch_dims={{{','.join(map(str, lb))}}}")
+    attrs.append(f"lhs_contracting_dims={{{','.join(map(str, lc))}}}")
+    if rb:
+        attrs.append(f"rhs_batch_dims={{{','.join(map(str, rb))}}}")
+    attrs.append(f"rhs_contracting_dims={{{','.join(map(str, rc))}}}")
+    attrs.append(f"lhs_ragged_dims={{{','.join(map(str, lr))}}}")
+    if rg:
+        attrs.append(f"rhs_group_dims={{{','.join(map(str, rg))}}}")
+    hlo = one_op_module(name, [shape_str("f32", ls), shape_str("f32", rs),
+                               shape_str("s32", g.shape)], shape_str(out_ty, res.shape),
+                        "ragged-dot(p0, p1, p2), " + ", ".join(attrs))
+    add("dot_conv", name, hlo, [lit(a, "f32"), lit(b, "f32"), lit(g, "s32")], lit(res, out_ty))
+
+
+# Mode 1 (ragged non-contracting m): groups of rows, the last row past the groups.
+ragged_case("ragged_dot_mode1", [7, 3], [3, 3, 4], [3], [2, 0, 4], [1], [1], [], [], [0], [0])
+# Mode 1 with a batch dimension and per-batch group sizes.
+ragged_case("ragged_dot_mode1_batch", [2, 5, 3], [3, 2, 3, 4], [2, 3], [1, 2, 2, 3, 0, 1],
+            [2], [2], [0], [1], [1], [0])
+# Mode 2 (ragged contracting k): one output per group.
+ragged_case("ragged_dot_mode2", [4, 6], [6, 5], [3], [1, 3, 1], [1], [0], [], [], [1], [])
+# Mode 3 (ragged batch): batch entries past the groups are zero.
+ragged_case("ragged_dot_mode3", [4, 2, 3], [4, 3, 2], [2], [1, 2], [2], [1], [0], [0], [0], [])
+
+
 # ------------------------------------------------------------------------------------------
 # convolution (reference: XLA CPU through jax, float64)
 # ------------------------------------------------------------------------------------------
