@@ -41,20 +41,21 @@ install_packages() {
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# build [TARGET...]: everything by default.
 build() {
   install_packages "${PACKAGES[@]}"
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     say "configuring $BUILD_DIR (Release)"
     cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   fi
-  say "building with $JOBS jobs"
-  ninja -C "$BUILD_DIR" -j "$JOBS" --quiet
+  say "building ${*:-everything} with $JOBS jobs"
+  ninja -C "$BUILD_DIR" -j "$JOBS" --quiet "$@"
 }
 
 have_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }
 
 cmd_example() {
-  build
+  build kiln
   say "kiln run examples/mlp.hlo --print"
   "$BUILD_DIR/src/kiln/tools/kiln" run "$ROOT/examples/mlp.hlo" --print
 }
