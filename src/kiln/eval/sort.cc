@@ -3,8 +3,8 @@
 // Every sort is stable (std::stable_sort), which is a valid result for is_stable=false too.
 // The comparator takes 2N scalars (lhs0, rhs0, lhs1, rhs1, ...) and returns "lhs goes first".
 // A comparator that is a single compare of one operand's lhs/rhs parameters (LT or GT, any
-// comparison type but complex) is run natively on precomputed keys; any other comparator is
-// evaluated per comparison through Evaluator::EvaluateScalar.
+// comparison type but complex) is run natively on precomputed keys; any other comparator runs
+// per comparison as a ScalarProgram (ScalarCall), or interpreted when it does not compile.
 //
 // Total order (TOTALORDER compares, topk): -NaN < -inf < ... < -0 < +0 < ... < +inf < +NaN, on
 // the element's own bits (NaN payloads order by magnitude). topk returns, per row of the last
