@@ -1,0 +1,366 @@
+#include "kiln/cuda/compiler/gemm_rewriter.h"
+
+#include <array>
+#include <cmath>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "kiln/base/strings.h"
+#include "kiln/cuda/compiler/gemm_config.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/passes/dot_canonicalizer.h"
+#include "kiln/passes/fusion_utils.h"
+#include "kiln/passes/hlo_editor.h"
+
+namespace kiln::cuda {
+
+bool GemmTypesSupported(PrimitiveType lhs, PrimitiveType rhs, PrimitiveType out) {
+  using P = PrimitiveType;
+  if (lhs != rhs) return false;
+  switch (lhs) {
+    case P::kF32: return out == P::kF32;
+    case P::kBF16: return out == P::kBF16 || out == P::kF32;
+    case P::kF16: return out == P::kF16 || out == P::kF32;
+    case P::kF64: return out == P::kF64;
+    case P::kC64: return out == P::kC64;
+    default: return false;
+  }
+}
+
+namespace {
+
+bool EpilogueType(PrimitiveType t) {
+  return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16;
+}
+
+bool RowMajor(const Shape& s) { return !s.has_layout() || s.layout().IsDefaultFor(s.rank()); }
+
+// A reshape or bitcast between dense row-major arrays of one element type: the same bytes.
+bool IsByteView(const HloInstruction* i) {
+  if (i->opcode() != HloOpcode::kReshape && i->opcode() != HloOpcode::kBitcast) return false;
+  const Shape& a = i->shape();
+  const Shape& b = i->operand(0)->shape();
+  if (!a.IsArray() || !b.IsArray() || a.element_type() != b.element_type()) return false;
+  return RowMajor(a) && RowMajor(b);
+}
+
+HloInstruction* StripViews(HloInstruction* i) {
+  while (IsByteView(i)) i = i->operand(0);
+  return i;
+}
+
+// Splits `dims` (all > 1) into three consecutive groups with products a, b, c; returns the
+// group sizes or nullopt.
+std::optional<std::array<size_t, 3>> GroupDims(const std::vector<int64_t>& dims, int64_t a, int64_t b,
+                                               int64_t c) {
+  std::array<int64_t, 3> target = {a, b, c};
+  std::array<size_t, 3> count = {0, 0, 0};
+  size_t i = 0;
+  for (int g = 0; g < 3; ++g) {
+    int64_t p = 1;
+    while (p < target[g] && i < dims.size()) {
+      p *= dims[i++];
+      ++count[g];
+    }
+    if (p != target[g]) return std::nullopt;
+  }
+  if (i != dims.size()) return std::nullopt;
+  return count;
+}
+
+struct Storage {
+  HloInstruction* buffer = nullptr;
+  bool transposed = false;
+};
+
+// The buffer a canonical operand [B, rows, cols] is read from (see the header).
+Storage FoldOperand(HloInstruction* op, int64_t batch, int64_t rows, int64_t cols, bool fold) {
+  Storage s{op, false};
+  if (!fold) return s;
+  HloInstruction* y = StripViews(op);
+  if (y->opcode() != HloOpcode::kTranspose) {
+    if (y->shape().IsArray() && RowMajor(y->shape())) s.buffer = y;
+    return s;
+  }
+  HloInstruction* z = y->operand(0);
+  if (!RowMajor(y->shape()) || !RowMajor(z->shape())) return s;
+  // Non-unit dimensions of y, and for each the non-unit position in z it comes from.
+  const std::vector<int64_t>& perm = y->attrs().dimensions;
+  std::vector<int64_t> z_rank(z->shape().rank(), -1);
+  int64_t r = 0;
+  for (int64_t d = 0; d < z->shape().rank(); ++d)
+    if (z->shape().dimensions(d) != 1) z_rank[d] = r++;
+  std::vector<int64_t> dims, from;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    int64_t d = perm[i];
+    if (z->shape().dimensions(d) == 1) continue;
+    dims.push_back(z->shape().dimensions(d));
+    from.push_back(z_rank[d]);
+  }
+  std::optional<std::array<size_t, 3>> groups = GroupDims(dims, batch, rows, cols);
+  if (!groups) return s;
+  const size_t nb = (*groups)[0], nr = (*groups)[1], nc = (*groups)[2];
+  auto is_identity = [&](const std::vector<size_t>& order) {
+    for (size_t i = 0; i < order.size(); ++i)
+      if (from[order[i]] != static_cast<int64_t>(i)) return false;
+    return true;
+  };
+  std::vector<size_t> straight, swapped;
+  for (size_t i = 0; i < nb; ++i) straight.push_back(i), swapped.push_back(i);
+  for (size_t i = 0; i < nr; ++i) straight.push_back(nb + i);
+  for (size_t i = 0; i < nc; ++i) straight.push_back(nb + nr + i), swapped.push_back(nb + nr + i);
+  for (size_t i = 0; i < nr; ++i) swapped.push_back(nb + i);
+  if (is_identity(straight)) return {z, false};
+  if (is_identity(swapped)) return {z, true};
+  return s;
+}
+
+// The scalar value of a constant or a broadcast of a scalar constant.
+std::optional<double> ScalarConstantValue(const HloInstruction* i) {
+  while (i->opcode() == HloOpcode::kBroadcast || IsByteView(i)) i = i->operand(0);
+  if (i->opcode() != HloOpcode::kConstant || !i->has_literal() || i->literal_elided()) return std::nullopt;
+  const Literal& l = i->literal();
+  if (!l.shape().IsArray() || l.element_count() < 1 || IsComplexType(l.shape().element_type()))
+    return std::nullopt;
+  double v = l.GetAsDouble(0);
+  for (int64_t k = 1; k < l.element_count(); ++k)
+    if (l.GetAsDouble(k) != v) return std::nullopt;
+  return v;
+}
+
+// Whether `target` is an operand (transitively) of `from`.
+bool DependsOn(HloInstruction* from, const HloInstruction* target) {
+  std::unordered_set<const HloInstruction*> seen;
+  std::vector<HloInstruction*> work = {from};
+  while (!work.empty()) {
+    HloInstruction* x = work.back();
+    work.pop_back();
+    if (x == target) return true;
+    if (!seen.insert(x).second) continue;
+    for (HloInstruction* o : x->operands()) work.push_back(o);
+    for (HloInstruction* o : x->control_predecessors()) work.push_back(o);
+  }
+  return false;
+}
+
+double GeluTanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+// The sink of the GELU region rooted at `v` (see the header), or nullptr.
+HloInstruction* MatchGelu(HloInstruction* v) {
+  constexpr size_t kMaxRegion = 16;
+  std::vector<HloInstruction*> region;  // topological (BFS from v, added once all operands known)
+  std::unordered_set<const HloInstruction*> in_region;
+  auto allowed = [&](const HloInstruction* u) {
+    switch (u->opcode()) {
+      case HloOpcode::kMultiply: case HloOpcode::kAdd: case HloOpcode::kSubtract:
+      case HloOpcode::kDivide: case HloOpcode::kNegate: case HloOpcode::kTanh:
+        break;
+      default:
+        return false;
+    }
+    if (!Shape::Equal(u->shape(), v->shape(), false) || !u->control_predecessors().empty()) return false;
+    for (const HloInstruction* o : u->operands())
+      if (o != v && !in_region.count(o) && !ScalarConstantValue(o)) return false;
+    return true;
+  };
+  // Grow to a fixed point: an instruction joins once all its non-constant operands are inside.
+  bool grew = true;
+  while (grew && region.size() <= kMaxRegion) {
+    grew = false;
+    std::vector<HloInstruction*> frontier = {v};
+    frontier.insert(frontier.end(), region.begin(), region.end());
+    for (HloInstruction* x : frontier)
+      for (HloInstruction* u : x->users())
+        if (!in_region.count(u) && allowed(u)) {
+          region.push_back(u);
+          in_region.insert(u);
+          grew = true;
+        }
+  }
+  if (region.empty() || region.size() > kMaxRegion) return nullptr;
+  // Every use of v and of region members stays inside, except the one sink's.
+  for (const HloInstruction* u : v->users())
+    if (!in_region.count(u)) return nullptr;
+  if (v->IsRoot()) return nullptr;
+  HloInstruction* sink = nullptr;
+  bool has_tanh = false;
+  for (HloInstruction* x : region) {
+    has_tanh |= x->opcode() == HloOpcode::kTanh;
+    bool outside = x->IsRoot();
+    for (const HloInstruction* u : x->users()) outside |= !in_region.count(u);
+    if (!outside) continue;
+    if (sink) return nullptr;
+    sink = x;
+  }
+  if (!sink || !has_tanh) return nullptr;
+  // Evaluate the region on sample points.
+  const double tol = v->shape().element_type() == PrimitiveType::kF32 ? 1e-5 : 3e-3;
+  for (double x : {-6.0, -3.0, -2.0, -1.3, -0.7, -0.25, 0.0, 0.1, 0.5, 1.0, 1.7, 2.5, 4.0, 7.0}) {
+    std::unordered_map<const HloInstruction*, double> val = {{v, x}};
+    auto get = [&](const HloInstruction* o) { return val.count(o) ? val[o] : *ScalarConstantValue(o); };
+    // Region members in an order where operands come first.
+    std::vector<HloInstruction*> pending = region;
+    while (!pending.empty()) {
+      bool progress = false;
+      for (size_t i = 0; i < pending.size(); ++i) {
+        HloInstruction* u = pending[i];
+        bool ready = true;
+        for (const HloInstruction* o : u->operands()) ready &= (o == v || val.count(o) || !in_region.count(o));
+        if (!ready) continue;
+        double a = get(u->operand(0)), b = u->operand_count() > 1 ? get(u->operand(1)) : 0;
+        double r = 0;
+        switch (u->opcode()) {
+          case HloOpcode::kMultiply: r = a * b; break;
+          case HloOpcode::kAdd: r = a + b; break;
+          case HloOpcode::kSubtract: r = a - b; break;
+          case HloOpcode::kDivide: r = a / b; break;
+          case HloOpcode::kNegate: r = -a; break;
+          case HloOpcode::kTanh: r = std::tanh(a); break;
+          default: return nullptr;
+        }
+        val[u] = r;
+        pending.erase(pending.begin() + static_cast<ptrdiff_t>(i));
+        progress = true;
+        break;
+      }
+      if (!progress) return nullptr;
+    }
+    double want = GeluTanh(x);
+    if (!(std::abs(val[sink] - want) <= tol * (1 + std::abs(want)))) return nullptr;
+  }
+  return sink;
+}
+
+std::optional<Precision> DotPrecision(const HloInstruction& dot) {
+  Precision p = Precision::kDefault;
+  for (Precision q : dot.attrs().precision_config.operand_precision)
+    if (q == Precision::kHighest || (q == Precision::kHigh && p == Precision::kDefault)) p = q;
+  const std::string& algo = dot.attrs().precision_config.algorithm;
+  if (StartsWith(algo, "dot_f32_f32_f32") || StartsWith(algo, "dot_f64_f64_f64")) p = Precision::kHighest;
+  return p;
+}
+
+// Rewrites one canonical dot; returns whether it did.
+StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& options) {
+  if (!IsCanonicalDot(*dot) || !dot->control_predecessors().empty() || !dot->control_successors().empty())
+    return false;
+  HloInstruction* lhs = dot->operand(0);
+  HloInstruction* rhs = dot->operand(1);
+  const PrimitiveType out_type = dot->shape().element_type();
+  if (!GemmTypesSupported(lhs->shape().element_type(), rhs->shape().element_type(), out_type)) return false;
+  if (!RowMajor(dot->shape()) || !RowMajor(lhs->shape()) || !RowMajor(rhs->shape())) return false;
+  const bool batched = dot->shape().rank() == 3;
+  GemmConfig c;
+  c.batch = batched ? dot->shape().dimensions(0) : 1;
+  c.m = lhs->shape().dimensions(batched ? 1 : 0);
+  c.k = lhs->shape().dimensions(batched ? 2 : 1);
+  c.n = rhs->shape().dimensions(batched ? 2 : 1);
+  c.precision = *DotPrecision(*dot);
+  if (c.m * c.n * c.k == 0) return false;  // an empty product: a fill, not a GEMM
+
+  Storage ls = FoldOperand(lhs, c.batch, c.m, c.k, options.fold_transposes);
+  Storage rs = FoldOperand(rhs, c.batch, c.k, c.n, options.fold_transposes);
+  c.lhs_transposed = ls.transposed;
+  c.rhs_transposed = rs.transposed;
+
+  // Epilogue (see the header).
+  HloInstruction* value = dot;
+  HloInstruction* residual = nullptr;
+  HloInstruction* bias = nullptr;
+  auto single_user = [](HloInstruction* v) -> HloInstruction* {
+    return v->user_count() == 1 && !v->IsRoot() ? v->users()[0] : nullptr;
+  };
+  if (HloInstruction* u = single_user(value); u && IsByteView(u)) value = u;
+  if (options.fuse_epilogues) {
+    const int64_t rank = value->shape().rank();
+    const bool last_dim_is_n = rank >= 1 && value->shape().dimensions(rank - 1) == c.n;
+    bool alpha_allowed = true;
+    while (true) {
+      if (EpilogueType(out_type) && c.activation == GemmActivation::kNone) {
+        if (HloInstruction* g = MatchGelu(value)) {
+          c.activation = GemmActivation::kGelu;
+          value = g;
+          break;
+        }
+      }
+      HloInstruction* u = single_user(value);
+      if (!u || u->shape().element_type() != out_type || !Shape::Equal(u->shape(), value->shape(), false) ||
+          !u->control_predecessors().empty() || !u->control_successors().empty())
+        break;
+      HloInstruction* other = u->operand_count() == 2 ? u->operand(u->operand(0) == value ? 1 : 0) : nullptr;
+      if (!other || other == value) break;
+      if (u->opcode() == HloOpcode::kMultiply && alpha_allowed) {
+        std::optional<double> s = ScalarConstantValue(other);
+        if (!s || !std::isfinite(*s)) break;
+        c.alpha *= *s;
+        value = u;
+        continue;
+      }
+      if (u->opcode() == HloOpcode::kAdd) {
+        if (!bias && EpilogueType(out_type) && last_dim_is_n && other->opcode() == HloOpcode::kBroadcast &&
+            other->attrs().dimensions == std::vector<int64_t>{rank - 1} &&
+            other->operand(0)->shape().element_type() == out_type && RowMajor(other->operand(0)->shape())) {
+          bias = other->operand(0);
+          c.has_bias = true;
+          alpha_allowed = false;
+          value = u;
+          continue;
+        }
+        if (!residual && other->opcode() != HloOpcode::kBroadcast && RowMajor(other->shape()) &&
+            !DependsOn(other, dot)) {
+          residual = other;
+          c.beta = 1.0;
+          alpha_allowed = false;
+          value = u;
+          continue;
+        }
+        break;
+      }
+      if (u->opcode() == HloOpcode::kMaximum && EpilogueType(out_type)) {
+        std::optional<double> z = ScalarConstantValue(other);
+        if (!z || *z != 0) break;
+        c.activation = GemmActivation::kRelu;
+        value = u;
+        break;
+      }
+      break;
+    }
+  }
+
+  HloComputation* comp = dot->parent();
+  HloEditor editor(comp);
+  Shape shape = value->shape();
+  auto gemm = std::make_unique<HloInstruction>(HloOpcode::kCustomCall, shape, "");
+  gemm->AppendOperand(ls.buffer);
+  gemm->AppendOperand(rs.buffer);
+  if (residual) gemm->AppendOperand(residual);
+  if (bias) gemm->AppendOperand(bias);
+  gemm->attrs().custom_call_target = std::string(kGemmCallTarget);
+  gemm->backend_config() = BackendConfig{c.ToJson(), true};
+  gemm->frontend_attributes() = dot->frontend_attributes();
+  gemm->set_name(UniqueInstructionName(*comp, "gemm"));
+  HloInstruction* added = editor.Add(std::move(gemm), dot);
+  KILN_RETURN_IF_ERROR(ReplaceInstruction(value, added));
+  return true;
+}
+
+}  // namespace
+
+StatusOr<bool> GemmRewriter::Run(HloModule& module) {
+  bool changed = false;
+  for (HloComputation* comp : module.computations()) {
+    std::vector<HloInstruction*> dots;
+    for (HloInstruction* i : comp->MakeInstructionPostOrder())
+      if (i->opcode() == HloOpcode::kDot) dots.push_back(i);
+    for (HloInstruction* dot : dots) {
+      KILN_ASSIGN_OR_RETURN(bool did, RewriteDot(dot, options_));
+      changed |= did;
+    }
+  }
+  return changed;
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,153 @@
+#include "kiln/cuda/compiler/gpu_fusion_policy.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "kiln/hlo/computation.h"
+#include "kiln/passes/fusion_passes.h"
+#include "kiln/passes/fusion_test_util.h"
+#include "kiln/passes/simple_passes.h"
+#include "kiln/passes/simplification_pipeline.h"
+
+namespace kiln::cuda {
+namespace {
+
+std::unique_ptr<HloModule> Fuse(std::string_view text, GpuFusionOptions options = GpuFusionPolicy::DefaultOptions()) {
+  auto m = testing::ParseOrFail(text);
+  if (!m) return nullptr;
+  GpuFusionPolicy policy(options);
+  HloPassPipeline p("fusion-test");
+  SimplificationOptions so;
+  so.canonicalize_dots = true;
+  AddSimplificationPasses(p, so);
+  p.AddPass<InstructionFusion>(policy);
+  p.AddPass<MultiOutputFusion>(policy);
+  p.AddPass<DeadCodeElimination>();
+  auto r = p.Run(*m);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return m;
+}
+
+std::vector<const HloInstruction*> EntryKernels(const HloModule& m) {
+  std::vector<const HloInstruction*> out;
+  for (const HloInstruction* i : m.entry_computation()->MakeInstructionPostOrder())
+    if (i->opcode() != HloOpcode::kParameter && i->opcode() != HloOpcode::kConstant &&
+        i->opcode() != HloOpcode::kTuple && i->opcode() != HloOpcode::kGetTupleElement &&
+        i->opcode() != HloOpcode::kBitcast)
+      out.push_back(i);
+  return out;
+}
+
+int64_t FusedReduces(const HloInstruction& f) {
+  int64_t n = 0;
+  for (const HloInstruction* i : f.fused_computation()->instructions()) n += i->opcode() == HloOpcode::kReduce;
+  return n;
+}
+
+std::string ReadShared(const std::string& rel) {
+  const char* shared = std::getenv("KILN_SHARED_DIR");
+  if (!shared) return "";
+  std::ifstream in(std::string(shared) + "/" + rel);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const char* kSoftmax = R"(HloModule softmax
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[64,128] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[64] reduce(x, ninf), dimensions={1}, to_apply=max_f32
+  bm = f32[64,128] broadcast(mx), dimensions={0}
+  sub = f32[64,128] subtract(x, bm)
+  ex = f32[64,128] exponential(sub)
+  zero = f32[] constant(0)
+  sm = f32[64] reduce(ex, zero), dimensions={1}, to_apply=add_f32
+  bs = f32[64,128] broadcast(sm), dimensions={0}
+  ROOT out = f32[64,128] divide(ex, bs)
+})";
+
+TEST(GpuFusionPolicyTest, SoftmaxIsOneKernel) {
+  auto before = testing::ParseOrFail(kSoftmax);
+  auto m = Fuse(kSoftmax);
+  ASSERT_TRUE(m);
+  auto k = EntryKernels(*m);
+  ASSERT_EQ(k.size(), 1u) << m->ToString();
+  EXPECT_EQ(k[0]->opcode(), HloOpcode::kFusion);
+  EXPECT_EQ(k[0]->attrs().fusion_kind, FusionKind::kInput);
+  EXPECT_EQ(FusedReduces(*k[0]), 2);
+  testing::ExpectSameResults(*before, *m);
+}
+
+TEST(GpuFusionPolicyTest, WithoutNormalizationFusionSoftmaxIsSeveralKernels) {
+  GpuFusionOptions o = GpuFusionPolicy::DefaultOptions();
+  o.normalization_fusion = false;
+  auto m = Fuse(kSoftmax, o);
+  ASSERT_TRUE(m);
+  EXPECT_GE(EntryKernels(*m).size(), 2u) << m->ToString();
+}
+
+TEST(GpuFusionPolicyTest, ColumnReductionIsNotFusedIntoItsConsumer) {
+  const char* text = R"(HloModule colnorm
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[64,128] parameter(0)
+  zero = f32[] constant(0)
+  s = f32[128] reduce(x, zero), dimensions={0}, to_apply=add_f32
+  b = f32[64,128] broadcast(s), dimensions={1}
+  ROOT out = f32[64,128] divide(x, b)
+})";
+  auto before = testing::ParseOrFail(text);
+  auto m = Fuse(text);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(EntryKernels(*m).size(), 2u) << m->ToString();
+  testing::ExpectSameResults(*before, *m);
+}
+
+TEST(GpuFusionPolicyTest, BenchLayernormAndSoftmaxAreOneKernelEach) {
+  for (const char* name : {"layernorm_f32", "softmax_f32"}) {
+    std::string text = ReadShared(std::string("bench/suite/") + name + "/module.hlo");
+    if (text.empty()) GTEST_SKIP() << "no KILN_SHARED_DIR/bench/suite";
+    auto m = Fuse(text);
+    ASSERT_TRUE(m);
+    auto k = EntryKernels(*m);
+    ASSERT_EQ(k.size(), 1u) << name << "\n" << m->ToString();
+    EXPECT_EQ(FusedReduces(*k[0]), 2) << name;
+  }
+  std::string small = ReadShared("bench/suite/layernorm_f32_small/module.hlo");
+  auto before = testing::ParseOrFail(small);
+  auto m = Fuse(small);
+  ASSERT_TRUE(before && m);
+  testing::ExpectSameResults(*before, *m);
+}
+
+TEST(GpuFusionPolicyTest, GemmsAreNotFused) {
+  const char* text = R"(HloModule g
+ENTRY e {
+  x = f32[8,8] parameter(0)
+  g = f32[8,8] custom-call(x, x), custom_call_target="__kiln$gemm", backend_config={"batch":1,"m":8,"n":8,"k":8}
+  ROOT n = f32[8,8] negate(g)
+})";
+  auto m = Fuse(text);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(EntryKernels(*m).size(), 2u) << m->ToString();
+}
+
+}  // namespace
+}  // namespace kiln::cuda
