@@ -15,6 +15,21 @@
 // transposes, dot (Eigen contraction), convolution, gather/scatter, sort. Everything else may
 // fall back to the evaluator's kernel for its opcode (EvaluatorFallbackKernel), which converts
 // views to literals and back.
+//
+// Note for the executable (cpukern -> cpurt):
+//   - A kernel keeps pointers to `instr` and to the computations it calls (fused computation,
+//     reducer, comparator): the module must outlive the kernel.
+//   - Kernels read their inputs and write their outputs only inside Run; an input may be read
+//     after an output element was written only where SupportsInPlace says so.
+//   - kernels/kernels.h lists the native families (loop/DUS/reduce/transpose/dot/convolution/
+//     gather/scatter/sort/topk); CreateCpuKernel falls back to the evaluator kernel for any other
+//     opcode and for the forms a family does not cover (the kernel's name() then starts with
+//     "evaluator[").
+//   - Parallelism: Run splits work with ctx.pool->ParallelFor (and Eigen on the same pool).
+//     kiln's ParallelFor called from a worker of that same pool runs inline, so a kernel Run from
+//     inside a pool task is single-threaded: call Run from a thread outside ctx.pool (e.g. the
+//     executable's driver thread) to get the pool's parallelism; run independent kernels
+//     concurrently on other threads, not as tasks of the kernel pool.
 #pragma once
 
 #include <memory>

@@ -1,0 +1,56 @@
+// Helpers shared by the CPU kernels (internal to src/kiln/cpu/kernels).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/base/thread_pool.h"
+#include "kiln/cpu/kernel.h"
+#include "kiln/hlo/literal.h"
+
+namespace kiln::cpu::internal {
+
+// Runs fn(begin, end) over [0, n) on ctx.pool when there is one and the work is worth
+// splitting (more than one chunk of `min_chunk`), else on the calling thread.
+inline void ParallelFor(const KernelContext& ctx, int64_t n, int64_t min_chunk,
+                        const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  if (ctx.pool == nullptr || n <= min_chunk || ctx.pool->num_threads() <= 1) {
+    fn(0, n);
+    return;
+  }
+  ctx.pool->ParallelFor(n, min_chunk, fn);
+}
+
+// Number of threads a kernel may use (1 without a pool).
+inline int NumThreads(const KernelContext& ctx) {
+  return ctx.pool ? std::max(1, ctx.pool->num_threads()) : 1;
+}
+
+// The array leaves of `shape` in order (tuples flattened, tokens dropped).
+std::vector<Shape> ArrayLeaves(const Shape& shape);
+
+// A literal of `shape` (array, tuple or token) built from consecutive views starting at
+// views[*next] (advanced past the leaves used).
+StatusOr<Literal> LiteralFromViews(const Shape& shape, std::span<const ArrayView> views,
+                                   size_t* next);
+
+// Copies the array leaves of `literal` into consecutive views starting at views[*next].
+Status LiteralToViews(const Literal& literal, std::span<const ArrayView> views, size_t* next);
+
+// Checks that `views` match the array leaves of `shapes` (count, element type, dimensions).
+Status CheckViews(std::string_view what, std::span<const ArrayView> views,
+                  const std::vector<Shape>& leaves);
+
+// Parallel memcpy of `bytes` bytes (no-op when dst == src).
+void ParallelCopy(const KernelContext& ctx, void* dst, const void* src, int64_t bytes);
+
+// "f32[8,16]" without layout.
+inline std::string ShapeText(const Shape& s) { return s.ToString(false); }
+
+}  // namespace kiln::cpu::internal

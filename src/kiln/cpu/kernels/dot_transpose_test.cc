@@ -1,0 +1,102 @@
+// Dot (Eigen) and transpose kernels against the evaluator.
+#include <gtest/gtest.h>
+
+#include "kiln/base/strings.h"
+#include "kiln/cpu/kernels/kernel_test_util.h"
+#include "kiln/hlo/parser.h"
+
+namespace kiln::cpu {
+namespace {
+
+using testing::CheckHlo;
+
+TEST(DotKernelTest, CanonicalAndTransposedForms) {
+  const char* cases[] = {
+      // [M,K] x [K,N]
+      "x = f32[33,65] parameter(0)\n y = f32[65,17] parameter(1)\n"
+      " ROOT d = f32[33,17] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+      // transposed lhs and rhs
+      "x = f32[65,33] parameter(0)\n y = f32[17,65] parameter(1)\n"
+      " ROOT d = f32[33,17] dot(x, y), lhs_contracting_dims={0}, rhs_contracting_dims={1}",
+      // batched
+      "x = f32[3,20,30] parameter(0)\n y = f32[3,30,11] parameter(1)\n"
+      " ROOT d = f32[3,20,11] dot(x, y), lhs_batch_dims={0}, lhs_contracting_dims={2},"
+      " rhs_batch_dims={0}, rhs_contracting_dims={1}",
+      // batched, transposed rhs (attention scores)
+      "x = f32[2,4,16,8] parameter(0)\n y = f32[2,4,16,8] parameter(1)\n"
+      " ROOT d = f32[2,4,16,16] dot(x, y), lhs_batch_dims={0,1}, lhs_contracting_dims={3},"
+      " rhs_batch_dims={0,1}, rhs_contracting_dims={3}",
+      // batch dim not leading: permuted operands
+      "x = f32[20,3,30] parameter(0)\n y = f32[30,3,11] parameter(1)\n"
+      " ROOT d = f32[3,20,11] dot(x, y), lhs_batch_dims={1}, lhs_contracting_dims={2},"
+      " rhs_batch_dims={1}, rhs_contracting_dims={0}",
+      // two contracting dims, paired in swapped order
+      "x = f32[5,6,7] parameter(0)\n y = f32[7,6,4] parameter(1)\n"
+      " ROOT d = f32[5,4] dot(x, y), lhs_contracting_dims={1,2}, rhs_contracting_dims={1,0}",
+      // matrix-vector, vector-vector, outer product
+      "x = f32[40,50] parameter(0)\n y = f32[50] parameter(1)\n"
+      " ROOT d = f32[40] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+      "x = f32[50] parameter(0)\n y = f32[50] parameter(1)\n"
+      " ROOT d = f32[] dot(x, y), lhs_contracting_dims={0}, rhs_contracting_dims={0}",
+      "x = f32[7] parameter(0)\n y = f32[9] parameter(1)\n ROOT d = f32[7,9] dot(x, y)",
+      // empty contraction and empty result
+      "x = f32[4,0] parameter(0)\n y = f32[0,3] parameter(1)\n"
+      " ROOT d = f32[4,3] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+      "x = f32[0,5] parameter(0)\n y = f32[5,3] parameter(1)\n"
+      " ROOT d = f32[0,3] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+  };
+  for (const char* c : cases) {
+    SCOPED_TRACE(c);
+    CheckHlo(StrCat("ENTRY e {\n ", c, "\n}\n"));
+  }
+}
+
+TEST(DotKernelTest, Types) {
+  struct Case {
+    const char *lt, *rt, *out;
+  };
+  const Case cases[] = {{"f64", "f64", "f64"}, {"bf16", "bf16", "bf16"}, {"bf16", "bf16", "f32"},
+                        {"f16", "f16", "f16"}, {"c64", "c64", "c64"},    {"c128", "c128", "c128"},
+                        {"s8", "s8", "s32"},   {"s32", "s32", "s32"},    {"u8", "u8", "u32"},
+                        {"s64", "s64", "s64"}, {"pred", "pred", "pred"}, {"f32", "bf16", "f32"},
+                        {"s8", "s8", "f32"},   {"f8e4m3fn", "f8e4m3fn", "f32"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(StrCat(c.lt, " x ", c.rt, " -> ", c.out));
+    CheckHlo(StrCat("ENTRY e {\n x = ", c.lt, "[3,19,23] parameter(0)\n y = ", c.rt,
+                    "[3,23,14] parameter(1)\n ROOT d = ", c.out,
+                    "[3,19,14] dot(x, y), lhs_batch_dims={0}, lhs_contracting_dims={2}, "
+                    "rhs_batch_dims={0}, rhs_contracting_dims={1}\n}\n"));
+  }
+}
+
+TEST(DotKernelTest, LargeMultiThreaded) {
+  CheckHlo(R"(
+ENTRY e {
+  x = f32[300,257] parameter(0)
+  y = f32[257,190] parameter(1)
+  ROOT d = f32[300,190] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+}
+
+TEST(TransposeKernelTest, Permutations) {
+  const char* cases[] = {
+      "x = f32[67,45] parameter(0)\n ROOT t = f32[45,67] transpose(x), dimensions={1,0}",
+      "x = bf16[3,70,40] parameter(0)\n ROOT t = bf16[40,3,70] transpose(x), dimensions={2,0,1}",
+      "x = s8[5,6,7,8] parameter(0)\n ROOT t = s8[8,6,5,7] transpose(x), dimensions={3,1,0,2}",
+      "x = f64[4,1,9,1,3] parameter(0)\n ROOT t = f64[1,3,9,4,1] transpose(x), dimensions={3,4,2,0,1}",
+      "x = c128[6,5,4] parameter(0)\n ROOT t = c128[6,4,5] transpose(x), dimensions={0,2,1}",
+      // the innermost dim stays: row copies
+      "x = f32[4,5,33] parameter(0)\n ROOT t = f32[5,4,33] transpose(x), dimensions={1,0,2}",
+      // identity after dropping size-1 dims
+      "x = f32[1,20,1] parameter(0)\n ROOT t = f32[20,1,1] transpose(x), dimensions={1,2,0}",
+      "x = f32[0,3] parameter(0)\n ROOT t = f32[3,0] transpose(x), dimensions={1,0}",
+      "x = u16[130,129] parameter(0)\n ROOT t = u16[129,130] transpose(x), dimensions={1,0}",
+  };
+  for (const char* c : cases) {
+    SCOPED_TRACE(c);
+    CheckHlo(StrCat("ENTRY e {\n ", c, "\n}\n"));
+  }
+}
+
+}  // namespace
+}  // namespace kiln::cpu

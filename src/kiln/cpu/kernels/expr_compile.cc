@@ -1,0 +1,548 @@
+// ExprProgram compilation: HLO nodes -> index maps and typed block ops (see Note [Block
+// expression programs] in expr_program.h).
+#include <algorithm>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include "kiln/base/strings.h"
+#include "kiln/cpu/kernels/expr_internal.h"
+#include "kiln/eval/kernels.h"
+#include "kiln/eval/scalar_program.h"
+
+namespace kiln::cpu::internal {
+
+namespace {
+Status NotCompilable(const HloInstruction& instr, std::string_view why) {
+  return Unimplemented("loop kernel: cannot compute ", HloOpcodeString(instr.opcode()), " %",
+                       instr.name(), ": ", why);
+}
+}  // namespace
+
+struct ExprCompiler {
+  ExprProgram& p;
+  const LeafResolver& leaves;
+  std::map<std::tuple<int, const HloInstruction*, int>, int> map_memo;
+  std::map<std::pair<const HloInstruction*, int>, int> value_memo;
+  std::map<int, int> splat_of;
+  int scalar_map = -1;
+
+  int NewValue(PrimitiveType t, bool invariant) {
+    p.value_types_.push_back(t);
+    p.value_invariant_.push_back(invariant);
+    return static_cast<int>(p.num_values_++);
+  }
+  std::vector<ExprOp>& Ops(bool invariant) { return invariant ? p.invariant_ops_ : p.block_ops_; }
+
+  int NewMap(std::unique_ptr<ExprMap> m) {
+    m->id = static_cast<int>(p.maps_.size());
+    ExprOp op;
+    op.kind = ExprOp::Kind::kMap;
+    op.map = m->id;
+    Ops(m->invariant).push_back(op);
+    p.maps_.push_back(std::move(m));
+    return p.maps_.back()->id;
+  }
+
+  int ScalarMap() {
+    if (scalar_map < 0) {
+      auto m = std::make_unique<ExprMap>();
+      m->kind = MapKind::kScalar;
+      m->invariant = true;
+      scalar_map = NewMap(std::move(m));
+    }
+    return scalar_map;
+  }
+
+  // Operand dim i = offset[i] + scale[i] * j[src[i]] (src[i] < 0: just offset[i]).
+  int DeriveAffine(int parent, const HloInstruction* key, int key_operand,
+                   const std::vector<int64_t>& cdims, const std::vector<int64_t>& odims,
+                   const std::vector<int64_t>& src, const std::vector<int64_t>& scale,
+                   const std::vector<int64_t>& offset, std::vector<ExprMap::DynStart> dyn = {}) {
+    auto memo_key = std::make_tuple(parent, key, key_operand);
+    if (auto it = map_memo.find(memo_key); it != map_memo.end()) return it->second;
+    auto m = std::make_unique<ExprMap>();
+    m->kind = MapKind::kAffine;
+    m->parent = parent;
+    m->invariant = p.maps_[parent]->invariant;
+    const std::vector<int64_t> cstr = RowMajorStrides(cdims), ostr = RowMajorStrides(odims);
+    std::vector<int64_t> coef(cdims.size(), 0);
+    for (size_t i = 0; i < odims.size(); ++i) {
+      if (src[i] >= 0) coef[src[i]] += scale[i] * ostr[i];
+      m->k_static += offset[i] * ostr[i];
+    }
+    for (ExprMap::DynStart& d : dyn) m->dyn.push_back(d);
+    // Drop size-1 dims; merge an outer dim into the inner group where the map is linear.
+    struct G {
+      int64_t d, s, coef;
+    };
+    std::vector<G> groups;  // innermost first
+    for (size_t c = cdims.size(); c-- > 0;) {
+      if (cdims[c] == 1) continue;
+      if (!groups.empty() && coef[c] == groups.back().coef * groups.back().d) {
+        groups.back().d *= cdims[c];
+        continue;
+      }
+      groups.push_back({cdims[c], cstr[c], coef[c]});
+    }
+    std::reverse(groups.begin(), groups.end());
+    for (const G& g : groups) {
+      m->c_dims.push_back(g.d);
+      m->c_strides.push_back(g.s);
+      m->coef.push_back(g.coef);
+    }
+    int id = NewMap(std::move(m));
+    map_memo[memo_key] = id;
+    return id;
+  }
+
+  // pad/concatenate operand windows: per dim low, size (the operand's), interior.
+  int DeriveWindow(int parent, const HloInstruction* key, int key_operand,
+                   const std::vector<int64_t>& cdims, const std::vector<int64_t>& low,
+                   const std::vector<int64_t>& size, const std::vector<int64_t>& interior) {
+    auto memo_key = std::make_tuple(parent, key, key_operand);
+    if (auto it = map_memo.find(memo_key); it != map_memo.end()) return it->second;
+    auto m = std::make_unique<ExprMap>();
+    m->kind = MapKind::kWindow;
+    m->parent = parent;
+    m->invariant = p.maps_[parent]->invariant;
+    const std::vector<int64_t> cstr = RowMajorStrides(cdims), ostr = RowMajorStrides(size);
+    struct G {
+      int64_t d, s, low, size, interior, os;
+      bool identity() const { return low == 0 && size == d && interior == 0; }
+    };
+    std::vector<G> groups;  // innermost first
+    for (size_t c = cdims.size(); c-- > 0;) {
+      G g{cdims[c], cstr[c], low[c], size[c], interior[c], ostr[c]};
+      if (g.d == 1 && g.identity()) continue;
+      if (!groups.empty() && groups.back().identity() && g.interior == 0) {
+        G& in = groups.back();
+        in.low = g.low * in.d;
+        in.size = g.size * in.d;
+        in.d *= g.d;
+        continue;
+      }
+      groups.push_back(g);
+    }
+    std::reverse(groups.begin(), groups.end());
+    for (const G& g : groups) {
+      m->c_dims.push_back(g.d);
+      m->c_strides.push_back(g.s);
+      m->low.push_back(g.low);
+      m->size.push_back(g.size);
+      m->interior.push_back(g.interior);
+      m->o_strides.push_back(g.os);
+      m->any_interior |= g.interior != 0;
+    }
+    int id = NewMap(std::move(m));
+    map_memo[memo_key] = id;
+    return id;
+  }
+
+  // The value as a block array (invariant values are splatted once per scratch).
+  int BlockValue(int v) {
+    if (!p.value_invariant_[v]) return v;
+    if (auto it = splat_of.find(v); it != splat_of.end()) return it->second;
+    const int s = NewValue(p.value_types_[v], false);
+    ExprOp op;
+    op.kind = ExprOp::Kind::kSplat;
+    op.type = p.value_types_[v];
+    op.width = PrimitiveByteWidth(op.type);
+    op.out = s;
+    op.num_in = 1;
+    op.in[0] = v;
+    p.splat_ops_.push_back(op);
+    splat_of[v] = s;
+    return s;
+  }
+
+  int Emit(ExprOp op, bool invariant) {
+    op.out = NewValue(op.type, invariant);
+    op.width = PrimitiveByteWidth(op.type);
+    Ops(invariant).push_back(std::move(op));
+    return Ops(invariant).back().out;
+  }
+
+  StatusOr<int> Value(const HloInstruction* node, int map) {
+    const Shape& shape = node->shape();
+    if (!shape.IsArray()) return NotCompilable(*node, "not an array");
+    if (shape.rank() == 0 && map != ScalarMap()) map = ScalarMap();
+    auto key = std::make_pair(node, map);
+    if (auto it = value_memo.find(key); it != value_memo.end()) return it->second;
+    KILN_ASSIGN_OR_RETURN(int v, Compute(node, map));
+    value_memo[key] = v;
+    return v;
+  }
+
+  StatusOr<int> Compute(const HloInstruction* node, int map) {
+    const Shape& shape = node->shape();
+    const bool inv = p.maps_[map]->invariant;
+    const PrimitiveType type = shape.element_type();
+    const int input = leaves(node);
+    if (input >= 0) {
+      ExprOp op;
+      op.kind = ExprOp::Kind::kRead;
+      op.instr = node;
+      op.type = type;
+      op.map = map;
+      op.input = input;
+      p.num_inputs_ = std::max(p.num_inputs_, input + 1);
+      return Emit(std::move(op), inv);
+    }
+    const std::vector<int64_t>& dims = shape.dimensions();
+    auto operand_dims = [&](int64_t i) -> const std::vector<int64_t>& {
+      return node->operand(i)->shape().dimensions();
+    };
+    const std::vector<int64_t> ident_scale(dims.size(), 1), zeros(dims.size(), 0);
+    switch (node->opcode()) {
+      case HloOpcode::kConstant: {
+        if (!node->has_literal() || node->literal_elided() ||
+            node->literal().shape().element_type() != type ||
+            node->literal().element_count() != shape.num_elements())
+          return NotCompilable(*node, "constant without a usable literal");
+        ExprOp op;
+        op.kind = ExprOp::Kind::kRead;
+        op.instr = node;
+        op.type = type;
+        op.map = map;
+        op.data = node->literal().untyped_data();
+        return Emit(std::move(op), inv);
+      }
+      case HloOpcode::kParameter:
+        return NotCompilable(*node, "parameter without an input");
+      case HloOpcode::kReshape:
+      case HloOpcode::kBitcast:
+      case HloOpcode::kCopy: {
+        const Shape& os = node->operand(0)->shape();
+        if (!os.IsArray() || os.element_type() != type || os.num_elements() != shape.num_elements())
+          return NotCompilable(*node, "operand does not match");
+        return Value(node->operand(0), map);
+      }
+      case HloOpcode::kBroadcast: {
+        const Shape& os = node->operand(0)->shape();
+        if (!os.IsArray() || os.element_type() != type) return NotCompilable(*node, "operand type");
+        if (os.rank() == 0) return Value(node->operand(0), ScalarMap());
+        const std::vector<int64_t>& bd = node->attrs().dimensions;
+        if (static_cast<int64_t>(bd.size()) != os.rank()) return NotCompilable(*node, "dimensions");
+        std::vector<int64_t> src(bd.begin(), bd.end());
+        for (size_t i = 0; i < bd.size(); ++i)
+          if (bd[i] < 0 || bd[i] >= shape.rank() || dims[bd[i]] != os.dimensions(i))
+            return NotCompilable(*node, "dimensions");
+        int m = DeriveAffine(map, node, 0, dims, os.dimensions(), src,
+                             std::vector<int64_t>(bd.size(), 1), std::vector<int64_t>(bd.size(), 0));
+        return Value(node->operand(0), m);
+      }
+      case HloOpcode::kTranspose: {
+        const std::vector<int64_t>& perm = node->attrs().dimensions;
+        const Shape& os = node->operand(0)->shape();
+        if (static_cast<int64_t>(perm.size()) != shape.rank() || os.rank() != shape.rank())
+          return NotCompilable(*node, "dimensions");
+        std::vector<int64_t> src(perm.size(), -1);
+        for (size_t i = 0; i < perm.size(); ++i) {
+          if (perm[i] < 0 || perm[i] >= os.rank() || src[perm[i]] >= 0)
+            return NotCompilable(*node, "dimensions");
+          src[perm[i]] = static_cast<int64_t>(i);
+        }
+        int m = DeriveAffine(map, node, 0, dims, os.dimensions(), src, ident_scale, zeros);
+        return Value(node->operand(0), m);
+      }
+      case HloOpcode::kSlice: {
+        const std::vector<SliceDimension>& sl = node->attrs().slice;
+        const Shape& os = node->operand(0)->shape();
+        if (static_cast<int64_t>(sl.size()) != shape.rank() || os.rank() != shape.rank())
+          return NotCompilable(*node, "slice");
+        std::vector<int64_t> src(sl.size()), scale(sl.size()), offset(sl.size());
+        for (size_t i = 0; i < sl.size(); ++i) {
+          src[i] = static_cast<int64_t>(i);
+          scale[i] = sl[i].stride;
+          offset[i] = sl[i].start;
+        }
+        int m = DeriveAffine(map, node, 0, dims, os.dimensions(), src, scale, offset);
+        return Value(node->operand(0), m);
+      }
+      case HloOpcode::kReverse: {
+        std::vector<int64_t> src(dims.size()), scale(dims.size(), 1), offset(dims.size(), 0);
+        for (size_t i = 0; i < dims.size(); ++i) src[i] = static_cast<int64_t>(i);
+        for (int64_t d : node->attrs().dimensions) {
+          if (d < 0 || d >= shape.rank()) return NotCompilable(*node, "dimensions");
+          scale[d] = -1;
+          offset[d] = dims[d] - 1;
+        }
+        int m = DeriveAffine(map, node, 0, dims, operand_dims(0), src, scale, offset);
+        return Value(node->operand(0), m);
+      }
+      case HloOpcode::kDynamicSlice: {
+        const Shape& os = node->operand(0)->shape();
+        const int64_t rank = os.rank();
+        if (node->operand_count() != rank + 1 || shape.rank() != rank)
+          return NotCompilable(*node, "operands");
+        const std::vector<int64_t> ostr = RowMajorStrides(os.dimensions());
+        std::vector<ExprMap::DynStart> dyn;
+        for (int64_t i = 0; i < rank; ++i) {
+          const HloInstruction* idx = node->operand(1 + i);
+          if (!idx->shape().IsArray() || idx->shape().rank() != 0 ||
+              !IsIntegralType(idx->shape().element_type()))
+            return NotCompilable(*node, "start indices");
+          KILN_ASSIGN_OR_RETURN(int v, Value(idx, ScalarMap()));
+          if (dims[i] > os.dimensions(i)) return NotCompilable(*node, "slice sizes");
+          dyn.push_back({v, idx->shape().element_type(), os.dimensions(i) - dims[i], ostr[i]});
+        }
+        std::vector<int64_t> src(rank);
+        for (int64_t i = 0; i < rank; ++i) src[i] = i;
+        int m = DeriveAffine(map, node, 0, dims, os.dimensions(), src, ident_scale, zeros, dyn);
+        return Value(node->operand(0), m);
+      }
+      case HloOpcode::kPad: {
+        const std::vector<PaddingDimension>& pd = node->attrs().padding;
+        const Shape& os = node->operand(0)->shape();
+        if (static_cast<int64_t>(pd.size()) != shape.rank() || os.rank() != shape.rank() ||
+            os.element_type() != type)
+          return NotCompilable(*node, "padding");
+        KILN_ASSIGN_OR_RETURN(int pad_value, Value(node->operand(1), ScalarMap()));
+        int ov = -1, m = -1;
+        if (os.num_elements() > 0) {
+          std::vector<int64_t> low, interior;
+          for (const PaddingDimension& d : pd) {
+            low.push_back(d.low);
+            interior.push_back(d.interior);
+          }
+          m = DeriveWindow(map, node, 0, dims, low, os.dimensions(), interior);
+          KILN_ASSIGN_OR_RETURN(ov, Value(node->operand(0), m));
+          if (!inv) ov = BlockValue(ov);
+        }
+        ExprOp op;
+        op.kind = ExprOp::Kind::kPad;
+        op.instr = node;
+        op.type = type;
+        op.values = {ov, pad_value};
+        op.maps = {m};
+        return Emit(std::move(op), inv);
+      }
+      case HloOpcode::kConcatenate: {
+        if (node->attrs().dimensions.size() != 1) return NotCompilable(*node, "dimensions");
+        const int64_t cd = node->attrs().dimensions[0];
+        if (cd < 0 || cd >= shape.rank()) return NotCompilable(*node, "dimensions");
+        ExprOp op;
+        op.kind = ExprOp::Kind::kConcat;
+        op.instr = node;
+        op.type = type;
+        int64_t offset = 0;
+        for (int64_t k = 0; k < node->operand_count(); ++k) {
+          const Shape& os = node->operand(k)->shape();
+          if (!os.IsArray() || os.rank() != shape.rank() || os.element_type() != type)
+            return NotCompilable(*node, "operands");
+          if (os.num_elements() > 0) {
+            std::vector<int64_t> low(dims.size(), 0), interior(dims.size(), 0);
+            low[cd] = offset;
+            int m = DeriveWindow(map, node, static_cast<int>(k), dims, low, os.dimensions(),
+                                 interior);
+            KILN_ASSIGN_OR_RETURN(int v, Value(node->operand(k), m));
+            op.values.push_back(inv ? v : BlockValue(v));
+            op.maps.push_back(m);
+          }
+          offset += os.dimensions(cd);
+        }
+        if (offset != dims[cd]) return NotCompilable(*node, "operand sizes");
+        return Emit(std::move(op), inv);
+      }
+      case HloOpcode::kIota: {
+        const int64_t d = node->attrs().iota_dimension;
+        if (d < 0 || d >= shape.rank()) return NotCompilable(*node, "iota_dimension");
+        int m = DeriveAffine(map, node, -2, dims, {dims[d]}, {d}, {1}, {0});
+        ExprOp op;
+        op.kind = ExprOp::Kind::kIota;
+        op.instr = node;
+        op.type = type;
+        op.map = m;
+        return Emit(std::move(op), inv);
+      }
+      default:
+        break;
+    }
+    if (!node->IsElementwise() || node->opcode() == HloOpcode::kMap ||
+        node->opcode() == HloOpcode::kRng || node->operand_count() < 1 ||
+        node->operand_count() > 3)
+      return NotCompilable(*node, "not a loop-fusible op");
+    ExprOp op;
+    op.kind = ExprOp::Kind::kCompute;
+    op.instr = node;
+    op.type = type;
+    op.num_in = static_cast<int>(node->operand_count());
+    for (int k = 0; k < op.num_in; ++k) {
+      const Shape& os = node->operand(k)->shape();
+      if (!os.IsArray() || (os.rank() != 0 && os.dimensions() != dims))
+        return NotCompilable(*node, "operand dimensions");
+      KILN_ASSIGN_OR_RETURN(int v, Value(node->operand(k), os.rank() == 0 ? ScalarMap() : map));
+      op.in[k] = inv ? v : BlockValue(v);
+      op.in_width[k] = PrimitiveByteWidth(os.element_type());
+    }
+    op.fn = ResolveElementwiseBlockFn(*node);
+    if (!op.fn) {
+      StatusOr<eval_internal::ElementFn> efn = eval_internal::ResolveElementFn(*node);
+      if (!efn.ok()) return NotCompilable(*node, efn.status().message());
+      op.efn = *efn;
+    }
+    return Emit(std::move(op), inv);
+  }
+};
+
+StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
+    std::span<const HloInstruction* const> roots, std::vector<int64_t> loop_dims,
+    std::vector<int64_t> root_perm, const LeafResolver& leaves, const Options& options) {
+  std::unique_ptr<ExprProgram> p(new ExprProgram());
+  p->block_ = std::max<int64_t>(1, options.block_elements);
+  p->loop_dims_ = loop_dims;
+  p->loop_elements_ = 1;
+  for (int64_t d : loop_dims) p->loop_elements_ *= d;
+  ExprCompiler c{*p, leaves, {}, {}, {}, -1};
+
+  // Map 0: the loop space.
+  {
+    auto m = std::make_unique<ExprMap>();
+    m->kind = MapKind::kLoop;
+    c.NewMap(std::move(m));
+  }
+  if (roots.empty()) return InvalidArgument("loop kernel: no roots");
+  const Shape& rs = roots[0]->shape();
+  if (!rs.IsArray()) return NotCompilable(*roots[0], "root is not an array");
+  for (const HloInstruction* r : roots)
+    if (!r->shape().IsArray() || r->shape().dimensions() != rs.dimensions())
+      return NotCompilable(*r, "roots of different dimensions");
+  int root_map = 0;
+  if (!root_perm.empty()) {
+    if (root_perm.size() != loop_dims.size() || static_cast<int64_t>(root_perm.size()) != rs.rank())
+      return InvalidArgument("loop kernel: bad root permutation");
+    std::vector<int64_t> src(rs.rank(), -1);
+    for (size_t k = 0; k < root_perm.size(); ++k) {
+      if (root_perm[k] < 0 || root_perm[k] >= rs.rank() || src[root_perm[k]] >= 0 ||
+          rs.dimensions(root_perm[k]) != loop_dims[k])
+        return InvalidArgument("loop kernel: bad root permutation");
+      src[root_perm[k]] = static_cast<int64_t>(k);
+    }
+    root_map = c.DeriveAffine(0, nullptr, -3, loop_dims, rs.dimensions(), src,
+                              std::vector<int64_t>(rs.rank(), 1), std::vector<int64_t>(rs.rank(), 0));
+  } else if (loop_dims != rs.dimensions()) {
+    return InvalidArgument("loop kernel: loop dims differ from the root's");
+  }
+  for (const HloInstruction* r : roots) {
+    KILN_ASSIGN_OR_RETURN(int v, c.Value(r, root_map));
+    p->root_values_.push_back(v);
+  }
+  for (int v : p->root_values_) p->root_block_values_.push_back(c.BlockValue(v));
+
+  // Buffers for block values: liveness over the block ops (roots live to the end; splats for
+  // the whole scratch).
+  const int64_t nv = p->num_values_;
+  std::vector<int64_t> last_use(nv, -1);
+  auto uses = [](const ExprOp& op, auto&& f) {
+    for (int k = 0; k < op.num_in; ++k) f(op.in[k]);
+    for (int v : op.values)
+      if (v >= 0) f(v);
+  };
+  const int64_t nops = static_cast<int64_t>(p->block_ops_.size());
+  for (int64_t i = 0; i < nops; ++i)
+    uses(p->block_ops_[i], [&](int v) { last_use[v] = std::max(last_use[v], i); });
+  std::vector<bool> is_root(nv, false);
+  for (int v : p->root_block_values_) {
+    last_use[v] = nops;
+    is_root[v] = true;
+  }
+  p->value_buffer_.assign(nv, -1);
+  std::vector<int64_t> buffer_bytes;
+  std::multimap<int64_t, int> free_buffers;  // bytes -> buffer
+  auto take = [&](int64_t bytes) {
+    auto it = free_buffers.find(bytes);
+    if (it != free_buffers.end()) {
+      int b = it->second;
+      free_buffers.erase(it);
+      return b;
+    }
+    buffer_bytes.push_back(bytes);
+    return static_cast<int>(buffer_bytes.size() - 1);
+  };
+  auto bytes_of = [&](int v) {
+    return (p->block_ * PrimitiveByteWidth(p->value_types_[v]) + 63) / 64 * 64;
+  };
+  for (const ExprOp& op : p->splat_ops_) p->value_buffer_[op.out] = take(bytes_of(op.out));
+  for (int64_t i = 0; i < nops; ++i) {
+    const ExprOp& op = p->block_ops_[i];
+    if (op.kind == ExprOp::Kind::kMap) continue;
+    p->value_buffer_[op.out] = take(bytes_of(op.out));
+    if (last_use[op.out] < 0) last_use[op.out] = i;  // unused value: free right away
+    std::vector<int> freed;
+    uses(op, [&](int v) {
+      if (last_use[v] == i && !p->value_invariant_[v]) freed.push_back(v);
+    });
+    if (last_use[op.out] == i && !is_root[op.out]) freed.push_back(op.out);
+    std::sort(freed.begin(), freed.end());
+    freed.erase(std::unique(freed.begin(), freed.end()), freed.end());
+    for (int v : freed) {
+      bool splat = false;
+      for (const ExprOp& s : p->splat_ops_) splat |= s.out == v;
+      if (!splat && p->value_buffer_[v] >= 0)
+        free_buffers.emplace(buffer_bytes[p->value_buffer_[v]], p->value_buffer_[v]);
+    }
+  }
+  p->buffer_offsets_.clear();
+  int64_t off = 0;
+  for (int64_t b : buffer_bytes) {
+    p->buffer_offsets_.push_back(off);
+    off += b;
+  }
+  p->scratch_bytes_ = off;
+  // A root may be written straight to its destination when a block op (not a read, not a
+  // splat) computes it and no other root shares its value.
+  for (size_t r = 0; r < p->root_block_values_.size(); ++r) {
+    const int v = p->root_block_values_[r];
+    bool direct = false;
+    for (const ExprOp& op : p->block_ops_)
+      if (op.kind != ExprOp::Kind::kMap && op.out == v) direct = op.kind != ExprOp::Kind::kRead;
+    for (size_t q = 0; q < p->root_block_values_.size(); ++q)
+      if (q != r && p->root_block_values_[q] == v) direct = false;
+    // A value read later by another op must not live in the destination if that op could be
+    // writing elsewhere... every op reads its inputs at the same positions, so a destination
+    // is as good as a buffer.
+    p->root_direct_.push_back(direct);
+  }
+  return p;
+}
+
+std::string ExprProgram::ToString() const {
+  std::ostringstream os;
+  auto list = [&](const char* name, const std::vector<ExprOp>& ops) {
+    os << name << ":\n";
+    for (const ExprOp& op : ops) {
+      os << "  ";
+      switch (op.kind) {
+        case ExprOp::Kind::kMap: {
+          const ExprMap& m = *maps_[op.map];
+          os << "map " << op.map << " <- " << m.parent << " dims [" << StrJoin(m.c_dims, ",")
+             << "]";
+          if (m.kind == MapKind::kAffine) os << " coef [" << StrJoin(m.coef, ",") << "]";
+          if (m.kind == MapKind::kWindow) os << " window";
+          if (m.kind == MapKind::kScalar) os << " scalar";
+          break;
+        }
+        case ExprOp::Kind::kRead: os << "v" << op.out << " = read in" << op.input << " @map " << op.map; break;
+        case ExprOp::Kind::kIota: os << "v" << op.out << " = iota @map " << op.map; break;
+        case ExprOp::Kind::kCompute:
+          os << "v" << op.out << " = " << HloOpcodeString(op.instr->opcode()) << "(";
+          for (int k = 0; k < op.num_in; ++k) os << (k ? ", v" : "v") << op.in[k];
+          os << ")" << (op.fn ? "" : " [generic]");
+          break;
+        case ExprOp::Kind::kPad: os << "v" << op.out << " = pad(v" << op.values[0] << ", v" << op.values[1] << ")"; break;
+        case ExprOp::Kind::kConcat: os << "v" << op.out << " = concat(" << StrJoin(op.values, ",") << ")"; break;
+        case ExprOp::Kind::kSplat: os << "v" << op.out << " = splat(v" << op.in[0] << ")"; break;
+      }
+      os << "\n";
+    }
+  };
+  list("invariant", invariant_ops_);
+  list("splat", splat_ops_);
+  list("block", block_ops_);
+  os << "roots:";
+  for (int v : root_block_values_) os << " v" << v;
+  return os.str();
+}
+
+}  // namespace kiln::cpu::internal

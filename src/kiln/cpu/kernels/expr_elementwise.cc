@@ -1,0 +1,311 @@
+// Typed block loops for the elementwise ops of an ExprProgram. Each loop applies the reference
+// evaluator's element functor (eval/elementwise_ops.h) to arrays, so results are the
+// evaluator's; f16 and bf16 are "lifted": decoded to f32 with the fast codecs, computed with the
+// f32 functor, rounded back per op -- exactly what the evaluator's functors do for them.
+#include <cstring>
+
+#include "kiln/cpu/kernels/convert_ops.h"
+#include "kiln/cpu/kernels/expr_internal.h"
+#include "kiln/eval/elementwise_ops.h"
+
+namespace kiln::cpu::internal {
+namespace {
+
+using namespace eval_internal;  // NOLINT: the functors
+
+template <class T>
+using Lifted = std::conditional_t<kIsHalfLike<T>, float, T>;
+
+template <class T>
+inline Lifted<T> Up(T v) {
+  if constexpr (kIsHalfLike<T>) return HalfToFloat(v);
+  else return v;
+}
+// Back from the functor's result: half-like results round; others pass through.
+template <class O, class R>
+inline O Down(R r) {
+  if constexpr (kIsHalfLike<O>) return FloatToHalf<O>(r);
+  else return r;
+}
+
+// Result type of functor F on (lifted) T, mapped back: a float result of a lifted half-like
+// op is the half-like type again.
+template <class F, class T>
+using UnaryOut = std::conditional_t<
+    kIsHalfLike<T> && std::is_same_v<decltype(F::Apply(nullptr, Lifted<T>{})), float>, T,
+    decltype(F::Apply(nullptr, Lifted<T>{}))>;
+template <class F, class T>
+using BinaryOut = std::conditional_t<
+    kIsHalfLike<T> &&
+        std::is_same_v<decltype(F::Apply(nullptr, Lifted<T>{}, Lifted<T>{})), float>,
+    T, decltype(F::Apply(nullptr, Lifted<T>{}, Lifted<T>{}))>;
+
+template <class F, class T>
+void UnaryLoop(const ExprOp& op, int64_t n, void* const* p) {
+  using O = UnaryOut<F, T>;
+  const T* __restrict a = static_cast<const T*>(p[op.in[0]]);
+  O* __restrict o = static_cast<O*>(p[op.out]);
+  const HloInstruction* c = op.instr;
+  for (int64_t i = 0; i < n; ++i) o[i] = Down<O>(F::Apply(c, Up(a[i])));
+}
+
+template <class F, class T>
+void BinaryLoop(const ExprOp& op, int64_t n, void* const* p) {
+  using O = BinaryOut<F, T>;
+  const T* __restrict a = static_cast<const T*>(p[op.in[0]]);
+  const T* __restrict b = static_cast<const T*>(p[op.in[1]]);
+  O* __restrict o = static_cast<O*>(p[op.out]);
+  const HloInstruction* c = op.instr;
+  for (int64_t i = 0; i < n; ++i) o[i] = Down<O>(F::Apply(c, Up(a[i]), Up(b[i])));
+}
+
+// clamp(lo, x, hi) = min(hi, max(x, lo)); a NaN operand propagates (lo first), as the
+// evaluator's clamp.
+struct ClampFn {
+  template <class T>
+  static T Apply(T lo, T x, T hi) {
+    if constexpr (std::is_same_v<T, bool>) {
+      bool m = x || lo;
+      return m && hi;
+    } else {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(lo)) return lo;
+        if (std::isnan(x)) return x;
+        if (std::isnan(hi)) return hi;
+      }
+      T m = x < lo ? lo : x;
+      return m < hi ? m : hi;
+    }
+  }
+};
+
+template <class T>
+void ClampLoop(const ExprOp& op, int64_t n, void* const* p) {
+  const T* __restrict lo = static_cast<const T*>(p[op.in[0]]);
+  const T* __restrict x = static_cast<const T*>(p[op.in[1]]);
+  const T* __restrict hi = static_cast<const T*>(p[op.in[2]]);
+  T* __restrict o = static_cast<T*>(p[op.out]);
+  if constexpr (kIsHalfLike<T>) {
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = FloatToHalf<T>(ClampFn::Apply(Up(lo[i]), Up(x[i]), Up(hi[i])));
+  } else if constexpr (kIsInt<T>) {
+    // Integers compare in their wide type, as the evaluator does (same order).
+    for (int64_t i = 0; i < n; ++i) o[i] = ClampFn::Apply(lo[i], x[i], hi[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = ClampFn::Apply(lo[i], x[i], hi[i]);
+  }
+}
+
+template <int W>
+struct Bytes {
+  uint8_t b[W];
+};
+
+template <class U>
+void SelectLoop(const ExprOp& op, int64_t n, void* const* p) {
+  const bool* __restrict pred = static_cast<const bool*>(p[op.in[0]]);
+  const U* __restrict a = static_cast<const U*>(p[op.in[1]]);
+  const U* __restrict b = static_cast<const U*>(p[op.in[2]]);
+  U* __restrict o = static_cast<U*>(p[op.out]);
+  for (int64_t i = 0; i < n; ++i) o[i] = pred[i] ? a[i] : b[i];
+}
+
+template <class D, class S>
+void ConvertLoop(const ExprOp& op, int64_t n, void* const* p) {
+  const S* __restrict a = static_cast<const S*>(p[op.in[0]]);
+  D* __restrict o = static_cast<D*>(p[op.out]);
+  for (int64_t i = 0; i < n; ++i) o[i] = Convert<D, S>(a[i]);
+}
+
+void BitcastCopyLoop(const ExprOp& op, int64_t n, void* const* p) {
+  std::memcpy(p[op.out], p[op.in[0]], static_cast<size_t>(n) * op.width);
+}
+
+// The typed loop of functor F for operand type t (fast types only).
+template <class F, bool kBinary>
+BlockFn TypedFn(PrimitiveType t, PrimitiveType out) {
+  return FastTypeSwitch(
+      t,
+      [&](auto tag) -> BlockFn {
+        using T = NativeTypeOf<decltype(tag)::value>;
+        if constexpr (!F::template kOk<T>) {
+          return nullptr;
+        } else if constexpr (kIsHalfLike<T> && !F::template kOk<float>) {
+          return nullptr;
+        } else if constexpr (kBinary) {
+          using O = BinaryOut<F, T>;
+          if (eval_internal::PrimitiveTypeOf<O>() != out) return nullptr;
+          return &BinaryLoop<F, T>;
+        } else {
+          using O = UnaryOut<F, T>;
+          if (eval_internal::PrimitiveTypeOf<O>() != out) return nullptr;
+          return &UnaryLoop<F, T>;
+        }
+      },
+      []() -> BlockFn { return nullptr; });
+}
+
+CompareKind KindFor(const HloInstruction& instr, PrimitiveType t) {
+  ComparisonType ct = instr.attrs().comparison_type;
+  if (ct == ComparisonType::kDefault) ct = DefaultComparisonType(t);
+  if (IsFloatingPointType(t))
+    return ct == ComparisonType::kTotalOrder ? CompareKind::kTotalOrder : CompareKind::kIeee;
+  if (IsIntegralType(t)) {
+    if (ct == ComparisonType::kSigned) return CompareKind::kSigned;
+    if (ct == ComparisonType::kUnsigned) return CompareKind::kUnsigned;
+  }
+  return CompareKind::kIeee;
+}
+
+template <ComparisonDirection D>
+BlockFn CompareFnFor(CompareKind k, PrimitiveType t) {
+  // Each kind only for the types it applies to (the others never occur), to keep the number of
+  // instantiations down.
+  return FastTypeSwitch(
+      t,
+      [&](auto tag) -> BlockFn {
+        using T = NativeTypeOf<decltype(tag)::value>;
+        if constexpr (kIsFloat<T>) {
+          if (k == CompareKind::kTotalOrder)
+            return &BinaryLoop<CompareOp<D, CompareKind::kTotalOrder>, T>;
+          return &BinaryLoop<CompareOp<D, CompareKind::kIeee>, T>;
+        } else if constexpr (kIsInt<T>) {
+          if (k == CompareKind::kSigned) return &BinaryLoop<CompareOp<D, CompareKind::kSigned>, T>;
+          if (k == CompareKind::kUnsigned)
+            return &BinaryLoop<CompareOp<D, CompareKind::kUnsigned>, T>;
+          return &BinaryLoop<CompareOp<D, CompareKind::kIeee>, T>;
+        } else if constexpr (CompareOp<D, CompareKind::kIeee>::template kOk<T>) {
+          return &BinaryLoop<CompareOp<D, CompareKind::kIeee>, T>;
+        } else {
+          return nullptr;
+        }
+      },
+      []() -> BlockFn { return nullptr; });
+}
+
+// TotalOrder on lifted half-like values must use the half-like bits' order; f32's total order
+// of the decoded value is the same order (decoding is monotone in the key and maps NaN to NaN
+// with the same sign), so the lifted loop agrees with the evaluator.
+
+BlockFn CompareFn(const HloInstruction& instr) {
+  PrimitiveType t = instr.operand(0)->shape().element_type();
+  CompareKind k = KindFor(instr, t);
+  switch (instr.attrs().comparison_direction) {
+    case ComparisonDirection::kEq: return CompareFnFor<ComparisonDirection::kEq>(k, t);
+    case ComparisonDirection::kNe: return CompareFnFor<ComparisonDirection::kNe>(k, t);
+    case ComparisonDirection::kGe: return CompareFnFor<ComparisonDirection::kGe>(k, t);
+    case ComparisonDirection::kGt: return CompareFnFor<ComparisonDirection::kGt>(k, t);
+    case ComparisonDirection::kLe: return CompareFnFor<ComparisonDirection::kLe>(k, t);
+    default: return CompareFnFor<ComparisonDirection::kLt>(k, t);
+  }
+}
+
+#define KILN_CPU_UNARY_OPS(X)                                                               \
+  X(kAbs, AbsOp) X(kAcos, AcosOp) X(kAcosh, AcoshOp) X(kAsin, AsinOp) X(kAsinh, AsinhOp)     \
+  X(kAtan, AtanOp) X(kAtanh, AtanhOp) X(kCbrt, CbrtOp) X(kCeil, CeilOp) X(kClz, ClzOp)      \
+  X(kCos, CosOp) X(kCosh, CoshOp) X(kErf, ErfOp) X(kExp, ExpOp) X(kExpm1, Expm1Op)          \
+  X(kFloor, FloorOp) X(kImag, ImagOp) X(kIsFinite, IsFiniteOp) X(kLog, LogOp)               \
+  X(kLog1p, Log1pOp) X(kLogistic, LogisticOp) X(kNegate, NegateOp) X(kNot, NotOp)           \
+  X(kPopulationCount, PopcntOp) X(kReal, RealOp) X(kRoundNearestAfz, RoundAfzOp)            \
+  X(kRoundNearestEven, RoundEvenOp) X(kRsqrt, RsqrtOp) X(kSign, SignOp) X(kSin, SinOp)      \
+  X(kSinh, SinhOp) X(kSqrt, SqrtOp) X(kTan, TanOp) X(kTanh, TanhOp)
+
+#define KILN_CPU_BINARY_OPS(X)                                                              \
+  X(kAdd, AddOp) X(kSubtract, SubtractOp) X(kMultiply, MultiplyOp) X(kDivide, DivideOp)     \
+  X(kRemainder, RemainderOp) X(kMaximum, MaximumOp) X(kMinimum, MinimumOp)                  \
+  X(kPower, PowerOp) X(kAtan2, Atan2Op) X(kAnd, AndOp) X(kOr, OrOp) X(kXor, XorOp)          \
+  X(kShiftLeft, ShiftLeftOp) X(kShiftRightArithmetic, ShiftRightArithmeticOp)               \
+  X(kShiftRightLogical, ShiftRightLogicalOp) X(kMulhi, MulhiOp) X(kComplex, ComplexOp)
+
+}  // namespace
+
+BlockFn ResolveConvertBlockFn(PrimitiveType from, PrimitiveType to) {
+  return FastTypeSwitch(
+      from,
+      [&](auto stag) -> BlockFn {
+        using S = NativeTypeOf<decltype(stag)::value>;
+        return FastTypeSwitch(
+            to,
+            [&](auto dtag) -> BlockFn {
+              using D = NativeTypeOf<decltype(dtag)::value>;
+              if constexpr (kFastConvert<D, S>) return &ConvertLoop<D, S>;
+              else return nullptr;
+            },
+            []() -> BlockFn { return nullptr; });
+      },
+      []() -> BlockFn { return nullptr; });
+}
+
+BlockFn ResolveElementwiseBlockFn(const HloInstruction& instr) {
+  for (const HloInstruction* op : instr.operands())
+    if (!op->shape().IsArray()) return nullptr;
+  const PrimitiveType out = instr.shape().element_type();
+  const PrimitiveType t = instr.operand_count() > 0 ? instr.operand(0)->shape().element_type()
+                                                     : PrimitiveType::kInvalid;
+  switch (instr.opcode()) {
+#define KILN_UNARY_CASE(opc, F) \
+  case HloOpcode::opc:          \
+    return TypedFn<F, false>(t, out);
+    KILN_CPU_UNARY_OPS(KILN_UNARY_CASE)
+#undef KILN_UNARY_CASE
+#define KILN_BINARY_CASE(opc, F)                                          \
+  case HloOpcode::opc:                                                    \
+    if (instr.operand(1)->shape().element_type() != t) return nullptr;    \
+    return TypedFn<F, true>(t, out);
+    KILN_CPU_BINARY_OPS(KILN_BINARY_CASE)
+#undef KILN_BINARY_CASE
+    case HloOpcode::kCompare:
+      if (instr.operand(1)->shape().element_type() != t || out != PrimitiveType::kPred)
+        return nullptr;
+      return CompareFn(instr);
+    case HloOpcode::kSelect: {
+      if (t != PrimitiveType::kPred || instr.operand(1)->shape().element_type() != out ||
+          instr.operand(2)->shape().element_type() != out)
+        return nullptr;
+      switch (PrimitiveByteWidth(out)) {
+        case 1: return &SelectLoop<uint8_t>;
+        case 2: return &SelectLoop<uint16_t>;
+        case 4: return &SelectLoop<uint32_t>;
+        case 8: return &SelectLoop<uint64_t>;
+        case 16: return &SelectLoop<Bytes<16>>;
+        default: return nullptr;
+      }
+    }
+    case HloOpcode::kClamp:
+      for (int k = 0; k < 3; ++k)
+        if (instr.operand(k)->shape().element_type() != out) return nullptr;
+      return FastTypeSwitch(
+          out,
+          [&](auto tag) -> BlockFn {
+            using T = NativeTypeOf<decltype(tag)::value>;
+            if constexpr (kIsComplex<T>) return nullptr;
+            else return &ClampLoop<T>;
+          },
+          []() -> BlockFn { return nullptr; });
+    case HloOpcode::kConvert:
+      return ResolveConvertBlockFn(t, out);
+    case HloOpcode::kBitcastConvert: {
+      // Equal widths, no pred (whose bytes are normalized) and no sub-byte types: a copy.
+      int w = PrimitiveBitWidth(t);
+      if (w != PrimitiveBitWidth(out) || w % 8 != 0 || t == PrimitiveType::kPred ||
+          out == PrimitiveType::kPred)
+        return nullptr;
+      return &BitcastCopyLoop;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+void GenericElementwiseBlock(const ExprOp& op, int64_t n, void* const* p) {
+  const uint8_t* in[3] = {nullptr, nullptr, nullptr};
+  for (int k = 0; k < op.num_in; ++k) in[k] = static_cast<const uint8_t*>(p[op.in[k]]);
+  uint8_t* o = static_cast<uint8_t*>(p[op.out]);
+  const void* args[3];
+  for (int64_t i = 0; i < n; ++i) {
+    for (int k = 0; k < op.num_in; ++k) args[k] = in[k] + i * op.in_width[k];
+    op.efn(op.instr, args, o + i * op.width);
+  }
+}
+
+}  // namespace kiln::cpu::internal

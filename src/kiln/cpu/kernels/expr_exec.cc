@@ -1,0 +1,381 @@
+// ExprProgram execution: index-map runs, reads, iota, pad/concatenate selection, blocks.
+#include <algorithm>
+#include <cstring>
+
+#include "kiln/cpu/kernels/convert_ops.h"
+#include "kiln/cpu/kernels/expr_internal.h"
+
+namespace kiln::cpu::internal {
+
+int64_t ClampedIndexValue(const void* p, PrimitiveType t, int64_t hi) {
+  if (hi < 0) hi = 0;
+  int64_t v = 0;
+  bool huge = false;
+  ArrayTypeSwitch(t, [&](auto tag) {
+    using T = NativeTypeOf<decltype(tag)::value>;
+    if constexpr (eval_internal::kIsInt<T>) {
+      T x;
+      std::memcpy(&x, p, sizeof(T));
+      if constexpr (std::is_same_v<T, uint64_t>) {
+        huge = x > static_cast<uint64_t>(INT64_MAX);
+        v = static_cast<int64_t>(x);
+      } else {
+        v = static_cast<int64_t>(eval_internal::Widen(x));
+      }
+    }
+  });
+  if (huge) return hi;
+  return std::clamp<int64_t>(v, 0, hi);
+}
+
+namespace {
+
+// Appends a run, merging it into the previous one when it continues it.
+inline void PushRun(std::vector<ExprRun>& out, int64_t pos, int64_t len, int64_t base,
+                    int64_t stride) {
+  if (len <= 0) return;
+  if (len == 1) stride = 0;
+  if (!out.empty()) {
+    ExprRun& last = out.back();
+    if (last.pos + last.len == pos) {
+      int64_t s = last.len == 1 ? (base - last.base) : last.stride;
+      if ((len == 1 || stride == s) && last.base + s * last.len == base) {
+        last.stride = s;
+        last.len += static_cast<int32_t>(len);
+        return;
+      }
+    }
+  }
+  out.push_back({static_cast<int32_t>(pos), static_cast<int32_t>(len), base, stride});
+}
+
+constexpr int kMaxRank = 64;
+
+// Calls emit(pos, len, j, a, f) for pieces of run `r` (linear indices into the map's merged
+// consumer shape) along which the multi-index j moves along at most one dimension a by f per
+// position (a = -1: constant).
+template <class Emit>
+inline void ForEachPiece(const ExprMap& m, const ExprRun& r, Emit&& emit) {
+  const int rank = static_cast<int>(m.c_dims.size());
+  int64_t j[kMaxRank];
+  const int64_t stride = r.len == 1 ? 0 : r.stride;
+  // The dimension the stride steps along (merged strides are strictly nested).
+  int a = -1;
+  int64_t f = 0;
+  if (stride != 0) {
+    const int64_t as = stride < 0 ? -stride : stride;
+    for (int c = rank - 1; c >= 0; --c) {
+      if (m.c_strides[c] <= as && as < m.c_strides[c] * m.c_dims[c]) {
+        if (as % m.c_strides[c] == 0) {
+          a = c;
+          f = stride / m.c_strides[c];
+        }
+        break;
+      }
+    }
+  }
+  int64_t t = 0;
+  while (t < r.len) {
+    const int64_t cur = r.base + stride * t;
+    for (int c = 0; c < rank; ++c) j[c] = (cur / m.c_strides[c]) % m.c_dims[c];
+    int64_t len;
+    if (stride == 0) {
+      len = r.len - t;
+    } else if (a < 0) {
+      len = 1;
+    } else {
+      const int64_t left = f > 0 ? (m.c_dims[a] - 1 - j[a]) / f + 1 : j[a] / (-f) + 1;
+      len = std::min<int64_t>(r.len - t, left);
+    }
+    emit(r.pos + t, len, j, len > 1 ? a : -1, f);
+    t += len;
+  }
+}
+
+}  // namespace
+
+void ComputeMapRuns(const ExprMap& m, const std::vector<ExprRun>& parent, int64_t start,
+                    int64_t n, const std::vector<void*>& inv, std::vector<ExprRun>& out) {
+  out.clear();
+  switch (m.kind) {
+    case MapKind::kLoop:
+      out.push_back({0, static_cast<int32_t>(n), start, 1});
+      return;
+    case MapKind::kScalar:
+      out.push_back({0, static_cast<int32_t>(n), 0, 0});
+      return;
+    case MapKind::kAffine: {
+      int64_t k = m.k_static;
+      for (const ExprMap::DynStart& d : m.dyn)
+        k += ClampedIndexValue(inv[d.value], d.type, d.hi) * d.stride;
+      const int rank = static_cast<int>(m.c_dims.size());
+      if (rank == 0) {
+        for (const ExprRun& r : parent) PushRun(out, r.pos, r.len, k, 0);
+        return;
+      }
+      if (rank == 1) {  // linear: no pieces
+        const int64_t c0 = m.coef[0];
+        for (const ExprRun& r : parent) {
+          // j = cur / stride0 (the merged dim's stride), which is exact for in-range runs.
+          const int64_t s0 = m.c_strides[0];
+          if (r.len == 1 || r.stride % s0 == 0) {
+            PushRun(out, r.pos, r.len, k + c0 * (r.base / s0), c0 * (r.stride / s0));
+            continue;
+          }
+          for (int64_t t = 0; t < r.len; ++t)
+            PushRun(out, r.pos + t, 1, k + c0 * ((r.base + r.stride * t) / s0), 0);
+        }
+        return;
+      }
+      for (const ExprRun& r : parent) {
+        ForEachPiece(m, r, [&](int64_t pos, int64_t len, const int64_t* j, int a, int64_t f) {
+          int64_t base = k;
+          for (int c = 0; c < rank; ++c) base += m.coef[c] * j[c];
+          PushRun(out, pos, len, base, a >= 0 ? m.coef[a] * f : 0);
+        });
+      }
+      return;
+    }
+    case MapKind::kWindow: {
+      const int rank = static_cast<int>(m.c_dims.size());
+      for (const ExprRun& r : parent) {
+        ForEachPiece(m, r, [&](int64_t pos, int64_t len, const int64_t* j, int a, int64_t f) {
+          int64_t base = 0;
+          for (int c = 0; c < rank; ++c) {
+            if (c == a) continue;
+            const int64_t u = j[c] - m.low[c], step = m.interior[c] + 1;
+            if (u < 0 || u % step != 0 || u / step >= m.size[c]) return;
+            base += (u / step) * m.o_strides[c];
+          }
+          if (a < 0) {
+            PushRun(out, pos, len, base, 0);
+            return;
+          }
+          const int64_t u0 = j[a] - m.low[a];
+          const int64_t size = m.size[a], step = m.interior[a] + 1;
+          if (step == 1) {
+            // Positions t in [0, len) with 0 <= u0 + f * t < size.
+            int64_t lo = 0, hi = len - 1;
+            if (f > 0) {
+              if (u0 < 0) lo = (-u0 + f - 1) / f;
+              if (size - 1 - u0 < 0) return;
+              hi = std::min(hi, (size - 1 - u0) / f);
+            } else {
+              const int64_t g = -f;
+              if (u0 > size - 1) lo = (u0 - (size - 1) + g - 1) / g;
+              if (u0 < 0) return;
+              hi = std::min(hi, u0 / g);
+            }
+            if (lo > hi) return;
+            PushRun(out, pos + lo, hi - lo + 1, base + (u0 + f * lo) * m.o_strides[a],
+                    f * m.o_strides[a]);
+            return;
+          }
+          for (int64_t t = 0; t < len; ++t) {
+            const int64_t u = u0 + f * t;
+            if (u < 0 || u % step != 0 || u / step >= size) continue;
+            PushRun(out, pos + t, 1, base + (u / step) * m.o_strides[a], 0);
+          }
+        });
+      }
+      return;
+    }
+  }
+}
+
+// ---- Element movers by width ----
+
+namespace {
+
+template <int W>
+struct Elem {
+  uint8_t b[W];
+};
+
+template <class U>
+inline void GatherRun(const uint8_t* src, uint8_t* dst, const ExprRun& r) {
+  const U* s = reinterpret_cast<const U*>(src) + r.base;
+  U* d = reinterpret_cast<U*>(dst) + r.pos;
+  if (r.stride == 1) {
+    std::memcpy(d, s, static_cast<size_t>(r.len) * sizeof(U));
+  } else if (r.stride == 0) {
+    const U v = *s;
+    for (int32_t t = 0; t < r.len; ++t) d[t] = v;
+  } else {
+    const int64_t st = r.stride;
+    for (int32_t t = 0; t < r.len; ++t) d[t] = s[t * st];
+  }
+}
+
+inline void GatherRuns(const uint8_t* src, uint8_t* dst, int width,
+                       const std::vector<ExprRun>& runs) {
+  switch (width) {
+    case 1: for (const ExprRun& r : runs) GatherRun<uint8_t>(src, dst, r); break;
+    case 2: for (const ExprRun& r : runs) GatherRun<uint16_t>(src, dst, r); break;
+    case 4: for (const ExprRun& r : runs) GatherRun<uint32_t>(src, dst, r); break;
+    case 8: for (const ExprRun& r : runs) GatherRun<uint64_t>(src, dst, r); break;
+    case 16: for (const ExprRun& r : runs) GatherRun<Elem<16>>(src, dst, r); break;
+    default: break;
+  }
+}
+
+// Copies the values at positions covered by `runs` from src to dst (same positions).
+inline void SelectRuns(const uint8_t* src, uint8_t* dst, int width,
+                       const std::vector<ExprRun>& runs) {
+  for (const ExprRun& r : runs)
+    std::memcpy(dst + static_cast<int64_t>(r.pos) * width, src + static_cast<int64_t>(r.pos) * width,
+                static_cast<size_t>(r.len) * width);
+}
+
+inline void Fill(uint8_t* dst, const void* value, int width, int64_t n) {
+  switch (width) {
+    case 1: std::memset(dst, *static_cast<const uint8_t*>(value), n); break;
+    case 2: { uint16_t v; std::memcpy(&v, value, 2); std::fill_n(reinterpret_cast<uint16_t*>(dst), n, v); break; }
+    case 4: { uint32_t v; std::memcpy(&v, value, 4); std::fill_n(reinterpret_cast<uint32_t*>(dst), n, v); break; }
+    case 8: { uint64_t v; std::memcpy(&v, value, 8); std::fill_n(reinterpret_cast<uint64_t*>(dst), n, v); break; }
+    default:
+      for (int64_t i = 0; i < n; ++i) std::memcpy(dst + i * width, value, width);
+  }
+}
+
+template <class T>
+void IotaRuns(uint8_t* dst, const std::vector<ExprRun>& runs) {
+  T* d = reinterpret_cast<T*>(dst);
+  for (const ExprRun& r : runs)
+    for (int32_t t = 0; t < r.len; ++t) d[r.pos + t] = FromInt64<T>(r.base + r.stride * t);
+}
+
+}  // namespace
+
+// Runs ops of one phase. `runs` are the per-map run lists of this phase.
+struct ExprExec {
+  static void Run(const ExprProgram& p, const std::vector<ExprOp>& ops, int64_t start, int64_t n,
+                  std::span<const void* const> inputs, const std::vector<void*>& inv,
+                  std::vector<std::vector<ExprRun>>& runs, std::vector<void*>& ptrs,
+                  const std::vector<void*>& buffers) {
+    for (const ExprOp& op : ops) {
+      switch (op.kind) {
+        case ExprOp::Kind::kMap: {
+          const ExprMap& m = *p.maps_[op.map];
+          static const std::vector<ExprRun> kNone;
+          ComputeMapRuns(m, m.parent >= 0 ? runs[m.parent] : kNone, start, n, inv, runs[op.map]);
+          break;
+        }
+        case ExprOp::Kind::kRead: {
+          const uint8_t* src = static_cast<const uint8_t*>(op.input >= 0 ? inputs[op.input] : op.data);
+          const std::vector<ExprRun>& rs = runs[op.map];
+          if (rs.size() == 1 && rs[0].pos == 0 && rs[0].len == n && (rs[0].stride == 1 || n == 1)) {
+            ptrs[op.out] = const_cast<uint8_t*>(src) + rs[0].base * op.width;
+          } else {
+            ptrs[op.out] = buffers[op.out];
+            GatherRuns(src, static_cast<uint8_t*>(ptrs[op.out]), op.width, rs);
+          }
+          break;
+        }
+        case ExprOp::Kind::kIota: {
+          uint8_t* dst = static_cast<uint8_t*>(ptrs[op.out]);
+          ArrayTypeSwitch(op.type, [&](auto tag) {
+            using T = NativeTypeOf<decltype(tag)::value>;
+            IotaRuns<T>(dst, runs[op.map]);
+          });
+          break;
+        }
+        case ExprOp::Kind::kCompute:
+          if (op.fn) op.fn(op, n, ptrs.data());
+          else GenericElementwiseBlock(op, n, ptrs.data());
+          break;
+        case ExprOp::Kind::kPad: {
+          uint8_t* dst = static_cast<uint8_t*>(ptrs[op.out]);
+          Fill(dst, inv[op.values[1]], op.width, n);
+          if (op.values[0] >= 0)
+            SelectRuns(static_cast<const uint8_t*>(ptrs[op.values[0]]), dst, op.width,
+                       runs[op.maps[0]]);
+          break;
+        }
+        case ExprOp::Kind::kConcat: {
+          uint8_t* dst = static_cast<uint8_t*>(ptrs[op.out]);
+          for (size_t k = 0; k < op.values.size(); ++k)
+            SelectRuns(static_cast<const uint8_t*>(ptrs[op.values[k]]), dst, op.width,
+                       runs[op.maps[k]]);
+          break;
+        }
+        case ExprOp::Kind::kSplat:
+          Fill(static_cast<uint8_t*>(ptrs[op.out]), inv[op.in[0]], op.width, n);
+          break;
+      }
+    }
+  }
+};
+
+ExprProgram::~ExprProgram() = default;
+
+PrimitiveType ExprProgram::root_type(int r) const { return value_types_[root_values_[r]]; }
+
+int64_t ExprProgram::num_ops() const { return static_cast<int64_t>(block_ops_.size()); }
+
+StatusOr<ExprRunState> ExprProgram::Prepare(std::span<const void* const> inputs) const {
+  ExprRunState s;
+  s.inputs_ = inputs;
+  s.storage_.assign(static_cast<size_t>(num_values_) * 16, 0);
+  s.ptrs_.assign(num_values_, nullptr);
+  for (int64_t v = 0; v < num_values_; ++v)
+    if (value_invariant_[v]) s.ptrs_[v] = s.storage_.data() + v * 16;
+  if (!invariant_ops_.empty()) {
+    std::vector<std::vector<ExprRun>> runs(maps_.size());
+    std::vector<void*> buffers = s.ptrs_;
+    ExprExec::Run(*this, invariant_ops_, 0, 1, inputs, s.ptrs_, runs, s.ptrs_, buffers);
+    // Reads may have pointed into the inputs; keep a copy in the state's own storage so the
+    // values stay put for the splats.
+    for (int64_t v = 0; v < num_values_; ++v) {
+      if (!value_invariant_[v] || s.ptrs_[v] == buffers[v]) continue;
+      std::memcpy(buffers[v], s.ptrs_[v], PrimitiveByteWidth(value_types_[v]));
+      s.ptrs_[v] = buffers[v];
+    }
+  }
+  return s;
+}
+
+ExprScratch ExprProgram::NewScratch(const ExprRunState& state) const {
+  ExprScratch s;
+  s.state_ = &state;
+  s.storage_.assign(static_cast<size_t>(scratch_bytes_) + 64, 0);
+  uint8_t* base = s.storage_.data();
+  base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+  s.ptrs_ = state.ptrs_;
+  s.buffers_.assign(num_values_, nullptr);
+  for (int64_t v = 0; v < num_values_; ++v) {
+    if (value_invariant_[v] || value_buffer_[v] < 0) continue;
+    s.buffers_[v] = base + buffer_offsets_[value_buffer_[v]];
+    s.ptrs_[v] = s.buffers_[v];
+  }
+  s.runs_.assign(maps_.size(), {});
+  ExprExec::Run(*this, splat_ops_, 0, block_, state.inputs_, state.ptrs_, s.runs_, s.ptrs_,
+                s.buffers_);
+  return s;
+}
+
+void ExprProgram::EvalBlock(ExprScratch& s, int64_t start, int64_t n, std::span<void* const> dest,
+                            std::span<const void*> results) const {
+  const int nr = num_roots();
+  // Roots computed by a block op write straight into their destination.
+  for (int r = 0; r < nr; ++r) {
+    const int v = root_block_values_[r];
+    if (value_invariant_[v] || value_buffer_[v] < 0) continue;
+    s.ptrs_[v] = (!dest.empty() && dest[r] && root_direct_[r]) ? dest[r] : s.buffers_[v];
+  }
+  ExprExec::Run(*this, block_ops_, start, n, s.state_->inputs_, s.state_->ptrs_, s.runs_, s.ptrs_,
+                s.buffers_);
+  for (int r = 0; r < nr; ++r) {
+    const int v = root_block_values_[r];
+    void* src = s.ptrs_[v];
+    if (!dest.empty() && dest[r]) {
+      if (src != dest[r])
+        std::memcpy(dest[r], src, static_cast<size_t>(n) * PrimitiveByteWidth(value_types_[v]));
+      results[r] = dest[r];
+    } else {
+      results[r] = src;
+    }
+  }
+}
+
+}  // namespace kiln::cpu::internal

@@ -1,0 +1,64 @@
+// The evaluator fallback kernel: runs the reference evaluator's kernel for the instruction's
+// opcode on literals copied from the input views, and copies the result's leaves out.
+#include "kiln/cpu/kernels/common.h"
+#include "kiln/cpu/kernels/kernels.h"
+#include "kiln/eval/evaluator.h"
+#include "kiln/eval/kernels.h"
+
+namespace kiln::cpu {
+namespace internal {
+namespace {
+
+class EvaluatorFallbackKernel final : public CpuKernel {
+ public:
+  EvaluatorFallbackKernel(const HloInstruction& instr, EvalKernel kernel)
+      : instr_(instr), kernel_(kernel) {
+    for (const HloInstruction* op : instr.operands()) operand_shapes_.push_back(op->shape());
+  }
+
+  std::string name() const override {
+    return "evaluator[" + std::string(HloOpcodeString(instr_.opcode())) + " " +
+           ShapeText(instr_.shape()) + "]";
+  }
+
+  Status Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
+             const KernelContext&) const override {
+    std::vector<Literal> operands;
+    operands.reserve(operand_shapes_.size());
+    size_t next = 0;
+    for (const Shape& s : operand_shapes_) {
+      KILN_ASSIGN_OR_RETURN(Literal l, LiteralFromViews(s, inputs, &next));
+      operands.push_back(std::move(l));
+    }
+    if (next != inputs.size())
+      return InvalidArgument(name(), ": got ", inputs.size(), " input arrays, expected ", next);
+    std::vector<const Literal*> ptrs;
+    for (const Literal& l : operands) ptrs.push_back(&l);
+    // A fresh evaluator per run: kernels are run concurrently, and the evaluator is not
+    // thread-safe. (The stateful `rng` op therefore restarts from the same seed each run.)
+    Evaluator evaluator;
+    KILN_ASSIGN_OR_RETURN(Literal result, kernel_(instr_, ptrs, evaluator));
+    size_t out_next = 0;
+    KILN_RETURN_IF_ERROR(LiteralToViews(result, outputs, &out_next));
+    if (out_next != outputs.size())
+      return InvalidArgument(name(), ": result has ", out_next, " arrays, got ",
+                             outputs.size(), " output views");
+    return OkStatus();
+  }
+
+ private:
+  const HloInstruction& instr_;
+  EvalKernel kernel_;
+  std::vector<Shape> operand_shapes_;
+};
+
+}  // namespace
+}  // namespace internal
+
+StatusOr<std::unique_ptr<CpuKernel>> CreateEvaluatorFallbackKernel(const HloInstruction& instr) {
+  EvalKernel kernel = KernelRegistry::Global().Find(instr.opcode());
+  if (kernel == nullptr) return UnsupportedInstruction(instr, "no evaluator kernel");
+  return std::unique_ptr<CpuKernel>(new internal::EvaluatorFallbackKernel(instr, kernel));
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,44 @@
+// Matrix multiplication for the dot and convolution kernels (internal to src/kiln/cpu/kernels):
+// Eigen's tensor contraction (its GEBP kernel, as XLA's CPU runtime uses) for f32, f64, c64 and
+// c128, and a blocked loop for integers.
+//
+// Note [Eigen threads]
+//   Eigen runs on kiln's own ThreadPool through an adapter (EigenPoolAdapter in gemm.cc), not on
+//   an Eigen::ThreadPool of its own: the backend then has one set of worker threads and never
+//   oversubscribes the cores. Eigen's contraction blocks the calling thread until its tasks are
+//   done, so it must not be called from a worker of the same pool with the pool's other workers
+//   possibly blocked the same way (a deadlock): called from a worker of ctx.pool -- or without a
+//   pool -- a GEMM runs single-threaded (Eigen::DefaultDevice), which is also what kiln's
+//   ThreadPool::ParallelFor does for nested parallelism.
+#pragma once
+
+#include <complex>
+#include <cstdint>
+
+#include "kiln/cpu/kernel.h"
+
+namespace kiln::cpu::internal {
+
+// One GEMM: C[M, N] = op(A) * op(B), all row-major, where A is [M, K] (or [K, M] when
+// a_transposed) and B is [K, N] (or [N, K] when b_transposed). C is overwritten.
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  bool a_transposed = false;
+  bool b_transposed = false;
+};
+
+// T is float, double, std::complex<float> or std::complex<double>. `threads`: use ctx.pool
+// (when it is safe, see the note) or run on the calling thread.
+template <typename T>
+void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext& ctx, bool threads);
+
+// Integer GEMM with wrapping arithmetic in Acc (uint32_t or uint64_t): A and B hold the
+// operand values already converted to Acc; C receives Acc values.
+template <typename Acc>
+void IntGemm(const GemmShape& s, const Acc* a, const Acc* b, Acc* c, const KernelContext& ctx,
+             bool threads);
+
+// Whether Eigen may use ctx.pool from this thread (see Note [Eigen threads]).
+bool CanUsePool(const KernelContext& ctx);
+
+}  // namespace kiln::cpu::internal

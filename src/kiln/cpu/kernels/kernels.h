@@ -1,0 +1,65 @@
+// Kernel families of the CPU backend (internal to src/kiln/cpu): one factory per family;
+// CreateCpuKernel (kernel.cc) picks the family for an instruction.
+//
+// Each factory returns Unimplemented when it does not cover the instruction (an op outside
+// the family's fast forms); CreateCpuKernel then falls back to the evaluator kernel, except for
+// hot-path opcodes, whose factories cover every valid instruction.
+#pragma once
+
+#include <memory>
+
+#include "kiln/base/status.h"
+#include "kiln/cpu/kernel.h"
+#include "kiln/cpu/kernels/expr_program.h"
+
+namespace kiln::cpu::internal {
+
+// The instructions a loop program computes and where their leaves come from: for a fusion,
+// the fused computation's root(s) with fused parameters read from inputs; for a single
+// instruction, the instruction with its operands read from inputs.
+struct LoopRoots {
+  std::vector<const HloInstruction*> roots;
+  LeafResolver leaves;
+};
+LoopRoots RootsOf(const HloInstruction& instr);
+
+// kLoop fusions (one or several outputs of equal dimensions) and standalone elementwise and
+// shape ops (broadcast, reshape, transpose, slice, pad, concatenate, reverse, iota, convert,
+// copy, dynamic-slice, ...): one block expression program over the output elements.
+StatusOr<std::unique_ptr<CpuKernel>> CreateLoopKernel(const HloInstruction& instr,
+                                                      const CpuKernelOptions& options);
+
+// dynamic-update-slice, alone or as the root of a kLoop fusion (its update computed by a
+// block expression program); in place when the output aliases the updated operand.
+StatusOr<std::unique_ptr<CpuKernel>> CreateDynamicUpdateSliceKernel(const HloInstruction& instr,
+                                                                    const CpuKernelOptions& options);
+
+// reduce, alone or as the root (or tuple root with loop outputs) of a kInput fusion.
+StatusOr<std::unique_ptr<CpuKernel>> CreateReduceKernel(const HloInstruction& instr,
+                                                        const CpuKernelOptions& options);
+
+// A standalone transpose (cache-blocked tiles).
+StatusOr<std::unique_ptr<CpuKernel>> CreateTransposeKernel(const HloInstruction& instr,
+                                                           const CpuKernelOptions& options);
+
+// dot (Eigen tensor contraction).
+StatusOr<std::unique_ptr<CpuKernel>> CreateDotKernel(const HloInstruction& instr,
+                                                     const CpuKernelOptions& options);
+
+// convolution (im2col + Eigen GEMM; direct depthwise).
+StatusOr<std::unique_ptr<CpuKernel>> CreateConvolutionKernel(const HloInstruction& instr,
+                                                             const CpuKernelOptions& options);
+
+// gather and scatter.
+StatusOr<std::unique_ptr<CpuKernel>> CreateGatherKernel(const HloInstruction& instr,
+                                                        const CpuKernelOptions& options);
+StatusOr<std::unique_ptr<CpuKernel>> CreateScatterKernel(const HloInstruction& instr,
+                                                         const CpuKernelOptions& options);
+
+// sort and topk.
+StatusOr<std::unique_ptr<CpuKernel>> CreateSortKernel(const HloInstruction& instr,
+                                                      const CpuKernelOptions& options);
+StatusOr<std::unique_ptr<CpuKernel>> CreateTopKKernel(const HloInstruction& instr,
+                                                      const CpuKernelOptions& options);
+
+}  // namespace kiln::cpu::internal

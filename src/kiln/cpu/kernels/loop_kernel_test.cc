@@ -1,0 +1,345 @@
+// Loop kernel (kLoop fusions and standalone elementwise/shape ops) against the evaluator.
+#include <gtest/gtest.h>
+
+#include "kiln/base/strings.h"
+#include "kiln/cpu/kernels/kernel_test_util.h"
+#include "kiln/hlo/parser.h"
+
+namespace kiln::cpu {
+namespace {
+
+using testing::CheckHlo;
+
+TEST(LoopKernelTest, ElementwiseChainF32) {
+  CheckHlo(R"(
+HloModule m
+fused {
+  a = f32[37,61] parameter(0)
+  b = f32[37,61] parameter(1)
+  c = f32[] constant(0.5)
+  cb = f32[37,61] broadcast(c), dimensions={}
+  m = f32[37,61] multiply(a, cb)
+  s = f32[37,61] add(m, b)
+  e = f32[37,61] exponential(s)
+  ROOT t = f32[37,61] tanh(e)
+}
+ENTRY e {
+  a = f32[37,61] parameter(0)
+  b = f32[37,61] parameter(1)
+  ROOT f = f32[37,61] fusion(a, b), kind=kLoop, calls=fused
+})");
+}
+
+TEST(LoopKernelTest, RowColumnScalarBroadcasts) {
+  CheckHlo(R"(
+HloModule m
+fused {
+  x = f32[19,33] parameter(0)
+  row = f32[33] parameter(1)
+  col = f32[19] parameter(2)
+  s = f32[] parameter(3)
+  rb = f32[19,33] broadcast(row), dimensions={1}
+  cb = f32[19,33] broadcast(col), dimensions={0}
+  sb = f32[19,33] broadcast(s), dimensions={}
+  a = f32[19,33] add(x, rb)
+  b = f32[19,33] multiply(a, cb)
+  ROOT c = f32[19,33] subtract(b, sb)
+}
+ENTRY e {
+  x = f32[19,33] parameter(0)
+  row = f32[33] parameter(1)
+  col = f32[19] parameter(2)
+  s = f32[] parameter(3)
+  ROOT f = f32[19,33] fusion(x, row, col, s), kind=kLoop, calls=fused
+})");
+}
+
+TEST(LoopKernelTest, TransposeSliceReverseReshape) {
+  CheckHlo(R"(
+HloModule m
+fused {
+  x = f32[6,10,7] parameter(0)
+  t = f32[7,6,10] transpose(x), dimensions={2,0,1}
+  s = f32[7,3,4] slice(t), slice={[0:7], [1:6:2], [2:10:2]}
+  r = f32[7,3,4] reverse(s), dimensions={0,2}
+  y = f32[21,4] reshape(r)
+  z = f32[4,21] transpose(y), dimensions={1,0}
+  ROOT n = f32[4,21] negate(z)
+}
+ENTRY e {
+  x = f32[6,10,7] parameter(0)
+  ROOT f = f32[4,21] fusion(x), kind=kLoop, calls=fused
+})");
+}
+
+TEST(LoopKernelTest, PadAndConcatenate) {
+  CheckHlo(R"(
+HloModule m
+fused {
+  x = f32[5,9] parameter(0)
+  y = f32[5,4] parameter(1)
+  z = f32[5,2] parameter(2)
+  v = f32[] parameter(3)
+  c = f32[5,15] concatenate(x, y, z), dimensions={1}
+  p = f32[9,14] pad(c, v), padding=1_3x2_-3
+  q = f32[9,14] exponential(p)
+  ROOT r = f32[9,14] add(p, q)
+}
+ENTRY e {
+  x = f32[5,9] parameter(0)
+  y = f32[5,4] parameter(1)
+  z = f32[5,2] parameter(2)
+  v = f32[] parameter(3)
+  ROOT f = f32[9,14] fusion(x, y, z, v), kind=kLoop, calls=fused
+})");
+}
+
+TEST(LoopKernelTest, InteriorPaddingAndNegativePadding) {
+  CheckHlo(R"(
+ENTRY e {
+  x = s32[4,5] parameter(0)
+  v = s32[] constant(-7)
+  ROOT p = s32[10,10] pad(x, v), padding=2_1_1x-1_-2_2
+})");
+}
+
+TEST(LoopKernelTest, ConcatenateOuterDimension) {
+  CheckHlo(R"(
+ENTRY e {
+  x = bf16[3,8] parameter(0)
+  y = bf16[0,8] parameter(1)
+  z = bf16[5,8] parameter(2)
+  ROOT c = bf16[8,8] concatenate(x, y, z), dimensions={0}
+})");
+}
+
+TEST(LoopKernelTest, IotaCompareSelect) {
+  CheckHlo(R"(
+HloModule m
+fused {
+  labels = s32[12] parameter(0)
+  x = f32[12,10] parameter(1)
+  io = s32[12,10] iota(), iota_dimension=1
+  lb = s32[12,10] broadcast(labels), dimensions={0}
+  eq = pred[12,10] compare(io, lb), direction=EQ
+  zero = f32[] constant(0)
+  zb = f32[12,10] broadcast(zero), dimensions={}
+  ROOT s = f32[12,10] select(eq, x, zb)
+}
+ENTRY e {
+  labels = s32[12] parameter(0)
+  x = f32[12,10] parameter(1)
+  ROOT f = f32[12,10] fusion(labels, x), kind=kLoop, calls=fused
+})");
+}
+
+TEST(LoopKernelTest, DynamicSlice) {
+  CheckHlo(R"(
+HloModule m
+fused {
+  x = f32[9,13] parameter(0)
+  i = s32[] parameter(1)
+  j = s32[] parameter(2)
+  one = s32[] constant(3)
+  k = s32[] add(j, one)
+  d = f32[4,6] dynamic-slice(x, i, k), dynamic_slice_sizes={4,6}
+  ROOT n = f32[4,6] sqrt(d)
+}
+ENTRY e {
+  x = f32[9,13] parameter(0)
+  i = s32[] parameter(1)
+  j = s32[] parameter(2)
+  ROOT f = f32[4,6] fusion(x, i, j), kind=kLoop, calls=fused
+})");
+}
+
+TEST(LoopKernelTest, MultiOutputDifferentTypes) {
+  CheckHlo(R"(
+HloModule m
+fused {
+  x = f32[300] parameter(0)
+  y = bf16[300] parameter(1)
+  yc = f32[300] convert(y)
+  a = f32[300] add(x, yc)
+  b = bf16[300] convert(a)
+  c = pred[300] compare(x, yc), direction=LT
+  ROOT t = (f32[300], bf16[300], pred[300], f32[300]) tuple(a, b, c, x)
+}
+ENTRY e {
+  x = f32[300] parameter(0)
+  y = bf16[300] parameter(1)
+  ROOT f = (f32[300], bf16[300], pred[300], f32[300]) fusion(x, y), kind=kLoop, calls=fused
+})");
+}
+
+TEST(LoopKernelTest, ScalarAndSizeOneAndEmpty) {
+  CheckHlo(R"(
+ENTRY e {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT a = f32[] atan2(x, y)
+})");
+  CheckHlo(R"(
+ENTRY e {
+  x = f32[1,5] parameter(0)
+  ROOT b = f32[3,1,5,2] broadcast(x), dimensions={1,2}
+})",
+           "", {});
+  CheckHlo(R"(
+ENTRY e {
+  x = f32[0,5] parameter(0)
+  ROOT n = f32[0,5] negate(x)
+})");
+}
+
+// Every elementwise op over every fast element type it accepts.
+TEST(LoopKernelTest, ElementwiseOpsAllTypes) {
+  const char* types[] = {"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64",
+                         "f16", "bf16", "f32", "f64", "c64", "c128", "s4", "f8e4m3fn"};
+  const char* unary[] = {"abs", "negate", "sign", "not", "exponential", "log", "sqrt", "rsqrt",
+                         "tanh", "floor", "ceil", "round-nearest-even", "round-nearest-afz",
+                         "popcnt", "count-leading-zeros", "is-finite", "logistic", "sine",
+                         "cosine", "exponential-minus-one", "log-plus-one", "cbrt", "real",
+                         "imag", "erf", "tan", "atan", "acos", "asin", "acosh", "asinh", "atanh",
+                         "cosh", "sinh"};
+  const char* binary[] = {"add", "subtract", "multiply", "divide", "remainder", "maximum",
+                          "minimum", "power", "and", "or", "xor", "shift-left",
+                          "shift-right-logical", "shift-right-arithmetic", "atan2", "mulhi"};
+  int checked = 0;
+  for (const char* t : types) {
+    for (const char* op : unary) {
+      // Result type: real part / abs of complex, pred for is-finite.
+      std::string rt = t;
+      std::string sop = op;
+      if ((sop == "abs" || sop == "real" || sop == "imag") && std::string(t) == "c64") rt = "f32";
+      if ((sop == "abs" || sop == "real" || sop == "imag") && std::string(t) == "c128") rt = "f64";
+      if (sop == "is-finite") rt = "pred";
+      std::string hlo = StrCat("ENTRY e {\n  x = ", t, "[3,41] parameter(0)\n  ROOT r = ", rt,
+                               "[3,41] ", op, "(x)\n}\n");
+      auto m = ParseHloModule(hlo);
+      if (!m.ok()) continue;  // op not defined for this type (parser/shape check)
+      // Skip combinations the evaluator rejects.
+      std::vector<Literal> ops = testing::RandomOperands(*testing::Find(**m), 3);
+      if (!testing::Reference(*testing::Find(**m), ops).ok()) continue;
+      testing::CheckOptions o;
+      o.native = false;  // sub-byte/f8 types run the evaluator's element functions
+      o.kernel.block_elements = 50;
+      o.kernel.min_parallel_elements = 16;
+      testing::ExpectMatchesEvaluator(*testing::Find(**m), o, std::move(ops));
+      ++checked;
+    }
+    for (const char* op : binary) {
+      std::string hlo = StrCat("ENTRY e {\n  x = ", t, "[3,41] parameter(0)\n  y = ", t,
+                               "[3,41] parameter(1)\n  ROOT r = ", t, "[3,41] ", op, "(x, y)\n}\n");
+      auto m = ParseHloModule(hlo);
+      if (!m.ok()) continue;
+      std::vector<Literal> ops = testing::RandomOperands(*testing::Find(**m), 5);
+      if (!testing::Reference(*testing::Find(**m), ops).ok()) continue;
+      testing::CheckOptions o;
+      o.native = false;
+      o.kernel.block_elements = 50;
+      o.kernel.min_parallel_elements = 16;
+      testing::ExpectMatchesEvaluator(*testing::Find(**m), o, std::move(ops));
+      ++checked;
+    }
+    for (const char* dir : {"EQ", "NE", "LT", "LE", "GT", "GE"}) {
+      for (const char* ct : {"", ", type=TOTALORDER", ", type=UNSIGNED", ", type=SIGNED"}) {
+        std::string hlo = StrCat("ENTRY e {\n  x = ", t, "[3,41] parameter(0)\n  y = ", t,
+                                 "[3,41] parameter(1)\n  ROOT r = pred[3,41] compare(x, y), direction=",
+                                 dir, ct, "\n}\n");
+        auto m = ParseHloModule(hlo);
+        if (!m.ok()) continue;
+        std::vector<Literal> ops = testing::RandomOperands(*testing::Find(**m), 7);
+        if (!testing::Reference(*testing::Find(**m), ops).ok()) continue;
+        testing::CheckOptions o;
+        o.native = false;
+        testing::ExpectMatchesEvaluator(*testing::Find(**m), o, std::move(ops));
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 400);
+}
+
+TEST(LoopKernelTest, ConvertAllPairs) {
+  const char* types[] = {"pred", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64", "f16",
+                         "bf16", "f32", "f64", "c64", "c128", "s4", "u4", "f8e5m2", "f8e4m3fn"};
+  for (const char* from : types)
+    for (const char* to : types) {
+      std::string hlo = StrCat("ENTRY e {\n  x = ", from, "[5,17] parameter(0)\n  ROOT r = ", to,
+                               "[5,17] convert(x)\n}\n");
+      auto m = ParseHloModule(hlo);
+      ASSERT_TRUE(m.ok()) << m.status().ToString();
+      const HloInstruction* instr = testing::Find(**m);
+      // Random values plus special ones: scale floats so that they overflow integer ranges.
+      std::vector<Literal> ops = testing::RandomOperands(*instr, 11);
+      Literal& x = ops[0];
+      const PrimitiveType ft = x.shape().element_type();
+      if (IsFloatingPointType(ft)) {
+        const double specials[] = {NAN, INFINITY, -INFINITY, 1e10, -1e10, 3e9, -3e9, 65504,
+                                   70000, -0.0, 2.5, -2.5, 255.5, 127.9, 1e-8, 300};
+        for (int i = 0; i < 16; ++i) x.SetFromDouble(i, specials[i]);
+      }
+      testing::CheckOptions o;
+      o.native = false;
+      testing::ExpectMatchesEvaluator(*instr, o, std::move(ops));
+    }
+}
+
+TEST(LoopKernelTest, DynamicUpdateSliceFusion) {
+  // In place (the buffer parameter has no other user) and not.
+  CheckHlo(R"(
+HloModule m
+fused {
+  buf = f32[10,12] parameter(0)
+  u = f32[3,12] parameter(1)
+  i = s32[] parameter(2)
+  z = s32[] constant(0)
+  e = f32[3,12] exponential(u)
+  ROOT d = f32[10,12] dynamic-update-slice(buf, e, i, z)
+}
+ENTRY e {
+  buf = f32[10,12] parameter(0)
+  u = f32[3,12] parameter(1)
+  i = s32[] parameter(2)
+  ROOT f = f32[10,12] fusion(buf, u, i), kind=kLoop, calls=fused
+})");
+  CheckHlo(R"(
+ENTRY e {
+  buf = s64[7,9,5] parameter(0)
+  u = s64[2,4,3] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  k = u8[] parameter(4)
+  ROOT d = s64[7,9,5] dynamic-update-slice(buf, u, i, j, k)
+})");
+}
+
+TEST(LoopKernelTest, DynamicUpdateSliceInPlace) {
+  auto m = testing::Parse(R"(
+ENTRY e {
+  buf = f32[6,4] parameter(0)
+  u = f32[2,4] parameter(1)
+  i = s32[] parameter(2)
+  z = s32[] constant(0)
+  ROOT d = f32[6,4] dynamic-update-slice(buf, u, i, z)
+})");
+  const HloInstruction* dus = testing::Find(*m);
+  auto k = CreateCpuKernel(*dus);
+  ASSERT_TRUE(k.ok());
+  EXPECT_TRUE((*k)->SupportsInPlace(0, 0));
+  std::vector<Literal> ops = testing::RandomOperands(*dus, 3);
+  auto want = testing::Reference(*dus, ops);
+  ASSERT_TRUE(want.ok());
+  // Run with the output aliasing operand 0.
+  std::vector<ArrayView> in, out;
+  for (Literal& l : ops) in.push_back({l.untyped_data(), l.shape()});
+  out.push_back({ops[0].untyped_data(), ops[0].shape()});
+  KernelContext ctx;
+  ctx.pool = testing::TestPool();
+  ASSERT_TRUE((*k)->Run(in, out, ctx).ok());
+  EXPECT_TRUE(ops[0].BitwiseEquals(*want));
+}
+
+}  // namespace
+}  // namespace kiln::cpu

@@ -1,0 +1,191 @@
+// Reduction kernel against the evaluator: row, column, middle and full reductions, every native
+// reducer and type family, general (variadic) reducers, kInput fusions with multiple outputs.
+#include <gtest/gtest.h>
+
+#include "kiln/base/strings.h"
+#include "kiln/cpu/kernels/kernel_test_util.h"
+#include "kiln/hlo/parser.h"
+
+namespace kiln::cpu {
+namespace {
+
+using testing::CheckHlo;
+
+std::string ReduceHlo(const std::string& type, const std::string& dims, const std::string& out,
+                      const std::string& rdims, const std::string& op, const std::string& init) {
+  return StrCat("HloModule m\nred {\n  a = ", type, "[] parameter(0)\n  b = ", type,
+                "[] parameter(1)\n  ROOT c = ", type, "[] ", op, "(a, b)\n}\nENTRY e {\n  x = ",
+                type, "[", dims, "] parameter(0)\n  i = ", type, "[] constant(", init,
+                ")\n  ROOT r = ", type, "[", out, "] reduce(x, i), dimensions={", rdims,
+                "}, to_apply=red\n}\n");
+}
+
+TEST(ReduceKernelTest, Layouts) {
+  struct Case {
+    const char* dims;
+    const char* out;
+    const char* rdims;
+  };
+  const Case cases[] = {
+      {"37,129", "37", "1"},         // rows
+      {"129,37", "37", "0"},         // columns
+      {"5,77,9", "5,9", "1"},        // middle: batched columns
+      {"6,7,8,9", "7,9", "0,2"},     // interleaved
+      {"4000", "", "0"},             // full
+      {"3,5000", "", "0,1"},         // full, 2-D
+      {"2,3000", "2", "1"},          // few long rows: split rows
+      {"3000,3", "3", "0"},          // few columns, long: split columns
+      {"1,1,7", "1,1", "2"},
+      {"0,5", "5", "0"},             // empty reduction
+      {"5,0", "5", "1"},
+      {"0,5", "0", "1"},             // empty output
+      {"6,1,4", "6,1,4", ""},        // no reduced dims
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(StrCat("[", c.dims, "] dims={", c.rdims, "}"));
+    CheckHlo(ReduceHlo("f32", c.dims, c.out, c.rdims, "add", "0"));
+    CheckHlo(ReduceHlo("s32", c.dims, c.out, c.rdims, "maximum", "-2147483648"));
+  }
+}
+
+TEST(ReduceKernelTest, OpsAndTypes) {
+  const char* types[] = {"pred", "s8", "s32", "s64", "u8", "u32", "u64", "f16", "bf16", "f32",
+                         "f64", "c64", "c128"};
+  const char* ops[] = {"add", "multiply", "maximum", "minimum", "and", "or", "xor"};
+  int checked = 0;
+  for (const char* t : types)
+    for (const char* op : ops)
+      for (const char* layout : {"rows", "cols"}) {
+        const bool rows = std::string(layout) == "rows";
+        std::string init = std::string(t) == "pred" ? "false" : "1";
+        std::string hlo = ReduceHlo(t, "23,45", rows ? "23" : "45", rows ? "1" : "0", op, init);
+        auto m = ParseHloModule(hlo);
+        if (!m.ok()) continue;
+        std::vector<Literal> operands = testing::RandomOperands(*testing::Find(**m), 9);
+        if (!testing::Reference(*testing::Find(**m), operands).ok()) continue;
+        testing::CheckOptions o;
+        o.kernel.block_elements = 64;
+        o.kernel.min_parallel_elements = 16;
+        // Products of 45 narrow floats drift from the evaluator's per-step rounding.
+        if (std::string(op) == "multiply" && (std::string(t) == "f16" || std::string(t) == "bf16"))
+          o.rtol = 0.1;
+        testing::ExpectMatchesEvaluator(*testing::Find(**m), o, std::move(operands));
+        ++checked;
+      }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(ReduceKernelTest, NaNPropagatesThroughMaximum) {
+  auto m = testing::Parse(ReduceHlo("f32", "4,100", "4", "1", "maximum", "-inf"));
+  const HloInstruction* r = testing::Find(*m);
+  std::vector<Literal> ops = testing::RandomOperands(*r, 1);
+  ops[0].SetFromDouble(150, NAN);
+  ops[0].SetFromDouble(399, NAN);
+  testing::ExpectMatchesEvaluator(*r, {}, std::move(ops));
+}
+
+TEST(ReduceKernelTest, ArgmaxVariadic) {
+  CheckHlo(R"(
+HloModule m
+argmax {
+  a = f32[] parameter(0)
+  ai = s32[] parameter(1)
+  b = f32[] parameter(2)
+  bi = s32[] parameter(3)
+  gt = pred[] compare(a, b), direction=GT
+  eq = pred[] compare(a, b), direction=EQ
+  lt = pred[] compare(ai, bi), direction=LT
+  tie = pred[] and(eq, lt)
+  pick = pred[] or(gt, tie)
+  v = f32[] select(pick, a, b)
+  i = s32[] select(pick, ai, bi)
+  ROOT t = (f32[], s32[]) tuple(v, i)
+}
+ENTRY e {
+  x = f32[17,300] parameter(0)
+  io = s32[17,300] iota(), iota_dimension=1
+  ninf = f32[] constant(-inf)
+  z = s32[] constant(0)
+  ROOT r = (f32[17], s32[17]) reduce(x, io, ninf, z), dimensions={1}, to_apply=argmax
+})");
+}
+
+TEST(ReduceKernelTest, InputFusionMultiOutput) {
+  // Layer-norm statistics: sum and sum of squares of the rows, plus the centred input.
+  CheckHlo(R"(
+HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+fused {
+  x = f32[33,257] parameter(0)
+  bias = f32[257] parameter(1)
+  bb = f32[33,257] broadcast(bias), dimensions={1}
+  y = f32[33,257] add(x, bb)
+  sq = f32[33,257] multiply(y, y)
+  z = f32[] constant(0)
+  s1 = f32[33] reduce(y, z), dimensions={1}, to_apply=add
+  s2 = f32[33] reduce(sq, z), dimensions={1}, to_apply=add
+  ROOT t = (f32[33], f32[33], f32[33,257]) tuple(s1, s2, y)
+}
+ENTRY e {
+  x = f32[33,257] parameter(0)
+  bias = f32[257] parameter(1)
+  ROOT f = (f32[33], f32[33], f32[33,257]) fusion(x, bias), kind=kInput, calls=fused
+})");
+  // A column reduction with a loop output (permuted loop space: the outputs are strided).
+  CheckHlo(R"(
+HloModule m
+mx {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT c = bf16[] maximum(a, b)
+}
+fused {
+  x = bf16[7,50,9] parameter(0)
+  e = bf16[7,50,9] exponential(x)
+  init = bf16[] constant(-inf)
+  r = bf16[7,9] reduce(e, init), dimensions={1}, to_apply=mx
+  ROOT t = (bf16[7,9], bf16[7,50,9]) tuple(r, e)
+}
+ENTRY e {
+  x = bf16[7,50,9] parameter(0)
+  ROOT f = (bf16[7,9], bf16[7,50,9]) fusion(x), kind=kInput, calls=fused
+})");
+  CheckHlo(R"(
+HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+fused {
+  x = f32[6,40,8] parameter(0)
+  c = f32[6,40,8] cosine(x)
+  init = f32[] constant(0)
+  r = f32[40] reduce(c, init), dimensions={0,2}, to_apply=add
+  ROOT t = (f32[40], f32[6,40,8]) tuple(r, c)
+}
+ENTRY e {
+  x = f32[6,40,8] parameter(0)
+  ROOT f = (f32[40], f32[6,40,8]) fusion(x), kind=kInput, calls=fused
+})");
+}
+
+TEST(ReduceKernelTest, NonIdentityInit) {
+  CheckHlo(ReduceHlo("f32", "9,31", "9", "1", "add", "5.5"));
+  CheckHlo(ReduceHlo("s32", "31,9", "9", "0", "multiply", "3"));
+  CheckHlo(ReduceHlo("f32", "31,9", "9", "0", "minimum", "-0.25"));
+}
+
+TEST(ReduceKernelTest, LargeSumAccuracy) {
+  // A long f32 sum: the evaluator sums in double; the kernel must stay within f32 tolerance.
+  CheckHlo(ReduceHlo("f32", "3,200000", "3", "1", "add", "0"));
+  CheckHlo(ReduceHlo("f32", "200000,3", "3", "0", "add", "0"));
+  CheckHlo(ReduceHlo("bf16", "1000000", "", "0", "add", "0"));
+}
+
+}  // namespace
+}  // namespace kiln::cpu
