@@ -3,10 +3,6 @@
 
 namespace kiln::cpu::internal {
 
-StatusOr<std::unique_ptr<CpuKernel>> CreateConvolutionKernel(const HloInstruction&,
-                                                             const CpuKernelOptions&) {
-  return Unimplemented("convolution kernel: not native yet");
-}
 StatusOr<std::unique_ptr<CpuKernel>> CreateGatherKernel(const HloInstruction&,
                                                         const CpuKernelOptions&) {
   return Unimplemented("gather kernel: not native yet");

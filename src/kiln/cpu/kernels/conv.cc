@@ -1,0 +1,455 @@
+// The convolution kernel: im2col + GEMM (gemm.h), any dim_labels.
+//
+// The input is brought to [N, spatial..., C], the kernel to a [spatial... * I, O] matrix (window
+// reversal applied while packing) and the output is computed as [N_out, spatial..., O] -- each in
+// place when the instruction's layout already is that order and the element type is the compute
+// type, else converted/permuted (array_convert.h). Output positions are processed in chunks:
+// each chunk's patches (one row per output position, one column per (tap, input feature); taps
+// that fall into padding or between dilated input elements are zeros) are multiplied with the
+// kernel matrix. Strides, padding (negative too), lhs (base) and rhs (window) dilation, window
+// reversal, feature_group_count and batch_group_count (one of them 1) all enter through the
+// patch construction and the group loop, so backward-data (lhs-dilated) and backward-filter
+// (batch-grouped, large-window) convolutions run the same way. 1x1 convolutions with unit strides
+// and no padding skip im2col; depthwise convolutions (one input feature per group) run a direct
+// loop vectorized over features.
+//
+// Not native (evaluator fallback): feature_group_count and batch_group_count both above 1.
+#include <algorithm>
+#include <complex>
+#include <cstring>
+#include <vector>
+
+#include "kiln/base/strings.h"
+#include "kiln/cpu/kernels/array_convert.h"
+#include "kiln/cpu/kernels/common.h"
+#include "kiln/cpu/kernels/gemm.h"
+#include "kiln/cpu/kernels/kernels.h"
+
+namespace kiln::cpu::internal {
+namespace {
+
+enum class ConvCompute { kF32, kF64, kC64, kC128, kU32, kU64 };
+
+template <class C>
+inline constexpr bool kIntCompute = std::is_same_v<C, uint32_t> || std::is_same_v<C, uint64_t>;
+
+class ConvKernel final : public CpuKernel {
+ public:
+  std::string name_;
+  PrimitiveType in_type_, k_type_, out_type_;
+  std::vector<int64_t> in_dims_, k_dims_, out_dims_;
+  std::vector<int64_t> in_perm_, k_perm_, out_perm_;  // empty: already canonical
+  int64_t n_in_ = 0, c_in_ = 0, n_out_ = 0, o_ = 0, c_g_ = 0;
+  int64_t groups_ = 1;
+  bool batch_groups_ = false;  // groups are batch groups (else feature groups)
+  std::vector<int64_t> in_sp_, k_sp_, out_sp_;
+  std::vector<WindowDimension> win_;
+  std::vector<std::vector<int64_t>> pos_;  // per spatial dim: [x * K + k] -> input position or -1
+  bool pointwise_ = false;                 // 1x1, unit stride, no padding/dilation
+  bool depthwise_ = false;
+  ConvCompute compute_ = ConvCompute::kF32;
+  CpuKernelOptions options_;
+
+  std::string name() const override { return name_; }
+
+  template <class C>
+  void ToC(PrimitiveType t, const void* src, C* dst, int64_t n) const {
+    if constexpr (kIntCompute<C>) ToIntAcc<C>(t, src, out_type_, dst, n);
+    else ToCompute<C>(t, src, dst, n);
+  }
+
+  // An operand in compute type C and canonical order.
+  template <class C>
+  const C* Canonical(const ArrayView& v, PrimitiveType t, const std::vector<int64_t>& perm,
+                     std::vector<C>& buf, PrimitiveType ct) const {
+    const int64_t n = v.shape.num_elements();
+    const void* src = v.data;
+    std::vector<uint8_t> permuted;
+    if (!perm.empty()) {
+      permuted.resize(n * PrimitiveByteWidth(t));
+      PermuteBytes(src, v.shape.dimensions(), perm, permuted.data(), PrimitiveByteWidth(t));
+      src = permuted.data();
+    }
+    if (!kIntCompute<C> && t == ct && perm.empty()) return static_cast<const C*>(src);
+    buf.resize(n);
+    ToC<C>(t, src, buf.data(), n);
+    return buf.data();
+  }
+
+  template <class C>
+  void GemmC(const GemmShape& s, const C* a, const C* b, C* c, const KernelContext& ctx,
+             bool threads) const {
+    if constexpr (kIntCompute<C>) IntGemm<C>(s, a, b, c, ctx, threads);
+    else Gemm<C>(s, a, b, c, ctx, threads);
+  }
+
+  template <class C>
+  Status RunTyped(const ArrayView& lhs, const ArrayView& rhs, const ArrayView& out,
+                  PrimitiveType ct, const KernelContext& ctx) const {
+    std::vector<C> in_buf, k_buf, out_buf;
+    const C* in = Canonical<C>(lhs, in_type_, in_perm_, in_buf, ct);
+    const C* kern = Canonical<C>(rhs, k_type_, k_perm_, k_buf, ct);
+    const int64_t nsp = static_cast<int64_t>(in_sp_.size());
+    int64_t in_spatial = 1, k_spatial = 1, out_spatial = 1;
+    for (int64_t i = 0; i < nsp; ++i) {
+      in_spatial *= in_sp_[i];
+      k_spatial *= k_sp_[i];
+      out_spatial *= out_sp_[i];
+    }
+    const int64_t rows = n_out_ * out_spatial;
+    const int64_t out_count = rows * o_;
+    C* res;
+    const bool direct_out = !kIntCompute<C> && out_perm_.empty() && out_type_ == ct;
+    if (direct_out) {
+      res = static_cast<C*>(out.data);
+    } else {
+      out_buf.resize(out_count);
+      res = out_buf.data();
+    }
+    if (out_count > 0) {
+      if (depthwise_) {
+        Depthwise<C>(in, kern, res, ctx);
+      } else {
+        Im2colGemm<C>(in, kern, res, ctx, in_spatial, k_spatial, out_spatial);
+      }
+    }
+    if (!direct_out) {
+      std::vector<uint8_t> typed(out_count * PrimitiveByteWidth(out_type_));
+      void* dst = out_perm_.empty() ? out.data : typed.data();
+      if constexpr (kIntCompute<C>) FromIntAcc<C>(res, out_type_, dst, out_count);
+      else FromCompute<C>(res, out_type_, dst, out_count);
+      if (!out_perm_.empty()) {
+        std::vector<int64_t> cdims{n_out_};
+        cdims.insert(cdims.end(), out_sp_.begin(), out_sp_.end());
+        cdims.push_back(o_);
+        PermuteBytes(typed.data(), cdims, out_perm_, out.data, PrimitiveByteWidth(out_type_));
+      }
+    }
+    return OkStatus();
+  }
+
+  // Input position of (output position x, tap k) along spatial dim i, or -1.
+  int64_t Pos(int64_t i, int64_t x, int64_t k) const { return pos_[i][x * k_sp_[i] + k]; }
+
+  template <class C>
+  void Im2colGemm(const C* in, const C* kern, C* res, const KernelContext& ctx, int64_t in_spatial,
+                  int64_t k_spatial, int64_t out_spatial) const {
+    const int64_t nsp = static_cast<int64_t>(in_sp_.size());
+    const int64_t o_g = o_ / groups_;
+    const int64_t kdim = k_spatial * c_g_;
+    const int64_t rows = n_out_ * out_spatial;
+    // Kernel matrix of each group: [k_spatial * c_g, o_g] (the canonical kernel is
+    // [k_spatial, c_g, o]; a group's columns are a strided slice of it).
+    std::vector<C> kgroup;
+    if (groups_ > 1) {
+      kgroup.resize(groups_ * kdim * o_g);
+      for (int64_t g = 0; g < groups_; ++g)
+        for (int64_t r = 0; r < kdim; ++r)
+          std::memcpy(&kgroup[(g * kdim + r) * o_g], kern + r * o_ + g * o_g, o_g * sizeof(C));
+    }
+    std::vector<int64_t> in_str(nsp, 1), out_str(nsp, 1);
+    for (int64_t i = nsp - 1; i > 0; --i) {
+      in_str[i - 1] = in_str[i] * in_sp_[i];
+      out_str[i - 1] = out_str[i] * out_sp_[i];
+    }
+    const int threads = NumThreads(ctx);
+    // Chunks of output rows: patches of at most ~2 MiB, and enough chunks for the threads.
+    int64_t chunk = std::max<int64_t>(
+        8, (int64_t{2} << 20) / std::max<int64_t>(1, kdim * static_cast<int64_t>(sizeof(C))));
+    if (threads > 1) chunk = std::min(chunk, std::max<int64_t>(8, rows / (4 * threads)));
+    chunk = std::min(chunk, rows);
+    const int64_t chunks = (rows + chunk - 1) / chunk;
+    const int64_t tasks = groups_ * chunks;
+    const bool inner_threads = tasks < threads;
+    const int64_t c_stride = c_in_;  // channels per input position (canonical input)
+    auto task = [&](int64_t t0, int64_t t1) {
+      std::vector<C> patch;
+      std::vector<C> tmp;
+      std::vector<int64_t> x(nsp), k(nsp);
+      for (int64_t t = t0; t < t1; ++t) {
+        const int64_t g = t / chunks, ch = t % chunks;
+        const int64_t r0 = ch * chunk, r1 = std::min(rows, r0 + chunk), nr = r1 - r0;
+        const int64_t c_off = batch_groups_ ? 0 : g * c_g_;
+        const int64_t n_off = batch_groups_ ? g * n_out_ : 0;
+        const C* a;
+        if (pointwise_) {
+          a = in + (n_off * in_spatial + r0) * c_stride + c_off;  // rows of the input itself
+        } else {
+          patch.assign(nr * kdim, C(0));
+          for (int64_t r = r0; r < r1; ++r) {
+            const int64_t n = r / out_spatial;
+            int64_t rem = r % out_spatial;
+            for (int64_t i = nsp - 1; i >= 0; --i) {
+              x[i] = rem % out_sp_[i];
+              rem /= out_sp_[i];
+            }
+            C* prow = &patch[(r - r0) * kdim];
+            const C* ibase = in + ((n_off + n) * in_spatial) * c_stride + c_off;
+            // Taps in row-major order of the kernel's spatial dims.
+            std::fill(k.begin(), k.end(), 0);
+            for (int64_t tap = 0; tap < k_spatial; ++tap) {
+              int64_t off = 0;
+              bool ok = true;
+              for (int64_t i = 0; i < nsp; ++i) {
+                const int64_t p = Pos(i, x[i], k[i]);
+                if (p < 0) {
+                  ok = false;
+                  break;
+                }
+                off += p * in_str[i];
+              }
+              if (ok) std::memcpy(prow + tap * c_g_, ibase + off * c_stride, c_g_ * sizeof(C));
+              for (int64_t i = nsp - 1; i >= 0; --i) {
+                if (++k[i] < k_sp_[i]) break;
+                k[i] = 0;
+              }
+            }
+          }
+          a = patch.data();
+        }
+        const C* b = groups_ > 1 ? &kgroup[g * kdim * o_g] : kern;
+        GemmShape s{nr, o_g, kdim, false, false};
+        // pointwise with channel offsets or groups: A rows are c_stride apart, not kdim.
+        if (pointwise_ && (c_stride != kdim)) {
+          patch.resize(nr * kdim);
+          for (int64_t r = 0; r < nr; ++r)
+            std::memcpy(&patch[r * kdim], a + r * c_stride, kdim * sizeof(C));
+          a = patch.data();
+        }
+        if (groups_ == 1) {
+          GemmC<C>(s, a, b, res + r0 * o_, ctx, inner_threads);
+        } else {
+          tmp.resize(nr * o_g);
+          GemmC<C>(s, a, b, tmp.data(), ctx, inner_threads);
+          for (int64_t r = 0; r < nr; ++r)
+            std::memcpy(res + (r0 + r) * o_ + g * o_g, &tmp[r * o_g], o_g * sizeof(C));
+        }
+      }
+    };
+    if (inner_threads) {
+      task(0, tasks);
+    } else {
+      ParallelFor(ctx, tasks, 1, task);
+    }
+  }
+
+  // Depthwise: one input feature per group (c_g == 1, groups == C_in), o = c * mult + m.
+  template <class C>
+  void Depthwise(const C* in, const C* kern, C* res, const KernelContext& ctx) const {
+    const int64_t nsp = static_cast<int64_t>(in_sp_.size());
+    int64_t in_spatial = 1, k_spatial = 1, out_spatial = 1;
+    for (int64_t i = 0; i < nsp; ++i) {
+      in_spatial *= in_sp_[i];
+      k_spatial *= k_sp_[i];
+      out_spatial *= out_sp_[i];
+    }
+    const int64_t mult = o_ / c_in_;
+    std::vector<int64_t> in_str(nsp, 1);
+    for (int64_t i = nsp - 1; i > 0; --i) in_str[i - 1] = in_str[i] * in_sp_[i];
+    const int64_t rows = n_out_ * out_spatial;
+    ParallelFor(ctx, rows, std::max<int64_t>(1, options_.min_parallel_elements / (o_ * k_spatial)),
+                [&](int64_t r0, int64_t r1) {
+                  std::vector<int64_t> x(nsp), k(nsp);
+                  for (int64_t r = r0; r < r1; ++r) {
+                    const int64_t n = r / out_spatial;
+                    int64_t rem = r % out_spatial;
+                    for (int64_t i = nsp - 1; i >= 0; --i) {
+                      x[i] = rem % out_sp_[i];
+                      rem /= out_sp_[i];
+                    }
+                    C* __restrict o = res + r * o_;
+                    std::fill(o, o + o_, C(0));
+                    std::fill(k.begin(), k.end(), 0);
+                    for (int64_t tap = 0; tap < k_spatial; ++tap) {
+                      int64_t off = 0;
+                      bool ok = true;
+                      for (int64_t i = 0; i < nsp; ++i) {
+                        const int64_t p = Pos(i, x[i], k[i]);
+                        if (p < 0) {
+                          ok = false;
+                          break;
+                        }
+                        off += p * in_str[i];
+                      }
+                      if (ok) {
+                        const C* __restrict iv = in + (n * in_spatial + off) * c_in_;
+                        const C* __restrict w = kern + tap * o_;  // [k_spatial, 1, o]
+                        if (mult == 1) {
+                          for (int64_t c = 0; c < o_; ++c) o[c] += iv[c] * w[c];
+                        } else {
+                          for (int64_t c = 0; c < o_; ++c) o[c] += iv[c / mult] * w[c];
+                        }
+                      }
+                      for (int64_t i = nsp - 1; i >= 0; --i) {
+                        if (++k[i] < k_sp_[i]) break;
+                        k[i] = 0;
+                      }
+                    }
+                  }
+                });
+  }
+
+  Status Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
+             const KernelContext& ctx) const override {
+    if (inputs.size() != 2 || outputs.size() != 1)
+      return InvalidArgument(name_, ": expected 2 inputs and 1 output");
+    if (inputs[0].shape.dimensions() != in_dims_ || inputs[1].shape.dimensions() != k_dims_ ||
+        outputs[0].shape.dimensions() != out_dims_)
+      return InvalidArgument(name_, ": views do not match the instruction");
+    switch (compute_) {
+      case ConvCompute::kF32:
+        return RunTyped<float>(inputs[0], inputs[1], outputs[0], PrimitiveType::kF32, ctx);
+      case ConvCompute::kF64:
+        return RunTyped<double>(inputs[0], inputs[1], outputs[0], PrimitiveType::kF64, ctx);
+      case ConvCompute::kC64:
+        return RunTyped<std::complex<float>>(inputs[0], inputs[1], outputs[0],
+                                             PrimitiveType::kC64, ctx);
+      case ConvCompute::kC128:
+        return RunTyped<std::complex<double>>(inputs[0], inputs[1], outputs[0],
+                                              PrimitiveType::kC128, ctx);
+      case ConvCompute::kU32:
+        return RunTyped<uint32_t>(inputs[0], inputs[1], outputs[0], PrimitiveType::kInvalid, ctx);
+      case ConvCompute::kU64:
+        return RunTyped<uint64_t>(inputs[0], inputs[1], outputs[0], PrimitiveType::kInvalid, ctx);
+    }
+    return Internal("convolution: bad compute type");
+  }
+};
+
+std::vector<int64_t> PermOrEmpty(std::vector<int64_t> p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<int64_t>(i)) return p;
+  return {};
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CpuKernel>> CreateConvolutionKernel(const HloInstruction& instr,
+                                                             const CpuKernelOptions& options) {
+  if (instr.opcode() != HloOpcode::kConvolution || instr.operand_count() != 2)
+    return Unimplemented("convolution kernel: not a convolution");
+  const HloAttributes& at = instr.attrs();
+  if (!at.convolution_dimension_numbers)
+    return InvalidArgument("convolution %", instr.name(), " has no dim_labels");
+  for (Precision p : at.precision_config.operand_precision)
+    if (p == Precision::kPackedNibble) return Unimplemented("convolution: packed nibbles");
+  const ConvolutionDimensionNumbers& dn = *at.convolution_dimension_numbers;
+  const Shape& ls = instr.operand(0)->shape();
+  const Shape& rs = instr.operand(1)->shape();
+  const Shape& os = instr.shape();
+  if (!ls.IsArray() || !rs.IsArray() || !os.IsArray())
+    return InvalidArgument("convolution %", instr.name(), ": operands must be arrays");
+  const int64_t nsp = static_cast<int64_t>(dn.input_spatial_dimensions.size());
+  if (static_cast<int64_t>(dn.kernel_spatial_dimensions.size()) != nsp ||
+      static_cast<int64_t>(dn.output_spatial_dimensions.size()) != nsp || ls.rank() != nsp + 2 ||
+      rs.rank() != nsp + 2 || os.rank() != nsp + 2)
+    return InvalidArgument("convolution %", instr.name(), ": ranks do not match dim_labels");
+  const int64_t fgc = at.feature_group_count, bgc = at.batch_group_count;
+  if (fgc > 1 && bgc > 1)
+    return Unimplemented("convolution kernel: feature and batch groups together");
+  auto k = std::make_unique<ConvKernel>();
+  k->options_ = options;
+  k->in_type_ = ls.element_type();
+  k->k_type_ = rs.element_type();
+  k->out_type_ = os.element_type();
+  k->in_dims_ = ls.dimensions();
+  k->k_dims_ = rs.dimensions();
+  k->out_dims_ = os.dimensions();
+  k->n_in_ = ls.dimensions(dn.input_batch_dimension);
+  k->c_in_ = ls.dimensions(dn.input_feature_dimension);
+  k->c_g_ = rs.dimensions(dn.kernel_input_feature_dimension);
+  k->o_ = rs.dimensions(dn.kernel_output_feature_dimension);
+  k->n_out_ = os.dimensions(dn.output_batch_dimension);
+  if (fgc < 1 || bgc < 1 || k->c_in_ != k->c_g_ * fgc || k->o_ % fgc != 0 || k->o_ % bgc != 0 ||
+      k->n_in_ % bgc != 0 || k->n_out_ != k->n_in_ / bgc ||
+      os.dimensions(dn.output_feature_dimension) != k->o_)
+    return InvalidArgument("convolution %", instr.name(), ": group counts do not fit the shapes");
+  k->groups_ = std::max(fgc, bgc);
+  k->batch_groups_ = bgc > 1;
+  k->win_.assign(nsp, WindowDimension{});
+  if (at.window) {
+    if (static_cast<int64_t>(at.window->dimensions.size()) != nsp)
+      return InvalidArgument("convolution %", instr.name(), ": window rank");
+    k->win_ = at.window->dimensions;
+  }
+  for (int64_t i = 0; i < nsp; ++i) {
+    k->in_sp_.push_back(ls.dimensions(dn.input_spatial_dimensions[i]));
+    k->k_sp_.push_back(rs.dimensions(dn.kernel_spatial_dimensions[i]));
+    k->out_sp_.push_back(os.dimensions(dn.output_spatial_dimensions[i]));
+    const WindowDimension& w = k->win_[i];
+    if (w.size != k->k_sp_[i] || w.base_dilation < 1 || w.window_dilation < 1)
+      return InvalidArgument("convolution %", instr.name(), ": bad window");
+    std::vector<int64_t> pos(k->out_sp_[i] * k->k_sp_[i], -1);
+    for (int64_t x = 0; x < k->out_sp_[i]; ++x)
+      for (int64_t t = 0; t < k->k_sp_[i]; ++t) {
+        // Window reversal is applied to the packed kernel (see below), so tap t here reads
+        // kernel element t of the reversed kernel.
+        const int64_t u = x * w.stride - w.padding_low + t * w.window_dilation;
+        if (u % w.base_dilation != 0) continue;
+        const int64_t p = u / w.base_dilation;
+        if (p >= 0 && p < k->in_sp_[i]) pos[x * k->k_sp_[i] + t] = p;
+      }
+    k->pos_.push_back(std::move(pos));
+  }
+  // Canonical orders.
+  std::vector<int64_t> ip{dn.input_batch_dimension}, kp, op{dn.output_batch_dimension};
+  for (int64_t i = 0; i < nsp; ++i) {
+    ip.push_back(dn.input_spatial_dimensions[i]);
+    kp.push_back(dn.kernel_spatial_dimensions[i]);
+    op.push_back(dn.output_spatial_dimensions[i]);
+  }
+  ip.push_back(dn.input_feature_dimension);
+  kp.push_back(dn.kernel_input_feature_dimension);
+  kp.push_back(dn.kernel_output_feature_dimension);
+  op.push_back(dn.output_feature_dimension);
+  k->in_perm_ = PermOrEmpty(ip);
+  k->k_perm_ = PermOrEmpty(kp);
+  // Output: result dim r comes from canonical dim q(r).
+  std::vector<int64_t> out_perm(nsp + 2);
+  for (int64_t c = 0; c < nsp + 2; ++c) out_perm[op[c]] = c;
+  k->out_perm_ = PermOrEmpty(out_perm);
+  // Window reversal: fold it into the kernel permutation by reading reversed dims backwards.
+  bool any_reversal = false;
+  for (const WindowDimension& w : k->win_) any_reversal |= w.window_reversal;
+  if (any_reversal) {
+    // Reverse the tap order in the position tables instead: tap t reads input position of
+    // t' = K-1-t, so that patch column t pairs with kernel element t.
+    for (int64_t i = 0; i < nsp; ++i) {
+      if (!k->win_[i].window_reversal) continue;
+      const int64_t ks = k->k_sp_[i];
+      std::vector<int64_t>& pos = k->pos_[i];
+      for (int64_t x = 0; x < k->out_sp_[i]; ++x) std::reverse(&pos[x * ks], &pos[x * ks] + ks);
+    }
+  }
+  bool unit = true;
+  for (int64_t i = 0; i < nsp; ++i) {
+    const WindowDimension& w = k->win_[i];
+    unit &= k->k_sp_[i] == 1 && w.stride == 1 && w.padding_low == 0 && w.padding_high == 0 &&
+            w.base_dilation == 1 && w.window_dilation == 1 && k->out_sp_[i] == k->in_sp_[i];
+  }
+  k->pointwise_ = unit;
+  k->depthwise_ = fgc > 1 && k->c_g_ == 1 && fgc == k->c_in_ && bgc == 1;
+  const PrimitiveType rt = os.element_type();
+  auto any = [&](PrimitiveType t) {
+    return rt == t || ls.element_type() == t || rs.element_type() == t;
+  };
+  if (IsComplexType(rt)) {
+    k->compute_ = any(PrimitiveType::kC128) || any(PrimitiveType::kF64) ? ConvCompute::kC128
+                                                                         : ConvCompute::kC64;
+  } else if (IsFloatingPointType(rt)) {
+    k->compute_ = any(PrimitiveType::kF64) ? ConvCompute::kF64 : ConvCompute::kF32;
+  } else if (IsIntegralType(rt) || rt == PrimitiveType::kPred) {
+    k->compute_ = PrimitiveBitWidth(rt) > 32 ? ConvCompute::kU64 : ConvCompute::kU32;
+  } else {
+    return Unimplemented("convolution kernel: result type");
+  }
+  k->name_ = StrCat("convolution[", ShapeText(ls), " * ", ShapeText(rs), " -> ", ShapeText(os),
+                    k->depthwise_ ? ", depthwise" : k->pointwise_ ? ", pointwise" : ", im2col",
+                    k->groups_ > 1 ? StrCat(", ", k->groups_, k->batch_groups_ ? " batch" : "",
+                                            " groups")
+                                   : std::string(),
+                    "]");
+  return std::unique_ptr<CpuKernel>(std::move(k));
+}
+
+}  // namespace kiln::cpu::internal
