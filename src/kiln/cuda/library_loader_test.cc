@@ -147,7 +147,7 @@ TEST(CudaLoaderTest, ReportsEveryVendorLibrary) {
     EXPECT_FALSE(version.empty()) << name;
     std::cout << name << ": " << version << "\n";
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"nvrtc", "cublas", "cublasLt", "cudnn", "nccl"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"nvrtc", "cublas", "cublasLt", "cufft", "cudnn", "nccl"}));
 }
 
 TEST(CudaLoaderTest, LoadsTheToolkitLibrariesThatArePresent) {

@@ -23,6 +23,10 @@ Status LoadCublasLt(CublasLtApi& api) {
   KILN_CUBLASLT_FUNCTIONS(KILN_CUDA_LOAD_MEMBER)
   return OkStatus();
 }
+Status LoadCufft(CufftApi& api) {
+  KILN_CUFFT_FUNCTIONS(KILN_CUDA_LOAD_MEMBER)
+  return OkStatus();
+}
 #if defined(KILN_HAVE_CUDNN_HEADERS)
 Status LoadCudnn(CudnnApi& api) {
   KILN_CUDNN_FUNCTIONS(KILN_CUDA_LOAD_MEMBER)
@@ -115,6 +119,58 @@ Status CublasLtStatus(const CublasLtApi& api, cublasStatus_t result, std::string
                        MapCublas(result));
 }
 
+StatusOr<std::shared_ptr<const CufftApi>> CufftApi::Load(const std::string& library) {
+  return LoadApi<CufftApi>(
+      "cufft",
+      Candidates(library, "KILN_CUFFT_LIBRARY",
+                 {StrCat("libcufft.so.", CUFFT_VER_MAJOR), "libcufft.so"}),
+      LoadCufft);
+}
+StatusOr<std::shared_ptr<const CufftApi>> CufftApi::Default() {
+  static const auto* loaded = new StatusOr<std::shared_ptr<const CufftApi>>(Load());
+  return *loaded;
+}
+std::string CufftApi::Version() const {
+  int major = 0, minor = 0, patch = 0;
+  cufftGetProperty(MAJOR_VERSION, &major);
+  cufftGetProperty(MINOR_VERSION, &minor);
+  cufftGetProperty(PATCH_LEVEL, &patch);
+  return StrCat(major, ".", minor, ".", patch);
+}
+
+Status CufftStatus(cufftResult result, std::string_view call) {
+  if (result == CUFFT_SUCCESS) return OkStatus();
+  const char* name = nullptr;
+  StatusCode mapped = StatusCode::kInternal;
+  switch (result) {
+#define KILN_CUFFT_CASE(e, code) \
+  case e:                        \
+    name = #e;                   \
+    mapped = code;               \
+    break;
+    KILN_CUFFT_CASE(CUFFT_INVALID_PLAN, StatusCode::kInvalidArgument)
+    KILN_CUFFT_CASE(CUFFT_ALLOC_FAILED, StatusCode::kResourceExhausted)
+    KILN_CUFFT_CASE(CUFFT_INVALID_TYPE, StatusCode::kInvalidArgument)
+    KILN_CUFFT_CASE(CUFFT_INVALID_VALUE, StatusCode::kInvalidArgument)
+    KILN_CUFFT_CASE(CUFFT_INTERNAL_ERROR, StatusCode::kInternal)
+    KILN_CUFFT_CASE(CUFFT_EXEC_FAILED, StatusCode::kInternal)
+    KILN_CUFFT_CASE(CUFFT_SETUP_FAILED, StatusCode::kFailedPrecondition)
+    KILN_CUFFT_CASE(CUFFT_INVALID_SIZE, StatusCode::kInvalidArgument)
+    KILN_CUFFT_CASE(CUFFT_UNALIGNED_DATA, StatusCode::kInvalidArgument)
+    KILN_CUFFT_CASE(CUFFT_INVALID_DEVICE, StatusCode::kFailedPrecondition)
+    KILN_CUFFT_CASE(CUFFT_NO_WORKSPACE, StatusCode::kFailedPrecondition)
+    KILN_CUFFT_CASE(CUFFT_NOT_IMPLEMENTED, StatusCode::kUnimplemented)
+    KILN_CUFFT_CASE(CUFFT_NOT_SUPPORTED, StatusCode::kUnimplemented)
+    KILN_CUFFT_CASE(CUFFT_MISSING_DEPENDENCY, StatusCode::kFailedPrecondition)
+    KILN_CUFFT_CASE(CUFFT_NVRTC_FAILURE, StatusCode::kInternal)
+    KILN_CUFFT_CASE(CUFFT_NVJITLINK_FAILURE, StatusCode::kInternal)
+    KILN_CUFFT_CASE(CUFFT_NVSHMEM_FAILURE, StatusCode::kInternal)
+#undef KILN_CUFFT_CASE
+    default: break;
+  }
+  return LibraryStatus("cufft", call, static_cast<int>(result), name, nullptr, mapped);
+}
+
 #if defined(KILN_HAVE_CUDNN_HEADERS)
 StatusOr<std::shared_ptr<const CudnnApi>> CudnnApi::Load(const std::string& library) {
   return LoadApi<CudnnApi>(
@@ -191,6 +247,7 @@ std::vector<std::pair<std::string, std::string>> VendorLibraryVersions() {
                                        : StrCat("not found (", nvrtc.status().message(), ")"));
   add("cublas", CublasApi::Default());
   add("cublasLt", CublasLtApi::Default());
+  add("cufft", CufftApi::Default());
 #if defined(KILN_HAVE_CUDNN_HEADERS)
   add("cudnn", CudnnApi::Default());
 #else

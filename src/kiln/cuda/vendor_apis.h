@@ -1,4 +1,4 @@
-// cuBLAS, cuBLASLt, cuDNN and NCCL, loaded at run time (see library_loader.h for how the lists
+// cuBLAS, cuBLASLt, cuDNN, cuFFT and NCCL, loaded at run time (see library_loader.h for how the lists
 // become typed members). Each list holds what kiln calls today; add names as backends need them.
 // cuDNN and NCCL are compiled in only when their headers are present beside the toolkit's
 // (KILN_HAVE_CUDNN_HEADERS / KILN_HAVE_NCCL_HEADERS below).
@@ -6,6 +6,7 @@
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cufft.h>
 
 #include <memory>
 #include <string>
@@ -48,13 +49,39 @@
   X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)                           \
   X(cublasLtMatrixLayoutSetAttribute) X(cublasLtMatmulPreferenceCreate)                  \
   X(cublasLtMatmulPreferenceDestroy) X(cublasLtMatmulPreferenceSetAttribute)             \
-  X(cublasLtMatmulAlgoGetHeuristic)
+  X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmulAlgoConfigGetAttribute)
 
 #define KILN_CUDNN_FUNCTIONS(X)                                                          \
   X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnGetLastErrorString) X(cudnnCreate)    \
   X(cudnnDestroy) X(cudnnSetStream) X(cudnnBackendCreateDescriptor)                      \
   X(cudnnBackendDestroyDescriptor) X(cudnnBackendSetAttribute)                           \
-  X(cudnnBackendGetAttribute) X(cudnnBackendFinalize) X(cudnnBackendExecute)
+  X(cudnnBackendGetAttribute) X(cudnnBackendFinalize) X(cudnnBackendExecute)              \
+  /* the legacy convolution API (cuDNN 9: cudnn_ops / cudnn_cnn) */                      \
+  X(cudnnCreateTensorDescriptor) X(cudnnSetTensorNdDescriptorEx)                         \
+  X(cudnnSetTensorNdDescriptor) X(cudnnDestroyTensorDescriptor)                          \
+  X(cudnnCreateFilterDescriptor) X(cudnnSetFilterNdDescriptor)                           \
+  X(cudnnDestroyFilterDescriptor) X(cudnnCreateConvolutionDescriptor)                    \
+  X(cudnnSetConvolutionNdDescriptor) X(cudnnSetConvolutionGroupCount)                    \
+  X(cudnnSetConvolutionMathType) X(cudnnDestroyConvolutionDescriptor)                    \
+  X(cudnnGetConvolutionNdForwardOutputDim) X(cudnnCreateActivationDescriptor)            \
+  X(cudnnSetActivationDescriptor) X(cudnnDestroyActivationDescriptor)                    \
+  X(cudnnGetConvolutionForwardAlgorithmMaxCount) X(cudnnGetConvolutionForwardAlgorithm_v7) \
+  X(cudnnFindConvolutionForwardAlgorithmEx) X(cudnnGetConvolutionForwardWorkspaceSize)   \
+  X(cudnnConvolutionForward) X(cudnnConvolutionBiasActivationForward)                    \
+  X(cudnnGetConvolutionBackwardDataAlgorithmMaxCount)                                    \
+  X(cudnnGetConvolutionBackwardDataAlgorithm_v7)                                         \
+  X(cudnnFindConvolutionBackwardDataAlgorithmEx)                                         \
+  X(cudnnGetConvolutionBackwardDataWorkspaceSize) X(cudnnConvolutionBackwardData)        \
+  X(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount)                                  \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                                       \
+  X(cudnnFindConvolutionBackwardFilterAlgorithmEx)                                       \
+  X(cudnnGetConvolutionBackwardFilterWorkspaceSize) X(cudnnConvolutionBackwardFilter)
+
+#define KILN_CUFFT_FUNCTIONS(X)                                                          \
+  X(cufftGetVersion) X(cufftGetProperty) X(cufftCreate) X(cufftDestroy)                  \
+  X(cufftSetAutoAllocation) X(cufftMakePlanMany64) X(cufftSetWorkArea) X(cufftSetStream) \
+  X(cufftExecC2C) X(cufftExecR2C) X(cufftExecC2R) X(cufftExecZ2Z) X(cufftExecD2Z)        \
+  X(cufftExecZ2D)
 
 #define KILN_NCCL_FUNCTIONS(X)                                                           \
   X(ncclGetVersion) X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId)         \
@@ -87,6 +114,17 @@ struct CublasLtApi {
   static StatusOr<std::shared_ptr<const CublasLtApi>> Default();
   std::string Version() const;
 };
+
+struct CufftApi {
+  KILN_CUFFT_FUNCTIONS(KILN_CUDA_DECLARE_MEMBER)
+  SharedLibrary library;
+  // $KILN_CUFFT_LIBRARY, else libcufft.so.<CUFFT_VER_MAJOR of the headers>, libcufft.so.
+  static StatusOr<std::shared_ptr<const CufftApi>> Load(const std::string& library = "");
+  static StatusOr<std::shared_ptr<const CufftApi>> Default();
+  std::string Version() const;  // "12.0.0"
+};
+// OK for CUFFT_SUCCESS, else "cufft: <call>: CUFFT_<NAME>" (cuFFT has no message function).
+Status CufftStatus(cufftResult result, std::string_view call);
 
 #if defined(KILN_HAVE_CUDNN_HEADERS)
 struct CudnnApi {
