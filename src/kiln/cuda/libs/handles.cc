@@ -87,6 +87,16 @@ StatusOr<cudnnHandle_t> LibraryHandles::Cudnn(runtime::Stream& stream) {
   cudnn_.emplace(cu_stream, handle);
   return handle;
 }
+
+StatusOr<cudnnHandle_t> LibraryHandles::CudnnForQueries() {
+  KILN_ASSIGN_OR_RETURN(const CudnnApi* api, cudnn_api());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cudnn_query_ != nullptr) return cudnn_query_;
+  KILN_RETURN_IF_ERROR(device_.Activate());
+  KILN_RETURN_IF_ERROR(
+      CudnnStatus(*api, api->cudnnCreate(&cudnn_query_), "cudnnCreate(&query_handle)"));
+  return cudnn_query_;
+}
 #endif
 
 Status LibraryHandles::PrepareStream(runtime::Stream& stream) {

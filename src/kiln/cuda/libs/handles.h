@@ -55,6 +55,10 @@ class LibraryHandles {
   StatusOr<cublasHandle_t> Cublas(runtime::Stream& stream);
 #if defined(KILN_HAVE_CUDNN_HEADERS)
   StatusOr<cudnnHandle_t> Cudnn(runtime::Stream& stream);
+  // A cuDNN handle for heuristics and workspace queries only (never launches work); shared by
+  // the device's plans under the caller's own lock: use it under QueryLock().
+  StatusOr<cudnnHandle_t> CudnnForQueries();
+  std::unique_lock<std::mutex> QueryLock() { return std::unique_lock<std::mutex>(query_mu_); }
 #endif
 
  private:
@@ -72,6 +76,8 @@ class LibraryHandles {
 #if defined(KILN_HAVE_CUDNN_HEADERS)
   std::shared_ptr<const CudnnApi> cudnn_api_;
   std::map<CUstream, cudnnHandle_t> cudnn_;
+  cudnnHandle_t cudnn_query_ = nullptr;
+  std::mutex query_mu_;
 #endif
 };
 
