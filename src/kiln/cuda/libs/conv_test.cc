@@ -288,6 +288,25 @@ std::vector<ConvCase> Cases() {
   };
 }
 
+// The host loop agrees with the evaluator's convolution on every forward case (no GPU needed).
+TEST(ConvReferenceTest, HostLoopIsHloConvolution) {
+  for (const ConvCase& c : Cases()) {
+    const ConvDesc desc = DescFor(c, ConvKind::kForward);
+    KILN_EXPECT_OK(ValidateConvDesc(desc));
+    Literal x = RandomLiteral(c.dtype, desc.InputDims(), 1);
+    Literal w = RandomLiteral(c.dtype, desc.FilterDims(), 2);
+    Literal host(Shape::ArrayWithDefaultLayout(PrimitiveType::kF64, desc.OutputDims()));
+    std::vector<double> acc(host.element_count(), 0.0);
+    ForEachTerm(desc, [&](int64_t xi, int64_t wi, int64_t yi) {
+      acc[yi] += x.GetAsDouble(xi) * w.GetAsDouble(wi);
+    });
+    for (int64_t i = 0; i < host.element_count(); ++i) host.SetFromDouble(i, acc[i]);
+    StatusOr<Literal> eval = EvaluatorForward(desc, x, w);
+    ASSERT_TRUE(eval.ok()) << c.name << ": " << eval.status().ToString();
+    EXPECT_TRUE(Matches(*eval, host, DefaultTolerance(c.dtype), c.name));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, ConvTest, ::testing::ValuesIn(Cases()),
                          [](const auto& info) { return info.param.name; });
 

@@ -85,7 +85,7 @@ inline Literal RandomLiteral(PrimitiveType type, std::vector<int64_t> dims, uint
     if (IsComplexType(type)) {
       const double re = real(rng);
       l.SetFromComplex(i, {re, real(rng)});
-    } else if (IsIntegralType(type)) {
+    } else if (IsIntegralType(type) || type == PrimitiveType::kPred) {
       l.SetFromInt64(i, integer(rng));
     } else {
       l.SetFromDouble(i, real(rng));

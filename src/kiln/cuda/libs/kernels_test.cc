@@ -1,0 +1,129 @@
+// The library layer's own kernels compile with NVRTC for sm_80 and sm_90 without a GPU (label
+// cpu), for every key type and order of the sort, and the cubins hold the expected entry points.
+// Also the descriptor checks of sort and FFT. NVRTC cases skip where libnvrtc is absent.
+#include <algorithm>
+
+#include <gtest/gtest.h>
+
+#include "kiln/cuda/cubin.h"
+#include "kiln/cuda/libs/fft.h"
+#include "kiln/cuda/libs/sort.h"
+#include "kiln/runtime/test_macros.h"
+
+namespace kiln::cuda::libs {
+namespace {
+
+class KernelCompileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StatusOr<std::shared_ptr<const NvrtcApi>> api = NvrtcApi::Default();
+    if (!api.ok()) GTEST_SKIP() << "NVRTC is not installed here: " << api.status().message();
+    NvrtcOptions options;
+    options.use_cache = false;  // compile for real
+    StatusOr<std::unique_ptr<NvrtcCompiler>> compiler = NvrtcCompiler::Create(options);
+    ASSERT_TRUE(compiler.ok()) << compiler.status().ToString();
+    compiler_ = std::move(compiler).value();
+  }
+
+  void ExpectKernels(NvrtcRequest request, const std::vector<std::string>& kernels) {
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      request.arch = arch;
+      StatusOr<NvrtcProgram> program = compiler_->Compile(request);
+      ASSERT_TRUE(program.ok()) << request.program_name << " for " << arch << " with "
+                                << ::testing::PrintToString(request.options) << ": "
+                                << program.status().ToString();
+      EXPECT_TRUE(program->log.empty()) << "NVRTC warnings:\n" << program->log;
+      KILN_ASSERT_OK_AND_ASSIGN(CubinInfo info, InspectCubin(program->cubin));
+      std::vector<std::string> found = info.Kernels();
+      for (const std::string& k : kernels) {
+        EXPECT_NE(std::find(found.begin(), found.end(), k), found.end())
+            << k << " missing from " << request.program_name << " for " << arch;
+      }
+    }
+  }
+
+  std::unique_ptr<NvrtcCompiler> compiler_;
+};
+
+TEST_F(KernelCompileTest, SortKeyKernelsForEveryKeyType) {
+  using PT = PrimitiveType;
+  for (PT t : {PT::kPred, PT::kS8, PT::kU8, PT::kS16, PT::kU16, PT::kF16, PT::kBF16, PT::kS32,
+               PT::kU32, PT::kF32, PT::kS64, PT::kU64, PT::kF64}) {
+    SortDesc d;
+    d.key_type = t;
+    d.row_length = 10;
+    SCOPED_TRACE(d.ToString());
+    ExpectKernels(SortKeyKernelsRequest(d),
+                  {"kiln_sort_small", "kiln_radix_init", "kiln_radix_hist", "kiln_radix_scatter"});
+  }
+  for (PT t : {PT::kBF16, PT::kF32, PT::kF64}) {
+    SortDesc d;
+    d.key_type = t;
+    d.order = SortOrder::kDescending;
+    d.canonicalize_floats = true;
+    SCOPED_TRACE(d.ToString());
+    ExpectKernels(SortKeyKernelsRequest(d), {"kiln_sort_small", "kiln_radix_scatter"});
+  }
+}
+
+TEST_F(KernelCompileTest, SortCommonAndFftKernels) {
+  ExpectKernels(SortCommonKernelsRequest(),
+                {"kiln_sort_gather_w1", "kiln_sort_gather_w2", "kiln_sort_gather_w4",
+                 "kiln_sort_gather_w8", "kiln_sort_gather_w16", "kiln_sort_indices_32",
+                 "kiln_sort_indices_64", "kiln_radix_scan"});
+  NvrtcRequest fft;
+  fft.source = FftScaleKernelSource();
+  fft.program_name = "kiln_fft_scale.cu";
+  ExpectKernels(fft, {"kiln_fft_scale_f32", "kiln_fft_scale_f64"});
+}
+
+TEST(SortDescTest, Validation) {
+  SortDesc d;
+  d.key_type = PrimitiveType::kF32;
+  d.rows = 4;
+  d.row_length = 100;
+  KILN_EXPECT_OK(ValidateSortDesc(d));
+  d.k = 101;
+  EXPECT_EQ(ValidateSortDesc(d).code(), StatusCode::kInvalidArgument);
+  d.k = 5;
+  d.value_types = {PrimitiveType::kS4};
+  EXPECT_EQ(ValidateSortDesc(d).code(), StatusCode::kUnimplemented);
+  d.value_types = {PrimitiveType::kC128, PrimitiveType::kPred};
+  KILN_EXPECT_OK(ValidateSortDesc(d));
+  d.index_type = PrimitiveType::kS16;
+  EXPECT_EQ(ValidateSortDesc(d).code(), StatusCode::kUnimplemented);
+  d.index_type = PrimitiveType::kS32;
+  d.key_type = PrimitiveType::kC64;
+  EXPECT_EQ(ValidateSortDesc(d).code(), StatusCode::kUnimplemented);
+  d.key_type = PrimitiveType::kBF16;
+  EXPECT_EQ(d.output_length(), 5);
+  EXPECT_EQ(d.ToString(), "sort bf16[4,100] ascending +c128 +pred indices=s32 k=5");
+}
+
+TEST(FftDescTest, TypesAndSizes) {
+  FftDesc d;
+  d.type = FftType::kRfft;
+  d.batch = 3;
+  d.fft_length = {8, 10};
+  KILN_EXPECT_OK(ValidateFftDesc(d));
+  EXPECT_EQ(d.input_type(), PrimitiveType::kF32);
+  EXPECT_EQ(d.output_type(), PrimitiveType::kC64);
+  EXPECT_EQ(d.input_elements(), 3 * 80);
+  EXPECT_EQ(d.output_elements(), 3 * 8 * 6);
+  d.type = FftType::kIrfft;
+  d.precision = PrimitiveType::kF64;
+  EXPECT_EQ(d.input_type(), PrimitiveType::kC128);
+  EXPECT_EQ(d.output_type(), PrimitiveType::kF64);
+  EXPECT_EQ(d.input_elements(), 3 * 8 * 6);
+  EXPECT_EQ(d.ToString(), "fft IRFFT f64 batch=3 length=8x10");
+  d.fft_length = {2, 2, 2, 2};
+  EXPECT_EQ(ValidateFftDesc(d).code(), StatusCode::kUnimplemented);
+  d.fft_length = {0};
+  EXPECT_EQ(ValidateFftDesc(d).code(), StatusCode::kInvalidArgument);
+  d.fft_length = {4};
+  d.precision = PrimitiveType::kF16;
+  EXPECT_EQ(ValidateFftDesc(d).code(), StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace kiln::cuda::libs
