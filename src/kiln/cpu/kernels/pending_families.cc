@@ -3,14 +3,6 @@
 
 namespace kiln::cpu::internal {
 
-StatusOr<std::unique_ptr<CpuKernel>> CreateGatherKernel(const HloInstruction&,
-                                                        const CpuKernelOptions&) {
-  return Unimplemented("gather kernel: not native yet");
-}
-StatusOr<std::unique_ptr<CpuKernel>> CreateScatterKernel(const HloInstruction&,
-                                                         const CpuKernelOptions&) {
-  return Unimplemented("scatter kernel: not native yet");
-}
 StatusOr<std::unique_ptr<CpuKernel>> CreateSortKernel(const HloInstruction&,
                                                       const CpuKernelOptions&) {
   return Unimplemented("sort kernel: not native yet");
