@@ -1,0 +1,85 @@
+#include "kiln/autotune/output_compare.h"
+
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kiln/hlo/float_types.h"
+
+namespace kiln::autotune {
+namespace {
+
+Shape F32(int64_t n) { return Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {n}); }
+
+TEST(OutputCompareTest, IntegersAreExact) {
+  std::vector<int32_t> a = {1, 2, 3}, b = {1, 2, 4};
+  Shape s = Shape::ArrayWithDefaultLayout(PrimitiveType::kS32, {3});
+  EXPECT_TRUE(CompareArrays(s, a.data(), a.data()).ok);
+  CompareResult r = CompareArrays(s, b.data(), a.data());
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.mismatches, 1);
+  EXPECT_EQ(r.first_mismatch, 2);
+  EXPECT_EQ(r.ToString(), "1 element differ; first at 2: 4 vs 3");
+}
+
+TEST(OutputCompareTest, FloatsWithinTheWrittenTolerance) {
+  std::vector<float> expected = {1.0f, -0.5f, 0.25f, 2.0f};
+  std::vector<float> close = {1.005f, -0.503f, 0.252f, 2.01f};  // < 1e-2 relative
+  std::vector<float> off = {1.0f, -0.5f, 0.35f, 2.0f};
+  EXPECT_TRUE(CompareArrays(F32(4), close.data(), expected.data()).ok);
+  EXPECT_FALSE(CompareArrays(F32(4), off.data(), expected.data()).ok);
+  EXPECT_FALSE(CompareArrays(F32(4), close.data(), expected.data(), /*rtol=*/1e-4).ok);
+}
+
+TEST(OutputCompareTest, CancellationNoiseIsScaledByTheArraysMagnitude) {
+  // A sum of large terms that cancels to ~0: rounding noise relative to the terms passes, a
+  // real error of the terms' size does not.
+  std::vector<float> expected(100, 30.0f), got(100, 30.0f);
+  expected[7] = 0.0f;
+  got[7] = 0.05f;
+  EXPECT_TRUE(CompareArrays(F32(100), got.data(), expected.data()).ok);
+  got[7] = 3.0f;
+  EXPECT_FALSE(CompareArrays(F32(100), got.data(), expected.data()).ok);
+}
+
+TEST(OutputCompareTest, SpecialValues) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> expected = {nan, inf, -inf, 1};
+  std::vector<float> same = {nan, inf, -inf, 1};
+  EXPECT_TRUE(CompareArrays(F32(4), same.data(), expected.data()).ok);
+  std::vector<float> swapped = {1, inf, inf, 1};
+  CompareResult r = CompareArrays(F32(4), swapped.data(), expected.data());
+  EXPECT_EQ(r.mismatches, 2);
+  std::vector<float> nan_where_value = {nan, inf, -inf, nan};
+  EXPECT_FALSE(CompareArrays(F32(4), nan_where_value.data(), expected.data()).ok);
+}
+
+TEST(OutputCompareTest, NarrowTypesUseWiderTolerances) {
+  EXPECT_EQ(DefaultTolerance(PrimitiveType::kF64).rtol, 1e-6);
+  EXPECT_EQ(DefaultTolerance(PrimitiveType::kBF16).rtol, 5e-2);
+  EXPECT_EQ(DefaultTolerance(PrimitiveType::kF8E4M3FN).rtol, 0.25);
+  EXPECT_EQ(DefaultTolerance(PrimitiveType::kS8).rtol, 0);
+  std::vector<bfloat16> expected = {bfloat16(1.0f), bfloat16(2.0f)};
+  std::vector<bfloat16> one_ulp = {bfloat16(1.0078125f), bfloat16(2.0f)};
+  std::vector<bfloat16> wrong = {bfloat16(1.25f), bfloat16(2.0f)};
+  Shape s = Shape::ArrayWithDefaultLayout(PrimitiveType::kBF16, {2});
+  EXPECT_TRUE(CompareArrays(s, one_ulp.data(), expected.data()).ok);
+  EXPECT_FALSE(CompareArrays(s, wrong.data(), expected.data()).ok);
+}
+
+TEST(OutputCompareTest, ComplexComparesMagnitudes) {
+  using C = std::complex<float>;
+  std::vector<C> expected = {C(1, 1), C(0, -2)};
+  std::vector<C> close = {C(1.001f, 0.999f), C(0, -2.001f)};
+  std::vector<C> wrong = {C(1, -1), C(0, -2)};
+  Shape s = Shape::ArrayWithDefaultLayout(PrimitiveType::kC64, {2});
+  EXPECT_TRUE(CompareArrays(s, close.data(), expected.data()).ok);
+  EXPECT_FALSE(CompareArrays(s, wrong.data(), expected.data()).ok);
+}
+
+}  // namespace
+}  // namespace kiln::autotune
