@@ -1,6 +1,7 @@
 #include "kiln/autotune/redzone_allocator.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
@@ -65,38 +66,56 @@ StatusOr<std::vector<RedzoneDamage>> RedzoneAllocator::CheckAndRefill() {
     const Buffer* buffer;
     bool rear;
     runtime::DeviceMemory memory;
-    std::vector<uint8_t> host;
+    std::vector<uint8_t>* host;
   };
   std::vector<Zone> zones;
   zones.reserve(buffers_.size() * 2);
   for (const Buffer& b : buffers_) {
     uint64_t rear_start = front_ + b.user_bytes;
-    zones.push_back({&b, false, b.whole.Slice(0, front_), {}});
-    zones.push_back({&b, true, b.whole.Slice(rear_start, b.whole.size - rear_start), {}});
+    zones.push_back({&b, false, b.whole.Slice(0, front_), nullptr});
+    zones.push_back({&b, true, b.whole.Slice(rear_start, b.whole.size - rear_start), nullptr});
   }
-  // Enqueue every read, then wait once.
-  for (Zone& z : zones) {
-    z.host.resize(z.memory.size);
-    KILN_RETURN_IF_ERROR(stream_->MemcpyDeviceToHost(z.host.data(), z.memory, z.memory.size));
+  // Host copies are kept between checks: fresh multi-MiB vectors per candidate cost more in
+  // page faults than the copies themselves. Enqueue every read, then wait once.
+  if (staging_.size() < zones.size()) staging_.resize(zones.size());
+  for (size_t i = 0; i < zones.size(); ++i) {
+    Zone& z = zones[i];
+    z.host = &staging_[i];
+    if (z.host->size() < z.memory.size) z.host->resize(z.memory.size);
+    KILN_RETURN_IF_ERROR(stream_->MemcpyDeviceToHost(z.host->data(), z.memory, z.memory.size));
   }
   KILN_RETURN_IF_ERROR(stream_->Synchronize());
 
   std::vector<RedzoneDamage> damage;
   const uint8_t p = options_.pattern;
+  // Intact zones are the common case: compare in blocks with memcmp (fast), and look at
+  // single bytes only in a block that differs.
+  constexpr size_t kBlock = 4096;
+  std::vector<uint8_t> clean(kBlock, p);
   for (Zone& z : zones) {
     auto bad = [p](uint8_t v) { return v != p; };
-    auto first = std::find_if(z.host.begin(), z.host.end(), bad);
-    if (first == z.host.end()) continue;
+    const uint8_t* begin = z.host->data();
+    const uint8_t* end = begin + z.memory.size;
+    const uint8_t* at = begin;
+    while (at < end) {
+      size_t n = std::min<size_t>(kBlock, end - at);
+      if (std::memcmp(at, clean.data(), n) != 0) break;
+      at += n;
+    }
+    if (at >= end) continue;
+    const uint8_t* first = std::find_if(at, end, bad);
+    if (first == end) continue;
     RedzoneDamage d;
     d.buffer = z.buffer->tag;
     d.rear = z.rear;
-    d.bytes_damaged = static_cast<uint64_t>(std::count_if(first, z.host.end(), bad));
+    d.bytes_damaged = static_cast<uint64_t>(std::count_if(first, end, bad));
     if (z.rear) {
-      d.offset = static_cast<uint64_t>(first - z.host.begin());
+      d.offset = static_cast<uint64_t>(first - begin);
     } else {
       // The write nearest the buffer is the telling one: report the last damaged byte.
-      auto last = std::find_if(z.host.rbegin(), z.host.rend(), bad);
-      d.offset = static_cast<uint64_t>(last - z.host.rbegin()) + 1;
+      const uint8_t* last = end - 1;
+      while (!bad(*last)) --last;
+      d.offset = static_cast<uint64_t>(end - last);
     }
     damage.push_back(std::move(d));
     KILN_RETURN_IF_ERROR(stream_->Memset8(z.memory, p));

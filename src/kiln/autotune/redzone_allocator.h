@@ -79,6 +79,7 @@ class RedzoneAllocator {
   RedzoneOptions options_;
   uint64_t front_;  // front redzone bytes (options.redzone_bytes rounded up to the alignment)
   std::vector<Buffer> buffers_;
+  std::vector<std::vector<uint8_t>> staging_;  // host copies of the zones, reused
 };
 
 }  // namespace kiln::autotune

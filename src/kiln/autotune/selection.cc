@@ -25,7 +25,7 @@ Selection SelectCandidate(std::span<const CandidateRecord> records,
         if (!valid(i) || time(i) > limit) continue;
         uint64_t scratch = records[i].measurement.scratch_bytes;
         uint64_t best = records[s.chosen].measurement.scratch_bytes;
-        if (scratch < best || (scratch == best && i < s.chosen)) s.chosen = i;
+        if (scratch < best || (scratch == best && time(i) < time(s.chosen))) s.chosen = i;
       }
     }
   }

@@ -2,8 +2,8 @@
 //
 //   fastest mode (default): the valid candidate with the smallest median time; among the valid
 //     candidates within `window` of it (time <= fastest × (1 + window)) the one needing the least
-//     scratch memory, then the earliest in candidate order. Measurements of near-equal kernels
-//     differ by noise; memory does not.
+//     scratch memory (the fastest of those; the earliest in candidate order on equal times).
+//     Measurements of near-equal kernels differ by noise; memory does not.
 //   deterministic mode: the first valid candidate in candidate order (the backends' preference
 //     order, which is fixed), whatever its time, so that every machine picks the same config.
 // The runner-up is the fastest valid candidate other than the chosen one.

@@ -33,9 +33,11 @@ TEST(SelectionTest, LeastScratchWithinTheWindow) {
   EXPECT_EQ(s.chosen, 1);
   EXPECT_EQ(s.runner_up, 0);
   EXPECT_EQ(SelectCandidate(r, {.window = 0}).chosen, 0);
-  // Equal scratch inside the window: the earlier candidate.
+  // Equal scratch inside the window: the faster one; equal times: the earlier one.
   std::vector<CandidateRecord> tie = {Rec(0, Verdict::kOk, 101), Rec(1, Verdict::kOk, 100)};
-  EXPECT_EQ(SelectCandidate(tie).chosen, 0);
+  EXPECT_EQ(SelectCandidate(tie).chosen, 1);
+  std::vector<CandidateRecord> same = {Rec(0, Verdict::kOk, 100), Rec(1, Verdict::kOk, 100)};
+  EXPECT_EQ(SelectCandidate(same).chosen, 0);
 }
 
 TEST(SelectionTest, DeterministicTakesTheFirstValid) {

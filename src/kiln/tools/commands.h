@@ -12,5 +12,7 @@ void AddRunCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);   
 void AddCompareCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);  // compare_command.cc
 void AddInfoCommand(CLI::App& app, int* exit_code);                                // info.cc
 void AddDevicesCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);  // devices.cc
+void AddTuneCommand(CLI::App& app, int* exit_code);   // autotune_commands.cc
+void AddCacheCommand(CLI::App& app, int* exit_code);  // autotune_commands.cc
 
 }  // namespace kiln

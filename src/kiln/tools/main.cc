@@ -24,6 +24,8 @@ int main(int argc, char** argv) {
       "  kiln compare m.hlo --expected case.npz            against stored outputs\n"
       "  kiln info m.hlo                                   ops, sizes, FLOPs\n"
       "  kiln devices                                      what this build can run on\n"
+      "  kiln tune m.hlo --dump-json tune.json             autotune, fill the cache\n"
+      "  kiln cache list                                   what the autotuning cache holds\n"
       "Exit status: 0 ok, 1 a run failed or results differ, 2 bad usage or malformed input.\n"
       "More: docs/cli.md, docs/npz.md.\n");
 
@@ -32,6 +34,8 @@ int main(int argc, char** argv) {
   kiln::AddCompareCommand(app, registry, &exit_code);
   kiln::AddInfoCommand(app, &exit_code);
   kiln::AddDevicesCommand(app, registry, &exit_code);
+  kiln::AddTuneCommand(app, &exit_code);
+  kiln::AddCacheCommand(app, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,356 @@
+// kiln tune MODULE: tune a module's instructions on a device and fill the autotuning cache.
+// kiln cache list|show|export|import|clear: inspect and move the cache (no GPU needed).
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "kiln/autotune/autotuner.h"
+#include "kiln/autotune/cache.h"
+#include "kiln/base/strings.h"
+#include "kiln/runtime/drivers.h"
+#include "kiln/tools/autotune_options.h"
+#include "kiln/tools/commands.h"
+#include "kiln/tools/tool_common.h"
+
+namespace kiln {
+
+namespace {
+
+std::string FormatTime(double us) {
+  if (us <= 0) return "-";
+  char buf[32];
+  if (us < 1000) {
+    std::snprintf(buf, sizeof(buf), "%.1f us", us);
+  } else if (us < 1e6) {
+    std::snprintf(buf, sizeof(buf), "%.2f ms", us / 1000);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2f s", us / 1e6);
+  }
+  return buf;
+}
+
+std::string Clip(std::string s, size_t width) {
+  return s.size() <= width ? s : s.substr(0, width - 3) + "...";
+}
+
+// Rows of cells printed as left-aligned columns, two spaces apart.
+void PrintTable(std::ostream& os, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (size_t i = 0; i < row.size(); ++i) widths[i] = std::max(widths[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    os << line << "\n";
+  }
+}
+
+StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot open ", path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Status WriteWholeFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return FailedPrecondition("cannot write ", path);
+  return OkStatus();
+}
+
+// ---- kiln cache -----------------------------------------------------------------------------
+
+struct CacheArgs {
+  std::string cache_dir;
+  std::string key;
+  std::string file;
+};
+
+StatusOr<std::unique_ptr<autotune::Cache>> OpenForInspection(const CacheArgs& a) {
+  return autotune::Cache::Create(
+      {.directory = ResolveAutotuneCacheDir(a.cache_dir), .mode = autotune::CacheMode::kReadOnly});
+}
+
+int CacheList(const CacheArgs& a) {
+  auto cache = OpenForInspection(a);
+  if (!cache.ok()) return PrintError(cache.status().message()), kExitFailure;
+  auto listing = (*cache)->List();
+  if (!listing.ok()) return PrintError(listing.status().message()), kExitFailure;
+  if (listing->entries.empty() && listing->invalid.empty()) {
+    std::cout << "no autotuning entries in " << (*cache)->directory() << "\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows = {
+      {"KEY", "DEVICE", "KIND", "CHOSEN", "TIME", "CANDIDATES", "CREATED"}};
+  for (const auto& [path, e] : listing->entries) {
+    rows.push_back({e.key.Hash().substr(0, 16), e.key.DeviceSummary(), e.kind,
+                    Clip(e.result.config.ToString(), 60), FormatTime(e.result.time_us),
+                    StrCat(e.result.valid, "/", e.result.candidates), e.created});
+  }
+  PrintTable(std::cout, rows);
+  for (const auto& [path, why] : listing->invalid) {
+    std::cout << "invalid  " << path << ": " << why << "\n";
+  }
+  std::cout << listing->entries.size() << " entr" << (listing->entries.size() == 1 ? "y" : "ies");
+  if (!listing->invalid.empty()) {
+    std::cout << " and " << listing->invalid.size() << " invalid file"
+              << (listing->invalid.size() == 1 ? "" : "s") << " (ignored; `kiln cache clear` "
+              << "removes them)";
+  }
+  std::cout << " in " << (*cache)->directory() << "\n";
+  return kExitOk;
+}
+
+int CacheShow(const CacheArgs& a) {
+  auto cache = OpenForInspection(a);
+  if (!cache.ok()) return PrintError(cache.status().message()), kExitFailure;
+  auto found = (*cache)->Find(a.key);
+  if (!found.ok()) {
+    PrintError(found.status().message());
+    return found.status().code() == StatusCode::kNotFound ? kExitFailure : kExitUsage;
+  }
+  std::cout << found->first << "\n" << found->second.ToJson().dump(2) << "\n";
+  return kExitOk;
+}
+
+int CacheExport(const CacheArgs& a) {
+  auto cache = OpenForInspection(a);
+  if (!cache.ok()) return PrintError(cache.status().message()), kExitFailure;
+  auto exported = (*cache)->Export();
+  if (!exported.ok()) return PrintError(exported.status().message()), kExitFailure;
+  std::string text = exported->dump(1) + "\n";
+  if (a.file == "-") {
+    std::cout << text;
+  } else if (Status s = WriteWholeFile(a.file, text); !s.ok()) {
+    return PrintError(s.message()), kExitFailure;
+  }
+  std::cerr << "exported " << (*exported)["entries"].size() << " entries from "
+            << (*cache)->directory() << "\n";
+  return kExitOk;
+}
+
+int CacheImport(const CacheArgs& a) {
+  auto text = ReadWholeFile(a.file);
+  if (!text.ok()) return PrintError(text.status().message()), kExitUsage;
+  auto json = autotune::ParseJson(*text, a.file);
+  if (!json.ok()) return PrintError(json.status().message()), kExitUsage;
+  auto cache = autotune::Cache::Create({.directory = ResolveAutotuneCacheDir(a.cache_dir)});
+  if (!cache.ok()) return PrintError(cache.status().message()), kExitFailure;
+  auto stats = (*cache)->Import(*json);
+  if (!stats.ok()) {
+    PrintError(stats.status().message());
+    return stats.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  std::cout << "imported " << stats->imported << ", unchanged " << stats->unchanged;
+  if (stats->invalid > 0) std::cout << ", skipped " << stats->invalid << " invalid or foreign";
+  std::cout << " into " << (*cache)->directory() << "\n";
+  return kExitOk;
+}
+
+int CacheClear(const CacheArgs& a) {
+  auto cache = OpenForInspection(a);
+  if (!cache.ok()) return PrintError(cache.status().message()), kExitFailure;
+  auto removed = (*cache)->Clear();
+  if (!removed.ok()) return PrintError(removed.status().message()), kExitFailure;
+  std::cout << "removed " << *removed << " file" << (*removed == 1 ? "" : "s") << " from "
+            << (*cache)->directory() << "\n";
+  return kExitOk;
+}
+
+// ---- kiln tune ------------------------------------------------------------------------------
+
+struct TuneArgs {
+  std::string module;
+  std::string device;
+  AutotuneFlags flags;
+  std::string dump_json;
+  std::string output;
+  int repetitions = 5;
+  bool quiet = false;
+};
+
+// Progress on one terminal line: bar, counts, elapsed time, the instruction being tuned.
+class ProgressBar {
+ public:
+  void Update(const autotune::AutotuneProgress& p) {
+    constexpr int kWidth = 24;
+    int filled = p.groups_total > 0 ? kWidth * p.groups_done / p.groups_total : kWidth;
+    char secs[32];
+    std::snprintf(secs, sizeof(secs), "%.1f s", p.elapsed_s);
+    std::string line = StrCat("\r[", std::string(filled, '#'), std::string(kWidth - filled, '-'),
+                              "] ", p.groups_done, "/", p.groups_total, " instructions  ",
+                              p.candidates_profiled, " candidates  ", secs, "  ",
+                              Clip(p.current, 30));
+    size_t visible = line.size();
+    if (visible < last_) line += std::string(last_ - visible, ' ');
+    last_ = visible;
+    std::cerr << line << std::flush;
+  }
+  void Finish() {
+    if (last_ > 0) std::cerr << "\r" << std::string(last_, ' ') << "\r" << std::flush;
+  }
+
+ private:
+  size_t last_ = 0;
+};
+
+StatusOr<runtime::Device*> PickDevice(runtime::PlatformRegistry& platforms,
+                                      const autotune::BackendFactoryRegistry& factories,
+                                      const std::string& spec) {
+  std::string name = spec;
+  int ordinal = 0;
+  if (size_t colon = spec.find(':'); colon != std::string::npos) {
+    name = spec.substr(0, colon);
+    try {
+      ordinal = std::stoi(spec.substr(colon + 1));
+    } catch (...) {
+      return InvalidArgument("bad device '", spec, "' (expected NAME or NAME:ORDINAL)");
+    }
+  }
+  if (name.empty()) {
+    // The best platform that is available and has autotuning backends.
+    std::vector<std::string> why;
+    for (const std::string& candidate : factories.platforms()) {
+      auto platform = platforms.Get(candidate);
+      if (platform.ok() && (*platform)->device_count() > 0) {
+        if (name.empty() || candidate != "host") name = candidate;
+      } else if (!platform.ok()) {
+        why.push_back(platform.status().message());
+      }
+    }
+    if (name.empty()) {
+      return Unavailable("no device to tune on (", StrJoin(why, "; "), ")");
+    }
+  }
+  KILN_RETURN_IF_ERROR(factories.Get(name).status());
+  KILN_ASSIGN_OR_RETURN(runtime::Platform * platform, platforms.Get(name));
+  return platform->GetDevice(ordinal);
+}
+
+int Tune(TuneArgs& a) {
+  auto module = LoadModule(a.module, LoadOptions{});
+  if (!module.ok()) return PrintLoadError(a.module, module.status().message()), kExitUsage;
+  auto options = MakeAutotuneOptions(a.flags);
+  if (!options.ok()) return PrintError(options.status().message()), kExitUsage;
+  options->profile.repetitions = a.repetitions;
+
+  runtime::PlatformRegistry platforms;
+  autotune::BackendFactoryRegistry factories;
+  if (Status s = runtime::RegisterBuiltinPlatforms(platforms); !s.ok()) {
+    return PrintError(s.message()), kExitFailure;
+  }
+  if (Status s = RegisterBuiltinAutotuneFactories(factories); !s.ok()) {
+    return PrintError(s.message()), kExitFailure;
+  }
+  auto device = PickDevice(platforms, factories, a.device);
+  if (!device.ok()) return PrintError(device.status().message()), kExitFailure;
+  const runtime::DeviceDescription& desc = (*device)->description();
+  auto factory = factories.Get(desc.platform);
+  if (!factory.ok()) return PrintError(factory.status().message()), kExitFailure;
+  auto cache = OpenAutotuneCache(a.flags);
+  if (!cache.ok()) return PrintError(cache.status().message()), kExitFailure;
+
+  ProgressBar bar;
+  bool show_progress = !a.quiet && isatty(STDERR_FILENO);
+  if (show_progress) options->progress = [&bar](const auto& p) { bar.Update(p); };
+  auto tuner = autotune::Autotuner::Create(*factory, desc, *device, cache->get(), *options);
+  if (!tuner.ok()) return PrintError(tuner.status().message()), kExitUsage;
+  std::cerr << "tuning " << a.module << " on " << desc.platform << ":" << desc.ordinal << " ("
+            << desc.name << "), cache " << (*cache)->directory() << " ("
+            << autotune::CacheModeName((*cache)->mode()) << ")\n";
+  auto report = (*tuner)->Run(**module);
+  if (show_progress) bar.Finish();
+  if (!report.ok()) return PrintError(report.status().message()), kExitFailure;
+
+  std::vector<std::vector<std::string>> rows = {
+      {"INSTRUCTION", "KIND", "CHOSEN", "TIME", "RUNNER-UP", "SPEEDUP", "SOURCE"}};
+  for (const autotune::InstructionReport& g : report->groups) {
+    std::string runner = g.runner_up ? StrCat(Clip(g.runner_up->ToString(), 40), " ",
+                                              FormatTime(g.runner_up_us))
+                                     : "-";
+    double speedup = g.speedup_over_default();
+    char sp[32];
+    std::snprintf(sp, sizeof(sp), "%.2fx", speedup);
+    rows.push_back({Clip(StrJoin(g.names, ", "), 32), g.kind,
+                    g.chosen ? Clip(g.chosen->ToString(), 72) : "-", FormatTime(g.time_us), runner,
+                    speedup > 0 ? sp : "-", std::string(autotune::ChoiceSourceName(g.source))});
+  }
+  if (report->groups.empty()) {
+    std::cout << "nothing to tune: no backend of " << desc.platform
+              << " has choices for this module's instructions\n";
+  } else {
+    PrintTable(std::cout, rows);
+  }
+  for (const autotune::InstructionReport& g : report->groups) {
+    if (!g.note.empty()) std::cout << "note: " << StrJoin(g.names, ", ") << ": " << g.note << "\n";
+  }
+  std::cout << report->SummaryLine() << "\n";
+
+  if (!a.dump_json.empty()) {
+    if (Status s = WriteWholeFile(a.dump_json, report->ToJson().dump(1) + "\n"); !s.ok()) {
+      return PrintError(s.message()), kExitFailure;
+    }
+  }
+  if (!a.output.empty()) {
+    if (Status s = WriteWholeFile(a.output, (*module)->ToString()); !s.ok()) {
+      return PrintError(s.message()), kExitFailure;
+    }
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddCacheCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<CacheArgs>();
+  CLI::App* cache = app.add_subcommand(
+      "cache", "Inspect and move the autotuning cache (works without a GPU)");
+  cache->require_subcommand(1);
+  cache->fallthrough();
+  AddAutotuneCacheFlag(cache, &args->cache_dir);
+
+  cache->add_subcommand("list", "one line per entry: key, device, kind, chosen config, time")
+      ->callback([args, exit_code] { *exit_code = CacheList(*args); });
+  CLI::App* show = cache->add_subcommand("show", "print one entry (give a prefix of its key)");
+  show->add_option("KEY", args->key, "key or its first digits (see `kiln cache list`)")->required();
+  show->callback([args, exit_code] { *exit_code = CacheShow(*args); });
+  CLI::App* exp = cache->add_subcommand("export", "write every valid entry to one JSON file");
+  exp->add_option("FILE", args->file, "output file ('-': standard output)")->required();
+  exp->callback([args, exit_code] { *exit_code = CacheExport(*args); });
+  CLI::App* imp = cache->add_subcommand("import", "add the entries of an exported file");
+  imp->add_option("FILE", args->file, "a file written by `kiln cache export`")->required();
+  imp->callback([args, exit_code] { *exit_code = CacheImport(*args); });
+  cache->add_subcommand("clear", "remove every entry (and invalid or half-written files)")
+      ->callback([args, exit_code] { *exit_code = CacheClear(*args); });
+}
+
+void AddTuneCommand(CLI::App& app, int* exit_code) {
+  auto args = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "Measure every implementation choice of a module on a device and fill the cache");
+  cmd->add_option("MODULE", args->module, "HLO text file")->required();
+  cmd->add_option("--device", args->device,
+                  "NAME[:ORDINAL] (default: the best available platform with autotuning "
+                  "backends)");
+  AddAutotuneFlags(cmd, &args->flags);
+  cmd->add_option("--dump-json", args->dump_json,
+                  "write every candidate's timing and verdict to this JSON file");
+  cmd->add_option("-o,--output", args->output, "write the tuned module (choices applied) here");
+  cmd->add_option("--repetitions", args->repetitions, "timed runs per candidate (median)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag("-q,--quiet", args->quiet, "no progress bar");
+  cmd->callback([args, exit_code] { *exit_code = Tune(*args); });
+}
+
+}  // namespace kiln
