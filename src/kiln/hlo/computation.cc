@@ -14,7 +14,9 @@ HloInstruction* HloComputation::AddInstruction(std::unique_ptr<HloInstruction> i
   if (parent_ && raw->unique_id() < 0) raw->set_unique_id(parent_->NextUniqueId());
   if (raw->opcode() == HloOpcode::kParameter) {
     int64_t n = raw->parameter_number();
-    if (n >= 0) {
+    // Parameter numbers beyond any real signature are left unregistered (the verifier reports
+    // the gap) rather than allocating a huge table.
+    if (n >= 0 && n < (int64_t{1} << 20)) {
       if (static_cast<int64_t>(parameters_.size()) <= n) parameters_.resize(n + 1, nullptr);
       parameters_[n] = raw;
     }

@@ -87,7 +87,7 @@ uint32_t EncodeMiniFloat(const FloatFormat& f, double value) {
   };
   const bool neg = std::signbit(value);
   if (std::isnan(value)) return nan_bits(neg);
-  if (!f.has_sign && neg && value != 0) return nan_bits(false);
+  if (!f.has_sign && neg) return nan_bits(false);  // unsigned formats: negatives (and -0) are NaN
   double a = std::fabs(value);
   const double max_finite = MiniFloatMax(f);
   auto overflow = [&]() -> uint32_t {
@@ -104,7 +104,7 @@ uint32_t EncodeMiniFloat(const FloatFormat& f, double value) {
   if (f.nan == NanEncoding::kExponentAllOnes) {
     // Powers of two only; round in the log domain at the midpoint 1.5 * 2^e (ties to even
     // exponent bits per ml_dtypes' RNE on the mantissa-less format).
-    if (a == 0) return 0;  // smallest representable (2^-127)
+    if (a == 0) return 0xff;  // no zero in this format: NaN, as ml_dtypes converts it
     int e;
     double fr = std::frexp(a, &e);  // a = fr * 2^e, fr in [0.5, 1)
     int ex = e - 1;                 // a = (2*fr) * 2^ex, 2*fr in [1, 2)

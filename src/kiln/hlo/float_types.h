@@ -96,8 +96,26 @@ class MiniFloat {
 // f16 and bf16 have fast paths; the rest go through the generic codec.
 template <const FloatFormat& F>
 inline double MiniFloat<F>::ToDouble() const {
-  if constexpr (&F == &kBF16Format) {
+  if constexpr (F.total_bits == 16 && F.exponent_bits == 8) {
     uint32_t u = uint32_t(bits_) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  } else if constexpr (F.total_bits == 16 && F.exponent_bits == 5) {
+    // IEEE half -> float by moving fields; subnormals scale exactly in float.
+    const uint32_t h = bits_;
+    const uint32_t sign = (h & 0x8000u) << 16;
+    const uint32_t exp = (h >> 10) & 0x1fu;
+    const uint32_t mant = h & 0x3ffu;
+    uint32_t u;
+    if (exp == 0) {
+      float f = static_cast<float>(mant) * 5.9604644775390625e-08f;  // mant * 2^-24
+      return sign ? -f : f;
+    } else if (exp == 0x1f) {
+      u = sign | 0x7f800000u | (mant << 13);
+    } else {
+      u = sign | ((exp + 112u) << 23) | (mant << 13);
+    }
     float f;
     std::memcpy(&f, &u, 4);
     return f;
@@ -108,7 +126,7 @@ inline double MiniFloat<F>::ToDouble() const {
 
 template <const FloatFormat& F>
 inline typename MiniFloat<F>::Storage MiniFloat<F>::Encode(double v) {
-  if constexpr (&F == &kBF16Format) {
+  if constexpr (F.total_bits == 16 && F.exponent_bits == 8) {
     // Exact from float when v is a float; from double we use the generic path to avoid
     // double rounding.
     float f = static_cast<float>(v);
@@ -119,6 +137,31 @@ inline typename MiniFloat<F>::Storage MiniFloat<F>::Encode(double v) {
       uint32_t lsb = (u >> 16) & 1;
       u += 0x7fff + lsb;
       return static_cast<Storage>(u >> 16);
+    }
+  }
+  if constexpr (F.total_bits == 16 && F.exponent_bits == 5) {
+    float f = static_cast<float>(v);
+    if (static_cast<double>(f) == v) {  // exact in float: convert from float bits directly
+      uint32_t x;
+      std::memcpy(&x, &f, 4);
+      const uint32_t sign = (x >> 16) & 0x8000u;
+      x &= 0x7fffffffu;
+      if (x >= 0x7f800000u)  // inf or NaN (quiet, top payload bits kept)
+        return static_cast<Storage>(sign | 0x7c00u | (x > 0x7f800000u ? (0x200u | ((x >> 13) & 0x3ffu)) : 0u));
+      if (x >= 0x477ff000u) return static_cast<Storage>(sign | 0x7c00u);  // >= 65520 rounds to inf
+      if (x < 0x38800000u) {
+        // Below the smallest normal (2^-14): adding 0.5 puts the value's bits at a ulp of
+        // 2^-24, so the float adder performs the round-to-nearest-even for us.
+        float a;
+        std::memcpy(&a, &x, 4);
+        a += 0.5f;
+        uint32_t r;
+        std::memcpy(&r, &a, 4);
+        return static_cast<Storage>(sign | (r - 0x3f000000u));
+      }
+      const uint32_t odd = (x >> 13) & 1u;
+      x += 0xc8000fffu + odd;  // rebias exponent (-112 << 23) and round to nearest even
+      return static_cast<Storage>(sign | (x >> 13));
     }
   }
   return static_cast<Storage>(EncodeMiniFloat(F, v));

@@ -182,7 +182,7 @@ class Printer {
       // Outside a computation being printed: number by position in its parent.
       int64_t k = -1;
       if (i->parent()) {
-        std::vector<HloInstruction*> all = i->parent()->instructions();
+        std::vector<HloInstruction*> all = i->parent()->MakeInstructionPostOrder();
         for (size_t j = 0; j < all.size(); ++j)
           if (all[j] == i) k = static_cast<int64_t>(j);
       }
@@ -266,7 +266,7 @@ class Printer {
   }
 
   void NumberComputation(const HloComputation& c) {
-    std::vector<HloInstruction*> all = c.instructions();
+    std::vector<HloInstruction*> all = c.MakeInstructionPostOrder();
     for (size_t j = 0; j < all.size(); ++j) instr_index_[all[j]] = static_cast<int64_t>(j);
   }
   void NumberModule(const std::vector<HloComputation*>& comps) {
@@ -417,7 +417,9 @@ class Printer {
     if (c.root_instruction()) AppendShape(out, c.root_instruction()->shape(), false);
     else out += "()";
     out += " {\n";
-    for (HloInstruction* i : c.instructions()) {
+    // Definitions before uses: passes append new instructions at the end, so insertion order
+    // need not be a valid text order. For parsed text the post order is the text's order.
+    for (HloInstruction* i : c.MakeInstructionPostOrder()) {
       out += "  ";
       Instruction(out, *i);
       out += "\n";

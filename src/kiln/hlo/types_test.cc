@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "kiln/hlo/literal.h"
 #include "kiln/hlo/shape.h"
@@ -72,6 +73,32 @@ TEST(FloatTypesTest, Float8Formats) {
     if (std::isnan(float(f))) continue;
     EXPECT_EQ(half(float(f)).bits(), b) << b;
   }
+}
+
+TEST(FloatTypesTest, HalfFastPathMatchesGenericCodec) {
+  // Every half decodes like the generic decoder; floats across the whole range (normals,
+  // subnormals, ties, overflow) encode like the generic encoder.
+  for (uint32_t b = 0; b < 65536; ++b) {
+    double fast = half::FromBits(static_cast<uint16_t>(b)).ToDouble();
+    double generic = DecodeMiniFloat(kF16Format, b);
+    if (std::isnan(generic)) {
+      EXPECT_TRUE(std::isnan(fast)) << b;
+    } else {
+      EXPECT_EQ(fast, generic) << b;
+      EXPECT_EQ(std::signbit(fast), std::signbit(generic)) << b;
+    }
+  }
+  uint32_t state = 12345;
+  for (int i = 0; i < 200000; ++i) {
+    state = state * 1664525u + 1013904223u;
+    uint32_t bits = state;
+    if (i % 3 == 0) bits = (bits & 0x80ffffffu) | (uint32_t(100 + (i / 3) % 60) << 23);  // near half's range
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(half(f).bits(), EncodeMiniFloat(kF16Format, f)) << f;
+  }
+  EXPECT_EQ(float8_e8m0fnu(0.0f).bits(), 0xff);  // no zero in e8m0: NaN, as ml_dtypes
 }
 
 TEST(FloatTypesTest, IntN) {

@@ -17,6 +17,11 @@ int64_t CountInstructions(const HloModule& module) {
 StatusOr<bool> HloPassPipeline::Run(HloModule& module) {
   bool changed = false;
   for (auto& pass : passes_) {
+    // A nested pipeline (directly or inside a fixed-point wrapper) reports its own passes.
+    HloPassPipeline* nested = dynamic_cast<HloPassPipeline*>(pass.get());
+    if (auto* fix = dynamic_cast<HloPassFix*>(pass.get()))
+      nested = dynamic_cast<HloPassPipeline*>(&fix->inner());
+    size_t nested_before = nested ? nested->stats().size() : 0;
     PassStats st;
     st.name = StrCat(name_, "/", pass->name());
     st.instructions_before = CountInstructions(module);
@@ -27,11 +32,10 @@ StatusOr<bool> HloPassPipeline::Run(HloModule& module) {
       return result.status().WithContext(StrCat("pass ", st.name));
     st.changed = *result;
     st.instructions_after = CountInstructions(module);
-    // Nested pipelines report their own passes.
-    if (auto* nested = dynamic_cast<HloPassPipeline*>(pass.get())) {
-      for (const PassStats& s : nested->stats()) {
-        PassStats copy = s;
-        copy.name = StrCat(name_, "/", s.name);
+    if (nested) {
+      for (size_t i = nested_before; i < nested->stats().size(); ++i) {
+        PassStats copy = nested->stats()[i];
+        copy.name = StrCat(name_, "/", copy.name);
         stats_.push_back(copy);
       }
     }

@@ -71,6 +71,7 @@ class HloPassFix : public HloPass {
       : pass_(std::move(pass)), max_iterations_(max_iterations) {}
   std::string_view name() const override { return pass_->name(); }
   StatusOr<bool> Run(HloModule& module) override;
+  HloPass& inner() { return *pass_; }
 
  private:
   std::unique_ptr<HloPass> pass_;
