@@ -59,6 +59,7 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateFamilyKernel(const HloInstruction& in
     case HloOpcode::kScatter: return CreateScatterKernel(instr, options);
     case HloOpcode::kSort: return CreateSortKernel(instr, options);
     case HloOpcode::kTopK: return CreateTopKKernel(instr, options);
+    case HloOpcode::kRngBitGenerator: return CreateRngBitGeneratorKernel(instr, options);
     case HloOpcode::kCustomCall:
       if (instr.attrs().custom_call_target == "TopK") return CreateTopKKernel(instr, options);
       return Unimplemented("no native kernel for custom-call ", instr.attrs().custom_call_target);

@@ -35,6 +35,7 @@
 #include "kiln/eval/array_util.h"
 #include "kiln/eval/kernels.h"
 #include "kiln/eval/misc_internal.h"
+#include "kiln/eval/rng_bits.h"
 
 namespace kiln {
 namespace {
@@ -79,17 +80,14 @@ void Philox4x32(uint32_t x[4], uint32_t k0, uint32_t k1) {
 }
 
 // Writes raw output bits (the low `bits` of `v`) into element i of `out`.
-void StoreBits(Literal& out, int64_t i, uint64_t v, int width_bytes) {
-  // Little-endian host: the low bytes of v are the element's bits.
-  std::memcpy(out.untyped_data() + i * width_bytes, &v, width_bytes);
-}
+}  // namespace
 
-StatusOr<Literal> EvalRngBitGenerator(const HloInstruction& instr,
-                                      std::span<const Literal* const> ops, Evaluator&) {
-  if (ops.size() != 1)
+namespace eval_internal {
+
+StatusOr<RngBitsLayout> PlanRngBits(const HloInstruction& instr) {
+  if (instr.operand_count() != 1)
     return InvalidArgument("rng-bit-generator %", instr.name(), " takes one operand");
-  const Literal& state = *ops[0];
-  const Shape& ss = state.shape();
+  const Shape& ss = instr.operand(0)->shape();
   const Shape& rs = instr.shape();
   if (!ss.IsArray() || ss.rank() != 1 || !IsIntegralType(ss.element_type()) ||
       PrimitiveBitWidth(ss.element_type()) != 64)
@@ -99,111 +97,156 @@ StatusOr<Literal> EvalRngBitGenerator(const HloInstruction& instr,
     return InvalidArgument("rng-bit-generator %", instr.name(), ": result must be (state, bits)");
   const Shape& data_shape = rs.tuple_shapes(1);
   const PrimitiveType dt = data_shape.element_type();
-  const int bits = PrimitiveBitWidth(dt);
-  if (IsComplexType(dt) || dt == PrimitiveType::kPred || bits > 64 || bits < 8)
+  RngBitsLayout l;
+  l.bits = PrimitiveBitWidth(dt);
+  if (IsComplexType(dt) || dt == PrimitiveType::kPred || l.bits > 64 || l.bits < 8)
     return UnsupportedInstruction(instr,
                                   StrCat("rng-bit-generator output type ", PrimitiveTypeName(dt)));
-  const int width = PrimitiveByteWidth(dt);
-  const int64_t n = data_shape.num_elements();
-  std::vector<uint64_t> st(ss.dimensions(0));
-  std::memcpy(st.data(), state.untyped_data(), st.size() * 8);
-  Literal new_state(ss);
-  Literal data(data_shape);
-  RandomAlgorithm alg = instr.attrs().rng_algorithm;
-  if (alg == RandomAlgorithm::kDefault) alg = RandomAlgorithm::kPhilox;
-
-  if (alg == RandomAlgorithm::kThreeFry) {
-    if (st.size() != 2)
+  l.width = PrimitiveByteWidth(dt);
+  l.elements = data_shape.num_elements();
+  l.state_size = ss.dimensions(0);
+  l.algorithm = instr.attrs().rng_algorithm;
+  if (l.algorithm == RandomAlgorithm::kDefault) l.algorithm = RandomAlgorithm::kPhilox;
+  if (l.algorithm == RandomAlgorithm::kThreeFry) {
+    if (l.state_size != 2)
       return InvalidArgument("rng-bit-generator %", instr.name(),
                              ": three_fry needs a u64[2] state, got ", ss.ToString(false));
-    const uint64_t key = st[0], ctr = st[1];
-    const uint32_t k[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
-    auto block = [&](uint64_t c, uint32_t out[2]) {
-      out[0] = static_cast<uint32_t>(c);
-      out[1] = static_cast<uint32_t>(c >> 32);
-      ThreeFry2x32(out, k);
-    };
-    uint64_t advance;
-    if (bits == 64) {
-      for (int64_t i = 0; i < n; ++i) {
-        uint32_t o[2];
-        block(ctr + static_cast<uint64_t>(i), o);
-        StoreBits(data, i, uint64_t{o[0]} | (uint64_t{o[1]} << 32), width);
-      }
-      advance = static_cast<uint64_t>(n);
-    } else {
-      // Split the shape in halves along split_dim.
-      std::vector<int64_t> dims = data_shape.dimensions();
-      int64_t split = 0;
-      if (dims.empty()) {
-        dims = {1};
-      } else {
-        split = -1;
-        for (size_t i = 0; i < dims.size(); ++i)
-          if (dims[i] % 2 == 0) {
-            split = static_cast<int64_t>(i);
-            break;
-          }
-        if (split < 0) {
-          split = 0;
-          for (size_t i = 1; i < dims.size(); ++i)
-            if (dims[i] > dims[split]) split = static_cast<int64_t>(i);
-        }
-      }
-      std::vector<int64_t> half = dims;
-      half[split] = (dims[split] + 1) / 2;
-      const int64_t nhalf = eval_internal::ElementProduct(half);
-      const std::vector<int64_t> ostrides = RowMajorStrides(dims);
-      std::vector<int64_t> idx(half.size(), 0);
-      for (int64_t h = 0; h < nhalf; ++h) {
-        uint32_t o[2];
-        block(ctr + static_cast<uint64_t>(h), o);
-        for (int w = 0; w < 2; ++w) {
-          const int64_t pos = 2 * idx[split] + w;
-          if (pos >= dims[split]) continue;
-          int64_t lin = 0;
-          for (size_t d = 0; d < dims.size(); ++d)
-            lin += (static_cast<int64_t>(d) == split ? pos : idx[d]) * ostrides[d];
-          StoreBits(data, lin, o[w], width);
-        }
-        eval_internal::NextRowMajorIndex(idx, half);
-      }
-      advance = static_cast<uint64_t>(nhalf);
+    if (l.bits == 64) {
+      l.blocks = l.elements;
+      return l;
     }
-    std::vector<uint64_t> ns = {key, ctr + advance};
-    std::memcpy(new_state.untyped_data(), ns.data(), 16);
-  } else if (alg == RandomAlgorithm::kPhilox) {
-    if (st.size() != 2 && st.size() != 3)
+    // Split the shape in halves along split_dim.
+    l.dims = data_shape.dimensions();
+    if (l.dims.empty()) {
+      l.dims = {1};
+    } else {
+      l.split = -1;
+      for (size_t i = 0; i < l.dims.size(); ++i)
+        if (l.dims[i] % 2 == 0) {
+          l.split = static_cast<int64_t>(i);
+          break;
+        }
+      if (l.split < 0) {
+        l.split = 0;
+        for (size_t i = 1; i < l.dims.size(); ++i)
+          if (l.dims[i] > l.dims[l.split]) l.split = static_cast<int64_t>(i);
+      }
+    }
+    l.half = l.dims;
+    l.half[l.split] = (l.dims[l.split] + 1) / 2;
+    l.blocks = ElementProduct(l.half);
+    return l;
+  }
+  if (l.algorithm == RandomAlgorithm::kPhilox) {
+    if (l.state_size != 2 && l.state_size != 3)
       return InvalidArgument("rng-bit-generator %", instr.name(),
                              ": philox needs a u64[2] or u64[3] state, got ", ss.ToString(false));
-    const uint64_t key = st[0];
-    const uint64_t low = st[1];
-    const uint64_t high = st.size() == 3 ? st[2] : st[0];
-    const uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
-    const int64_t per_block = bits == 64 ? 2 : 4;
-    const int64_t nblocks = (n + per_block - 1) / per_block;
-    for (int64_t j = 0; j < nblocks; ++j) {
-      const uint64_t l = low + static_cast<uint64_t>(j);
-      const uint64_t hgh = l < low ? high + 1 : high;
-      uint32_t x[4] = {static_cast<uint32_t>(l), static_cast<uint32_t>(l >> 32),
-                       static_cast<uint32_t>(hgh), static_cast<uint32_t>(hgh >> 32)};
-      Philox4x32(x, k0, k1);
-      for (int64_t w = 0; w < per_block; ++w) {
-        const int64_t i = j * per_block + w;
-        if (i >= n) break;
-        const uint64_t v =
-            bits == 64 ? (uint64_t{x[2 * w]} | (uint64_t{x[2 * w + 1]} << 32)) : uint64_t{x[w]};
-        StoreBits(data, i, v, width);
-      }
-    }
-    const uint64_t nl = low + static_cast<uint64_t>(nblocks);
-    const uint64_t nh = nl < low ? high + 1 : high;
-    std::vector<uint64_t> ns = {key, nl};
-    if (st.size() == 3) ns.push_back(nh);
-    std::memcpy(new_state.untyped_data(), ns.data(), ns.size() * 8);
-  } else {
-    return UnsupportedInstruction(instr, "unknown rng algorithm");
+    const int64_t per_block = l.bits == 64 ? 2 : 4;
+    l.blocks = (l.elements + per_block - 1) / per_block;
+    return l;
   }
+  return UnsupportedInstruction(instr, "unknown rng algorithm");
+}
+
+void FillRngBits(const RngBitsLayout& l, std::span<const uint64_t> state, void* data, int64_t b0,
+                 int64_t b1) {
+  if (b0 >= b1) return;
+  uint8_t* out = static_cast<uint8_t*>(data);
+  // Little-endian host: the low bytes of v are the element's bits.
+  auto store = [&](int64_t i, uint64_t v) { std::memcpy(out + i * l.width, &v, l.width); };
+  const uint64_t key = state[0];
+  if (l.algorithm == RandomAlgorithm::kThreeFry) {
+    const uint64_t ctr = state[1];
+    const uint32_t k[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
+    auto block = [&](uint64_t c, uint32_t o[2]) {
+      o[0] = static_cast<uint32_t>(c);
+      o[1] = static_cast<uint32_t>(c >> 32);
+      ThreeFry2x32(o, k);
+    };
+    if (l.bits == 64) {
+      for (int64_t i = b0; i < b1; ++i) {
+        uint32_t o[2];
+        block(ctr + static_cast<uint64_t>(i), o);
+        store(i, uint64_t{o[0]} | (uint64_t{o[1]} << 32));
+      }
+      return;
+    }
+    const std::vector<int64_t> ostrides = RowMajorStrides(l.dims);
+    std::vector<int64_t> idx(l.half.size(), 0);
+    int64_t rem = b0;
+    for (size_t d = l.half.size(); d-- > 0;) {
+      idx[d] = rem % l.half[d];
+      rem /= l.half[d];
+    }
+    for (int64_t h = b0; h < b1; ++h) {
+      uint32_t o[2];
+      block(ctr + static_cast<uint64_t>(h), o);
+      for (int w = 0; w < 2; ++w) {
+        const int64_t pos = 2 * idx[l.split] + w;
+        if (pos >= l.dims[l.split]) continue;
+        int64_t lin = 0;
+        for (size_t d = 0; d < l.dims.size(); ++d)
+          lin += (static_cast<int64_t>(d) == l.split ? pos : idx[d]) * ostrides[d];
+        store(lin, o[w]);
+      }
+      NextRowMajorIndex(idx, l.half);
+    }
+    return;
+  }
+  const uint64_t low = state[1];
+  const uint64_t high = l.state_size == 3 ? state[2] : state[0];
+  const uint32_t k0 = static_cast<uint32_t>(key), k1 = static_cast<uint32_t>(key >> 32);
+  const int64_t per_block = l.bits == 64 ? 2 : 4;
+  for (int64_t j = b0; j < b1; ++j) {
+    const uint64_t lo = low + static_cast<uint64_t>(j);
+    const uint64_t hgh = lo < low ? high + 1 : high;
+    uint32_t x[4] = {static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32),
+                     static_cast<uint32_t>(hgh), static_cast<uint32_t>(hgh >> 32)};
+    Philox4x32(x, k0, k1);
+    for (int64_t w = 0; w < per_block; ++w) {
+      const int64_t i = j * per_block + w;
+      if (i >= l.elements) break;
+      store(i, l.bits == 64 ? (uint64_t{x[2 * w]} | (uint64_t{x[2 * w + 1]} << 32))
+                            : uint64_t{x[w]});
+    }
+  }
+}
+
+void AdvanceRngState(const RngBitsLayout& l, std::span<const uint64_t> state,
+                     std::span<uint64_t> new_state) {
+  const uint64_t advance = static_cast<uint64_t>(l.blocks);
+  new_state[0] = state[0];
+  if (l.algorithm == RandomAlgorithm::kThreeFry) {
+    new_state[1] = state[1] + advance;
+    return;
+  }
+  const uint64_t low = state[1];
+  const uint64_t high = l.state_size == 3 ? state[2] : state[0];
+  const uint64_t nl = low + advance;
+  new_state[1] = nl;
+  if (l.state_size == 3) new_state[2] = nl < low ? high + 1 : high;
+}
+
+}  // namespace eval_internal
+
+namespace {
+
+StatusOr<Literal> EvalRngBitGenerator(const HloInstruction& instr,
+                                      std::span<const Literal* const> ops, Evaluator&) {
+  if (ops.size() != 1)
+    return InvalidArgument("rng-bit-generator %", instr.name(), " takes one operand");
+  KILN_ASSIGN_OR_RETURN(eval_internal::RngBitsLayout l, eval_internal::PlanRngBits(instr));
+  const Literal& state = *ops[0];
+  if (!state.shape().IsArray() || state.shape().rank() != 1 ||
+      state.shape().dimensions(0) != l.state_size)
+    return InvalidArgument("rng-bit-generator %", instr.name(), ": state does not match");
+  std::vector<uint64_t> st(l.state_size), ns(l.state_size);
+  std::memcpy(st.data(), state.untyped_data(), st.size() * 8);
+  Literal new_state(state.shape());
+  Literal data(instr.shape().tuple_shapes(1));
+  eval_internal::FillRngBits(l, st, data.untyped_data(), 0, l.blocks);
+  eval_internal::AdvanceRngState(l, st, ns);
+  std::memcpy(new_state.untyped_data(), ns.data(), ns.size() * 8);
   std::vector<Literal> parts;
   parts.push_back(std::move(new_state));
   parts.push_back(std::move(data));

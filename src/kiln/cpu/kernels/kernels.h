@@ -62,4 +62,8 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateSortKernel(const HloInstruction& inst
 StatusOr<std::unique_ptr<CpuKernel>> CreateTopKKernel(const HloInstruction& instr,
                                                       const CpuKernelOptions& options);
 
+// rng-bit-generator (the evaluator's bit streams, eval/rng_bits.h, in parallel).
+StatusOr<std::unique_ptr<CpuKernel>> CreateRngBitGeneratorKernel(const HloInstruction& instr,
+                                                                 const CpuKernelOptions& options);
+
 }  // namespace kiln::cpu::internal
