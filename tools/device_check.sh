@@ -12,7 +12,9 @@
 #   memcheck   compute-sanitizer --tool memcheck over the conformance, device (BFC on real memory)
 #              and NVRTC tests (the fake-region BFC test never touches the GPU, so it is not run
 #              there: the sanitizer fails a program that makes no CUDA call)
-#   bench      kiln_runtime_bench (Markdown tables)
+#   bench      kiln_runtime_bench (Markdown tables); skipped with KILN_DEVICE_CHECK_RUNTIME_BENCH=0
+#   gpu_bench  bench/gpu/run.sh OUT_DIR/gpu_bench (kiln vs XLA vs PyTorch), only with
+#              KILN_DEVICE_CHECK_GPU_BENCH=1 and when the script exists
 #   cpu_tests  ctest -L cpu, only with KILN_DEVICE_CHECK_CPU=1
 # Dependencies missing on the GPU machine (GoogleTest...) come from .device-deps/env.sh when the
 # checkout carries it. Exit status: 0 when every step passed, 1 otherwise (all steps run).
@@ -83,7 +85,7 @@ echo "      gpu test cases skipped: ${skipped:-0} (see gpu_tests.log)" | tee -a 
 if command -v compute-sanitizer > /dev/null; then
   memcheck() {
     local status=0
-    for test in cuda_conformance_test cuda_device_test cuda_nvrtc_test; do
+    for test in ${KILN_MEMCHECK_TESTS:-cuda_conformance_test cuda_device_test cuda_nvrtc_test}; do
       local bin
       bin="$(find "$build" -name "$test" -type f | head -1)"
       [ -z "$bin" ] && { echo "missing $test"; status=1; continue; }
@@ -101,7 +103,13 @@ else
 fi
 
 bench="$(find "$build" -name kiln_runtime_bench -type f | head -1)"
-[ -n "$bench" ] && step bench "$bench" --platform=cuda
+if [ -n "$bench" ] && [ "${KILN_DEVICE_CHECK_RUNTIME_BENCH:-1}" = 1 ]; then
+  step bench "$bench" --platform=cuda
+fi
+
+if [ "${KILN_DEVICE_CHECK_GPU_BENCH:-0}" = 1 ] && [ -f "$src/bench/gpu/run.sh" ]; then
+  step gpu_bench bash "$src/bench/gpu/run.sh" "$out/gpu_bench" "$build"
+fi
 
 if [ "${KILN_DEVICE_CHECK_CPU:-0}" = 1 ]; then
   step cpu_tests ctest --test-dir "$build" -L cpu --output-on-failure -j "$jobs"
