@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <tuple>
 
 #include "kiln/base/strings.h"
 #include "kiln/cuda/libs/handles.h"
+#include "kiln/cuda/libs/kernel_loader.h"
+#include "kiln/runtime/kernel_args.h"
+#include "kiln/runtime/module.h"
 
 namespace kiln::cuda::libs {
 
@@ -29,6 +33,12 @@ uint64_t ConvPlan::output_bytes() const {
   return Product(desc_.OutputDims()) * PrimitiveByteWidth(desc_.dtype);
 }
 
+StatusOr<ConvAlgorithm> ConvPlan::DefaultAlgorithm(uint64_t max_workspace_bytes) const {
+  KILN_ASSIGN_OR_RETURN(std::vector<ConvAlgorithm> algorithms,
+                        ListAlgorithms(max_workspace_bytes));
+  return algorithms.front();  // ListAlgorithms never returns an empty list
+}
+
 #if !defined(KILN_HAVE_CUDNN_HEADERS)
 
 struct ConvPlan::Descriptors {};
@@ -40,6 +50,10 @@ StatusOr<std::unique_ptr<ConvPlan>> ConvPlan::Create(const ConvDesc& desc, CudaD
   return Unimplemented("conv: kiln was built without cuDNN headers (cudnn.h)");
 }
 StatusOr<std::vector<ConvAlgorithm>> ConvPlan::ListAlgorithms(uint64_t) const {
+  return Unimplemented("conv: built without cuDNN");
+}
+Status ConvPlan::RunSplit(const ConvAlgorithm&, const ConvBuffers&, runtime::DeviceMemory,
+                          runtime::Stream&) const {
   return Unimplemented("conv: built without cuDNN");
 }
 Status ConvPlan::Run(const ConvAlgorithm&, const ConvBuffers&, runtime::DeviceMemory,
@@ -220,6 +234,23 @@ Status ConvPlan::Build() {
     KILN_RETURN_IF_ERROR(check(
         api.cudnnSetActivationDescriptor(d_->act, mode, CUDNN_NOT_PROPAGATE_NAN, 0.0),
         "cudnnSetActivationDescriptor"));
+    if (c.has_bias || c.activation != ConvActivation::kNone) {
+      // The split fallback's kernel. A failure here (no NVRTC) only removes the split
+      // algorithms; cuDNN's fused call may still run.
+      epilogue_status_ = [&]() -> Status {
+        NvrtcRequest request;
+        request.source = ConvEpilogueKernelSource();
+        request.program_name = "kiln_conv_epilogue.cu";
+        KILN_ASSIGN_OR_RETURN(runtime::Module * module,
+                              LoadLibraryModule(handles_.device(), request));
+        const char* name = c.dtype == PrimitiveType::kF64    ? "kiln_conv_epilogue_f64"
+                           : c.dtype == PrimitiveType::kF16  ? "kiln_conv_epilogue_f16"
+                           : c.dtype == PrimitiveType::kBF16 ? "kiln_conv_epilogue_bf16"
+                                                             : "kiln_conv_epilogue_f32";
+        KILN_ASSIGN_OR_RETURN(epilogue_, module->GetKernel(name));
+        return OkStatus();
+      }();
+    }
   }
   return OkStatus();
 }
@@ -238,73 +269,86 @@ StatusOr<std::vector<ConvAlgorithm>> ConvPlan::ListAlgorithms(uint64_t max_works
   struct Candidate {
     int algo, math;
     bool deterministic;
+    bool split;
   };
   std::vector<Candidate> candidates;
   KILN_RETURN_IF_ERROR(CudnnStatus(api, api.cudnnSetConvolutionMathType(d_->conv, policy),
                                    "cudnnSetConvolutionMathType"));
-  if (desc_.fused()) {
-    candidates.push_back({CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, policy, true});
-  } else {
-    auto collect = [&](const auto* perf, int count) {
-      for (int i = 0; i < count; ++i) {
-        if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-        int math = perf[i].mathType;
-        if (highest) {
-          if (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
-          math = CUDNN_FMA_MATH;
+  auto collect = [&](const auto* perf, int count, bool split) {
+    for (int i = 0; i < count; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      int math = perf[i].mathType;
+      if (highest) {
+        if (math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+        math = CUDNN_FMA_MATH;
+      }
+      candidates.push_back({static_cast<int>(perf[i].algo), math,
+                            perf[i].determinism == CUDNN_DETERMINISTIC, split});
+    }
+  };
+  int max_count = 0, returned = 0;
+  switch (desc_.kind) {
+    case ConvKind::kForward: {
+      KILN_RETURN_IF_ERROR(CudnnStatus(api, api.cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count),
+                                       "cudnnGetConvolutionForwardAlgorithmMaxCount"));
+      std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::max(max_count, 1));
+      KILN_RETURN_IF_ERROR(CudnnStatus(
+          api,
+          api.cudnnGetConvolutionForwardAlgorithm_v7(handle, d_->x, d_->w, d_->conv, d_->y,
+                                                     static_cast<int>(perf.size()), &returned,
+                                                     perf.data()),
+          "cudnnGetConvolutionForwardAlgorithm_v7"));
+      if (!desc_.fused()) {
+        collect(perf.data(), returned, /*split=*/false);
+      } else {
+        // See the header comment: the fused call first for f32/f16, last otherwise; the split
+        // algorithms only where no epilogue kernel is needed or it loaded.
+        // cuDNN's fused call needs a bias and takes no f64 here.
+        const bool fused_call_ok = desc_.has_bias && desc_.dtype != PrimitiveType::kF64;
+        const Candidate fused_call = {CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM, policy,
+                                      true, false};
+        const bool fused_first =
+            desc_.dtype == PrimitiveType::kF32 || desc_.dtype == PrimitiveType::kF16;
+        if (fused_call_ok && fused_first) candidates.push_back(fused_call);
+        if (epilogue_ != nullptr || (!desc_.has_bias && desc_.activation == ConvActivation::kNone)) {
+          collect(perf.data(), returned, /*split=*/true);
         }
-        candidates.push_back({static_cast<int>(perf[i].algo), math,
-                              perf[i].determinism == CUDNN_DETERMINISTIC});
+        if (fused_call_ok && !fused_first) candidates.push_back(fused_call);
       }
-    };
-    int max_count = 0, returned = 0;
-    switch (desc_.kind) {
-      case ConvKind::kForward: {
-        KILN_RETURN_IF_ERROR(CudnnStatus(api, api.cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count),
-                                         "cudnnGetConvolutionForwardAlgorithmMaxCount"));
-        std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(std::max(max_count, 1));
-        KILN_RETURN_IF_ERROR(CudnnStatus(
-            api,
-            api.cudnnGetConvolutionForwardAlgorithm_v7(handle, d_->x, d_->w, d_->conv, d_->y,
-                                                       static_cast<int>(perf.size()), &returned,
-                                                       perf.data()),
-            "cudnnGetConvolutionForwardAlgorithm_v7"));
-        collect(perf.data(), returned);
-        break;
-      }
-      case ConvKind::kBackwardData: {
-        KILN_RETURN_IF_ERROR(CudnnStatus(api, api.cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &max_count),
-                                         "cudnnGetConvolutionBackwardDataAlgorithmMaxCount"));
-        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(std::max(max_count, 1));
-        KILN_RETURN_IF_ERROR(CudnnStatus(
-            api,
-            api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d_->w, d_->y, d_->conv, d_->x,
-                                                            static_cast<int>(perf.size()),
+      break;
+    }
+    case ConvKind::kBackwardData: {
+      KILN_RETURN_IF_ERROR(CudnnStatus(api, api.cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &max_count),
+                                       "cudnnGetConvolutionBackwardDataAlgorithmMaxCount"));
+      std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(std::max(max_count, 1));
+      KILN_RETURN_IF_ERROR(CudnnStatus(
+          api,
+          api.cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, d_->w, d_->y, d_->conv, d_->x,
+                                                          static_cast<int>(perf.size()),
+                                                          &returned, perf.data()),
+          "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+      collect(perf.data(), returned, /*split=*/false);
+      break;
+    }
+    case ConvKind::kBackwardFilter: {
+      KILN_RETURN_IF_ERROR(CudnnStatus(api, api.cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &max_count),
+                                       "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount"));
+      std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(std::max(max_count, 1));
+      KILN_RETURN_IF_ERROR(CudnnStatus(
+          api,
+          api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, d_->x, d_->y, d_->conv,
+                                                            d_->w, static_cast<int>(perf.size()),
                                                             &returned, perf.data()),
-            "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
-        collect(perf.data(), returned);
-        break;
-      }
-      case ConvKind::kBackwardFilter: {
-        KILN_RETURN_IF_ERROR(CudnnStatus(api, api.cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &max_count),
-                                         "cudnnGetConvolutionBackwardFilterAlgorithmMaxCount"));
-        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(std::max(max_count, 1));
-        KILN_RETURN_IF_ERROR(CudnnStatus(
-            api,
-            api.cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, d_->x, d_->y, d_->conv,
-                                                              d_->w, static_cast<int>(perf.size()),
-                                                              &returned, perf.data()),
-            "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
-        collect(perf.data(), returned);
-        break;
-      }
+          "cudnnGetConvolutionBackwardFilterAlgorithm_v7"));
+      collect(perf.data(), returned, /*split=*/false);
+      break;
     }
   }
 
   std::vector<ConvAlgorithm> algorithms;
-  std::set<std::pair<int, int>> seen;
+  std::set<std::tuple<int, int, bool>> seen;
   for (const Candidate& cand : candidates) {
-    if (!seen.insert({cand.algo, cand.math}).second) continue;
+    if (!seen.insert({cand.algo, cand.math, cand.split}).second) continue;
     // The workspace for exactly this (algorithm, math type).
     if (api.cudnnSetConvolutionMathType(d_->conv, static_cast<cudnnMathType_t>(cand.math)) !=
         CUDNN_STATUS_SUCCESS) {
@@ -345,13 +389,18 @@ StatusOr<std::vector<ConvAlgorithm>> ConvPlan::ListAlgorithms(uint64_t max_works
     a.workspace_bytes = bytes;
     a.deterministic = cand.deterministic;
     a.tensor_ops = UsesTensorOps(cand.math, desc_.dtype);
+    a.split_epilogue = cand.split;
     a.description = StrCat("cudnn ", kind, "#", a.index, " ", name, " ", MathName(cand.math),
-                           " ws=", bytes, a.deterministic ? " det" : " nondet");
+                           " ws=", bytes, a.deterministic ? " det" : " nondet",
+                           !desc_.fused() ? "" : (cand.split ? " split" : " fused"));
     algorithms.push_back(std::move(a));
   }
   if (algorithms.empty()) {
     return Unimplemented("cuDNN has no algorithm for ", desc_.ToString(), " within ",
-                         max_workspace_bytes, " bytes of workspace");
+                         max_workspace_bytes, " bytes of workspace",
+                         epilogue_status_.ok() ? ""
+                                               : StrCat(" (split epilogue unavailable: ",
+                                                        epilogue_status_.message(), ")"));
   }
   return algorithms;
 }
@@ -374,6 +423,12 @@ Status ConvPlan::Run(const ConvAlgorithm& algorithm, const ConvBuffers& buffers,
   }
   if (desc_.side_input_scale != 0 && !buffers.side_input.is_null()) {
     KILN_RETURN_IF_ERROR(CheckBuffer(buffers.side_input, output_bytes(), "conv side input"));
+  }
+  if (algorithm.split_epilogue) {
+    if (!desc_.fused() || desc_.kind != ConvKind::kForward) {
+      return InvalidArgument("ConvPlan::Run: a split algorithm for an unfused plan");
+    }
+    return RunSplit(algorithm, buffers, workspace, stream);
   }
   KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, handles_.Cudnn(stream));
   KILN_RETURN_IF_ERROR(handles_.device().Activate());
@@ -431,6 +486,71 @@ Status ConvPlan::Run(const ConvAlgorithm& algorithm, const ConvBuffers& buffers,
           StrCat("cudnnConvolutionBackwardFilter", what));
   }
   return Internal("conv: unknown kind");
+}
+
+Status ConvPlan::RunSplit(const ConvAlgorithm& algorithm, const ConvBuffers& buffers,
+                          runtime::DeviceMemory workspace, runtime::Stream& stream) const {
+  const CudnnApi& api = *d_->api;
+  const bool epilogue = desc_.has_bias || desc_.activation != ConvActivation::kNone;
+  if (epilogue && epilogue_ == nullptr) {
+    return FailedPrecondition("conv: split epilogue kernel unavailable: ",
+                              epilogue_status_.message());
+  }
+  const uint64_t y_bytes = output_bytes();
+  // The side input enters through cuDNN's beta: y = alpha * conv + beta * y, so a separate z is
+  // first copied into y. A z that overlaps y other than exactly is unsupported.
+  const bool side = desc_.side_input_scale != 0;
+  if (side && !buffers.side_input.is_null() && buffers.side_input.ptr != buffers.y.ptr) {
+    const auto* z = static_cast<const char*>(buffers.side_input.ptr);
+    const auto* y = static_cast<const char*>(buffers.y.ptr);
+    if (z < y + y_bytes && y < z + y_bytes) {
+      return InvalidArgument("conv: the side input partially overlaps the output");
+    }
+    KILN_RETURN_IF_ERROR(stream.MemcpyDeviceToDevice(buffers.y, buffers.side_input, y_bytes));
+  }
+  KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, handles_.Cudnn(stream));
+  KILN_RETURN_IF_ERROR(handles_.device().Activate());
+  double alpha_d = desc_.alpha, beta_d = side ? desc_.side_input_scale : 0.0;
+  float alpha_f = static_cast<float>(alpha_d), beta_f = static_cast<float>(beta_d);
+  const bool dbl = desc_.dtype == PrimitiveType::kF64;
+  const void* alpha = dbl ? static_cast<const void*>(&alpha_d) : &alpha_f;
+  const void* beta = dbl ? static_cast<const void*>(&beta_d) : &beta_f;
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    KILN_RETURN_IF_ERROR(CudnnStatus(
+        api,
+        api.cudnnSetConvolutionMathType(d_->conv,
+                                        static_cast<cudnnMathType_t>(algorithm.math_type)),
+        "cudnnSetConvolutionMathType"));
+    KILN_RETURN_IF_ERROR(CudnnStatus(
+        api,
+        api.cudnnConvolutionForward(handle, alpha, d_->x, buffers.x.ptr, d_->w, buffers.w.ptr,
+                                    d_->conv,
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(algorithm.algo),
+                                    workspace.ptr, algorithm.workspace_bytes, beta, d_->y,
+                                    buffers.y.ptr),
+        StrCat("cudnnConvolutionForward(", algorithm.description, ")")));
+  }
+  if (!epilogue) return OkStatus();
+
+  const uint64_t n = Product(desc_.OutputDims());
+  const uint64_t inner = desc_.output_layout == ConvLayout::kChannelsLast
+                             ? 1
+                             : Product(desc_.output_spatial);
+  runtime::KernelArgs args;
+  args.Add(buffers.y);
+  args.Add(desc_.has_bias ? buffers.bias : runtime::DeviceMemory());
+  args.Add(static_cast<unsigned long long>(n));
+  args.Add(static_cast<unsigned long long>(inner));
+  args.Add(static_cast<unsigned long long>(desc_.output_features));
+  args.Add(static_cast<int>(desc_.activation == ConvActivation::kRelu ? 1 : 0));
+  const uint32_t block = 256;
+  const uint64_t max_blocks = std::max<uint64_t>(
+      1, static_cast<uint64_t>(handles_.device().description().multiprocessor_count) * 16);
+  runtime::LaunchDims dims;
+  dims.block.x = block;
+  dims.grid.x = static_cast<uint32_t>(std::min<uint64_t>((n + block - 1) / block, max_blocks));
+  return stream.Launch(*epilogue_, dims, args);
 }
 
 #endif  // KILN_HAVE_CUDNN_HEADERS

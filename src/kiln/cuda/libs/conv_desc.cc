@@ -191,13 +191,6 @@ Status ValidateConvDesc(const ConvDesc& d) {
     if (d.kind != ConvKind::kForward) {
       return Unimplemented("conv: bias/activation/side input fuse into forward convolutions only");
     }
-    if (!d.has_bias) {
-      return Unimplemented("conv: cuDNN fuses an activation or side input only together with "
-                           "a bias (cudnnConvolutionBiasActivationForward)");
-    }
-    if (d.dtype == PrimitiveType::kF64) {
-      return Unimplemented("conv: fused bias/activation on f64");
-    }
   }
   return OkStatus();
 }

@@ -31,10 +31,13 @@
 // window reversal, batch_group_count > 1 other than the backward-filter form, more than 3 spatial
 // dimensions, dtypes other than f32/f16/bf16/f64, mixed dtypes.
 //
-// Fusion (forward only, cudnnConvolutionBiasActivationForward):
+// Fusion (forward only):
 //     y = activation(alpha * conv(x, w) + side_input_scale * z + bias)
-// with bias one value per output feature, z of y's shape (the residual; may be y's own buffer),
-// activation none or relu. f32 follows the TF32 policy below.
+// with bias (optional) one value per output feature, z of y's shape (the residual; may be y's
+// own buffer), activation none or relu, any of the four types. cuDNN's fused call
+// (cudnnConvolutionBiasActivationForward) takes the forms with a bias in f32/f16/bf16; every
+// form also runs split, as an unfused convolution plus kiln's epilogue kernel (conv.h).
+// f32 follows the TF32 policy below.
 //
 // Precision: f32 convolutions may use TF32 tensor cores under DEFAULT/HIGH precision (as XLA's
 // GPU backend does); HIGHEST forbids them. f16/bf16 accumulate in f32; f64 in f64.

@@ -159,8 +159,11 @@ TEST(ConvDescTest, Validation) {
   d.dtype = PrimitiveType::kS8;
   EXPECT_EQ(ValidateConvDesc(d).code(), StatusCode::kUnimplemented);
   d = Small();
-  d.activation = ConvActivation::kRelu;  // relu without bias
-  EXPECT_EQ(ValidateConvDesc(d).code(), StatusCode::kUnimplemented);
+  d.activation = ConvActivation::kRelu;  // relu without bias: the split epilogue runs it
+  KILN_EXPECT_OK(ValidateConvDesc(d));
+  d.dtype = PrimitiveType::kF64;  // f64 too
+  KILN_EXPECT_OK(ValidateConvDesc(d));
+  d.dtype = PrimitiveType::kF32;
   d.has_bias = true;
   KILN_EXPECT_OK(ValidateConvDesc(d));
   d.kind = ConvKind::kBackwardData;

@@ -63,6 +63,11 @@ StatusOr<std::unique_ptr<CublasGemmPlan>> CublasGemmPlan::Create(const GemmDesc&
   return plan;
 }
 
+StatusOr<GemmAlgorithm> CublasGemmPlan::DefaultAlgorithm() const {
+  KILN_ASSIGN_OR_RETURN(std::vector<GemmAlgorithm> algorithms, ListAlgorithms(1));
+  return algorithms.front();  // ListAlgorithms never returns an empty list
+}
+
 StatusOr<std::vector<GemmAlgorithm>> CublasGemmPlan::ListAlgorithms(int max_algorithms) const {
   std::vector<GemmAlgorithm> algorithms;
   for (int id : AlgorithmIds()) {

@@ -33,6 +33,8 @@ class CublasGemmPlan {
 
   // Every algorithm id (see above), CUBLAS_GEMM_DEFAULT first; at most `max_algorithms`.
   StatusOr<std::vector<GemmAlgorithm>> ListAlgorithms(int max_algorithms = 64) const;
+  // CUBLAS_GEMM_DEFAULT (the first of ListAlgorithms).
+  StatusOr<GemmAlgorithm> DefaultAlgorithm() const;
 
   Status Run(const GemmAlgorithm& algorithm, const GemmBuffers& buffers,
              runtime::DeviceMemory workspace, runtime::Stream& stream) const;

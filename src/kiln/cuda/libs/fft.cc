@@ -7,6 +7,7 @@
 #include "kiln/cuda/libs/handles.h"
 #include "kiln/cuda/libs/kernel_loader.h"
 #include "kiln/cuda/vendor_apis.h"
+#include "kiln/hlo/instruction.h"
 
 namespace kiln::cuda::libs {
 
@@ -58,6 +59,27 @@ extern "C" __global__ void kiln_fft_scale_f32(float* data, unsigned long long n,
 extern "C" __global__ void kiln_fft_scale_f64(double* data, unsigned long long n, double factor) {
   kiln_scale(data, n, factor);
 }
+
+// Zeroes the imaginary parts of the self-conjugate bins of `rows` half spectra of `half` complex
+// values each (interleaved re, im scalars): bin 0, and bin half-1 when `nyquist` is set.
+template <typename T>
+__device__ void kiln_hermitian_fix(T* data, unsigned long long rows, unsigned long long half,
+                                   int nyquist) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long r = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; r < rows;
+       r += stride) {
+    data[2 * (r * half) + 1] = T(0);
+    if (nyquist) data[2 * (r * half + half - 1) + 1] = T(0);
+  }
+}
+extern "C" __global__ void kiln_fft_hermitian_fix_f32(float* data, unsigned long long rows,
+                                                      unsigned long long half, int nyquist) {
+  kiln_hermitian_fix(data, rows, half, nyquist);
+}
+extern "C" __global__ void kiln_fft_hermitian_fix_f64(double* data, unsigned long long rows,
+                                                      unsigned long long half, int nyquist) {
+  kiln_hermitian_fix(data, rows, half, nyquist);
+}
 )cuda";
 }
 
@@ -100,14 +122,63 @@ Status ValidateFftDesc(const FftDesc& d) {
   return OkStatus();
 }
 
+StatusOr<FftDesc> FftDescFromHlo(const HloInstruction& fft) {
+  if (fft.opcode() != HloOpcode::kFft || fft.operand_count() != 1) {
+    return InvalidArgument("%", fft.name(), " is not an fft");
+  }
+  const Shape& in = fft.operand(0)->shape();
+  FftDesc d;
+  d.type = fft.attrs().fft_type;
+  d.fft_length = fft.attrs().fft_length;
+  const PrimitiveType t = in.element_type();
+  d.precision = t == PrimitiveType::kF64 || t == PrimitiveType::kC128 ? PrimitiveType::kF64
+                : t == PrimitiveType::kF32 || t == PrimitiveType::kC64 ? PrimitiveType::kF32
+                                                                       : PrimitiveType::kInvalid;
+  if (d.precision == PrimitiveType::kInvalid) {
+    return Unimplemented("fft %", fft.name(), ": operand type ", PrimitiveTypeName(t));
+  }
+  const int64_t n = static_cast<int64_t>(d.fft_length.size());
+  if (n < 1 || n > in.rank()) {
+    return InvalidArgument("fft %", fft.name(), ": ", n, " fft_length entries for rank ",
+                           in.rank());
+  }
+  for (const Shape* s : {&in, &fft.shape()}) {
+    if (s->has_layout()) {
+      const std::vector<int64_t>& m2m = s->layout().minor_to_major();
+      for (int64_t i = 0; i < static_cast<int64_t>(m2m.size()); ++i) {
+        if (m2m[i] != s->rank() - 1 - i) {
+          return Unimplemented("fft %", fft.name(), ": layout of ", s->ToString(),
+                               " is not row-major (transpose first)");
+        }
+      }
+    }
+  }
+  d.batch = 1;
+  for (int64_t i = 0; i < in.rank() - n; ++i) d.batch *= in.dimensions(i);
+  KILN_RETURN_IF_ERROR(ValidateFftDesc(d).WithContext(StrCat("fft %", fft.name())));
+  // The shapes must be the descriptor's (catches fft_length that disagrees with them).
+  if (d.input_elements() != in.num_elements() ||
+      d.output_elements() != fft.shape().num_elements() || d.input_type() != t ||
+      d.output_type() != fft.shape().element_type()) {
+    return InvalidArgument("fft %", fft.name(), ": shapes ", in.ToString(false), " -> ",
+                           fft.shape().ToString(false), " do not match ", d.ToString());
+  }
+  return d;
+}
+
 uint64_t FftPlan::input_bytes() const {
   return static_cast<uint64_t>(desc_.input_elements()) * PrimitiveByteWidth(desc_.input_type());
 }
 uint64_t FftPlan::output_bytes() const {
   return static_cast<uint64_t>(desc_.output_elements()) * PrimitiveByteWidth(desc_.output_type());
 }
+uint64_t FftPlan::work_area_bytes() const {
+  // Never empty: the IRFFT copy that follows must not share the work area's address (cuFFT
+  // fails multi-kernel transforms whose work area is their input).
+  return Align(std::max<uint64_t>(work_bytes_, 1));
+}
 uint64_t FftPlan::workspace_bytes() const {
-  return Align(work_bytes_) + (desc_.type == FftType::kIrfft ? Align(input_bytes()) : 0);
+  return work_area_bytes() + (desc_.type == FftType::kIrfft ? Align(input_bytes()) : 0);
 }
 
 StatusOr<std::shared_ptr<FftPlan>> FftPlan::GetOrCreate(const FftDesc& desc, CudaDevice& device) {
@@ -127,43 +198,89 @@ StatusOr<std::shared_ptr<FftPlan>> FftPlan::GetOrCreate(const FftDesc& desc, Cud
 }
 
 FftPlan::~FftPlan() {
-  if (!has_handle_) return;
+  if (!has_handle_ && !has_lead_handle_) return;
   StatusOr<std::shared_ptr<const CufftApi>> api = CufftApi::Default();
-  if (api.ok() && device_.Activate().ok()) (*api)->cufftDestroy(handle_);
+  if (!api.ok() || !device_.Activate().ok()) return;
+  if (has_handle_) (*api)->cufftDestroy(handle_);
+  if (has_lead_handle_) (*api)->cufftDestroy(lead_handle_);
 }
 
 Status FftPlan::Build() {
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const CufftApi> api, CufftApi::Default());
   KILN_RETURN_IF_ERROR(device_.Activate());
-  cufftHandle handle = 0;
-  KILN_RETURN_IF_ERROR(CufftStatus(api->cufftCreate(&handle), "cufftCreate"));
-  handle_ = handle;
-  has_handle_ = true;
-  KILN_RETURN_IF_ERROR(CufftStatus(api->cufftSetAutoAllocation(handle, 0),
-                                   "cufftSetAutoAllocation(plan, 0)"));
   const bool dbl = DoublePrecision(desc_);
-  cufftType type = CUFFT_C2C;
-  switch (desc_.type) {
-    case FftType::kFft:
-    case FftType::kIfft: type = dbl ? CUFFT_Z2Z : CUFFT_C2C; break;
-    case FftType::kRfft: type = dbl ? CUFFT_D2Z : CUFFT_R2C; break;
-    case FftType::kIrfft: type = dbl ? CUFFT_Z2D : CUFFT_C2R; break;
-  }
-  std::vector<long long> n(desc_.fft_length.begin(), desc_.fft_length.end());
+  const bool irfft = desc_.type == FftType::kIrfft;
+  const int rank = static_cast<int>(desc_.fft_length.size());
+  // A plan with cuFFT's work area supplied by the caller; returns its work size.
+  auto make = [&](cufftHandle* out, bool* has, int plan_rank, long long* n, long long* embed,
+                  long long stride, long long dist, cufftType type,
+                  long long batch) -> StatusOr<size_t> {
+    KILN_RETURN_IF_ERROR(CufftStatus(api->cufftCreate(out), "cufftCreate"));
+    *has = true;
+    KILN_RETURN_IF_ERROR(
+        CufftStatus(api->cufftSetAutoAllocation(*out, 0), "cufftSetAutoAllocation(plan, 0)"));
+    size_t work = 0;
+    KILN_RETURN_IF_ERROR(CufftStatus(
+        api->cufftMakePlanMany64(*out, plan_rank, n, embed, stride, dist, embed, stride, dist,
+                                 type, batch, &work),
+        StrCat("cufftMakePlanMany64(", desc_.ToString(), ")")));
+    return work;
+  };
+  cufftHandle handle = 0, lead = 0;
   size_t work = 0;
-  // Null embeddings: the basic layout, contiguous batches, the half spectrum for R2C/C2R.
-  KILN_RETURN_IF_ERROR(CufftStatus(
-      api->cufftMakePlanMany64(handle, static_cast<int>(n.size()), n.data(), nullptr, 1, 0,
-                               nullptr, 1, 0, type, desc_.batch, &work),
-      StrCat("cufftMakePlanMany64(", desc_.ToString(), ")")));
+  if (!irfft) {
+    cufftType type = CUFFT_C2C;
+    switch (desc_.type) {
+      case FftType::kFft:
+      case FftType::kIfft: type = dbl ? CUFFT_Z2Z : CUFFT_C2C; break;
+      case FftType::kRfft: type = dbl ? CUFFT_D2Z : CUFFT_R2C; break;
+      case FftType::kIrfft: break;
+    }
+    std::vector<long long> n(desc_.fft_length.begin(), desc_.fft_length.end());
+    // Null embeddings: the basic layout, contiguous batches, the half spectrum for R2C.
+    KILN_ASSIGN_OR_RETURN(work, make(&handle, &has_handle_, rank, n.data(), nullptr, 1, 0, type,
+                                     desc_.batch));
+  } else {
+    // Note [IRFFT as numpy computes it]: inverse C2C transforms over the leading dimensions
+    // (in place on the copy), then the self-conjugate bins' imaginary parts are zeroed, then
+    // one-dimensional C2R transforms over the last dimension. This is numpy.fft.irfftn's
+    // definition, which the evaluator follows; cuFFT's own multi-dimensional C2R (and even its
+    // long 1-D C2R) treat non-Hermitian input differently.
+    const long long last = desc_.fft_length.back();
+    const long long half = last / 2 + 1;
+    long long rows = desc_.batch;
+    if (rank > 1) {
+      std::vector<long long> lead_n(desc_.fft_length.begin(), desc_.fft_length.end() - 1);
+      for (long long v : lead_n) rows *= v;
+      // Columns of the half spectrum: stride `half` between elements, `half` transforms one
+      // element apart; run once per batch entry.
+      std::vector<long long> embed = lead_n;
+      KILN_ASSIGN_OR_RETURN(size_t lead_work,
+                            make(&lead, &has_lead_handle_, rank - 1, lead_n.data(), embed.data(),
+                                 half, 1, dbl ? CUFFT_Z2Z : CUFFT_C2C, half));
+      work = std::max(work, lead_work);
+    }
+    long long n = last;
+    KILN_ASSIGN_OR_RETURN(size_t c2r_work, make(&handle, &has_handle_, 1, &n, nullptr, 1, 0,
+                                                dbl ? CUFFT_Z2D : CUFFT_C2R, rows));
+    work = std::max(work, c2r_work);
+  }
+  handle_ = handle;
+  lead_handle_ = lead;
   work_bytes_ = work;
-  if (desc_.scale_inverse && (desc_.type == FftType::kIfft || desc_.type == FftType::kIrfft)) {
+  if (irfft || (desc_.scale_inverse && desc_.type == FftType::kIfft)) {
     NvrtcRequest request;
     request.source = FftScaleKernelSource();
     request.program_name = "kiln_fft_scale.cu";
     KILN_ASSIGN_OR_RETURN(runtime::Module * module, LoadLibraryModule(device_, request));
-    KILN_ASSIGN_OR_RETURN(scale_kernel_,
-                          module->GetKernel(dbl ? "kiln_fft_scale_f64" : "kiln_fft_scale_f32"));
+    if (desc_.scale_inverse) {
+      KILN_ASSIGN_OR_RETURN(scale_kernel_,
+                            module->GetKernel(dbl ? "kiln_fft_scale_f64" : "kiln_fft_scale_f32"));
+    }
+    if (irfft) {
+      KILN_ASSIGN_OR_RETURN(fix_kernel_, module->GetKernel(dbl ? "kiln_fft_hermitian_fix_f64"
+                                                               : "kiln_fft_hermitian_fix_f32"));
+    }
   }
   return OkStatus();
 }
@@ -176,45 +293,80 @@ Status FftPlan::Run(runtime::DeviceMemory input, runtime::DeviceMemory output,
   KILN_ASSIGN_OR_RETURN(CUstream cu_stream, CudaStreamHandle(stream, device_));
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const CufftApi> api, CufftApi::Default());
   KILN_RETURN_IF_ERROR(device_.Activate());
-  const cufftHandle handle = handle_;
-
-  void* source = input.ptr;
-  if (desc_.type == FftType::kIrfft) {
-    // C2R overwrites its input: transform a copy kept in the workspace.
-    runtime::DeviceMemory copy = workspace.Slice(Align(work_bytes_), input_bytes());
-    KILN_RETURN_IF_ERROR(stream.MemcpyDeviceToDevice(copy, input, input_bytes()));
-    source = copy.ptr;
-  }
+  const bool dbl = DoublePrecision(desc_);
+  const uint32_t block = 256;
+  const uint64_t max_blocks =
+      std::max<uint64_t>(1, static_cast<uint64_t>(device_.description().multiprocessor_count) * 8);
+  auto grid = [&](uint64_t n) {
+    return static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>((n + block - 1) / block, 1),
+                                                    max_blocks));
+  };
 
   std::lock_guard<std::mutex> lock(mu_);
-  KILN_RETURN_IF_ERROR(CufftStatus(api->cufftSetStream(handle, cu_stream), "cufftSetStream"));
-  KILN_RETURN_IF_ERROR(CufftStatus(api->cufftSetWorkArea(handle, workspace.ptr), "cufftSetWorkArea"));
-  const bool dbl = DoublePrecision(desc_);
+  auto bind = [&](cufftHandle h) -> Status {
+    KILN_RETURN_IF_ERROR(CufftStatus(api->cufftSetStream(h, cu_stream), "cufftSetStream"));
+    return CufftStatus(api->cufftSetWorkArea(h, workspace.ptr), "cufftSetWorkArea");
+  };
+  const std::string what = StrCat("cufftExec(", desc_.ToString(), ")");
   cufftResult result = CUFFT_SUCCESS;
   switch (desc_.type) {
     case FftType::kFft:
     case FftType::kIfft: {
+      KILN_RETURN_IF_ERROR(bind(handle_));
       const int direction = desc_.type == FftType::kFft ? CUFFT_FORWARD : CUFFT_INVERSE;
-      result = dbl ? api->cufftExecZ2Z(handle, static_cast<cufftDoubleComplex*>(source),
+      result = dbl ? api->cufftExecZ2Z(handle_, static_cast<cufftDoubleComplex*>(input.ptr),
                                        static_cast<cufftDoubleComplex*>(output.ptr), direction)
-                   : api->cufftExecC2C(handle, static_cast<cufftComplex*>(source),
+                   : api->cufftExecC2C(handle_, static_cast<cufftComplex*>(input.ptr),
                                        static_cast<cufftComplex*>(output.ptr), direction);
       break;
     }
     case FftType::kRfft:
-      result = dbl ? api->cufftExecD2Z(handle, static_cast<cufftDoubleReal*>(source),
+      KILN_RETURN_IF_ERROR(bind(handle_));
+      result = dbl ? api->cufftExecD2Z(handle_, static_cast<cufftDoubleReal*>(input.ptr),
                                        static_cast<cufftDoubleComplex*>(output.ptr))
-                   : api->cufftExecR2C(handle, static_cast<cufftReal*>(source),
+                   : api->cufftExecR2C(handle_, static_cast<cufftReal*>(input.ptr),
                                        static_cast<cufftComplex*>(output.ptr));
       break;
-    case FftType::kIrfft:
-      result = dbl ? api->cufftExecZ2D(handle, static_cast<cufftDoubleComplex*>(source),
+    case FftType::kIrfft: {
+      // See Note [IRFFT as numpy computes it] in Build. Everything runs on a copy of the input
+      // kept in the workspace after cuFFT's work area (C2R overwrites its input; HLO operands
+      // are immutable).
+      runtime::DeviceMemory copy = workspace.Slice(work_area_bytes(), input_bytes());
+      KILN_RETURN_IF_ERROR(stream.MemcpyDeviceToDevice(copy, input, input_bytes()));
+      const int64_t half = desc_.fft_length.back() / 2 + 1;
+      const int64_t lead = Product(desc_.fft_length) / desc_.fft_length.back();
+      const uint64_t element = dbl ? 16 : 8;
+      if (has_lead_handle_) {
+        KILN_RETURN_IF_ERROR(bind(lead_handle_));
+        for (int64_t b = 0; b < desc_.batch; ++b) {
+          char* base = static_cast<char*>(copy.ptr) + b * lead * half * element;
+          result = dbl ? api->cufftExecZ2Z(lead_handle_, reinterpret_cast<cufftDoubleComplex*>(base),
+                                           reinterpret_cast<cufftDoubleComplex*>(base),
+                                           CUFFT_INVERSE)
+                       : api->cufftExecC2C(lead_handle_, reinterpret_cast<cufftComplex*>(base),
+                                           reinterpret_cast<cufftComplex*>(base), CUFFT_INVERSE);
+          KILN_RETURN_IF_ERROR(CufftStatus(result, what));
+        }
+      }
+      const uint64_t rows = static_cast<uint64_t>(desc_.batch * lead);
+      runtime::KernelArgs fix;
+      fix.Add(copy);
+      fix.Add(static_cast<unsigned long long>(rows));
+      fix.Add(static_cast<unsigned long long>(half));
+      fix.Add(static_cast<int>(desc_.fft_length.back() % 2 == 0 ? 1 : 0));
+      runtime::LaunchDims fix_dims;
+      fix_dims.block.x = block;
+      fix_dims.grid.x = grid(rows);
+      KILN_RETURN_IF_ERROR(stream.Launch(*fix_kernel_, fix_dims, fix));
+      KILN_RETURN_IF_ERROR(bind(handle_));
+      result = dbl ? api->cufftExecZ2D(handle_, static_cast<cufftDoubleComplex*>(copy.ptr),
                                        static_cast<cufftDoubleReal*>(output.ptr))
-                   : api->cufftExecC2R(handle, static_cast<cufftComplex*>(source),
+                   : api->cufftExecC2R(handle_, static_cast<cufftComplex*>(copy.ptr),
                                        static_cast<cufftReal*>(output.ptr));
       break;
+    }
   }
-  KILN_RETURN_IF_ERROR(CufftStatus(result, StrCat("cufftExec(", desc_.ToString(), ")")));
+  KILN_RETURN_IF_ERROR(CufftStatus(result, what));
 
   if (scale_kernel_ != nullptr) {
     // Complex outputs scale both parts: count scalars, not elements.
@@ -229,12 +381,9 @@ Status FftPlan::Run(runtime::DeviceMemory input, runtime::DeviceMemory output,
     } else {
       args.Add(static_cast<float>(factor));
     }
-    const uint32_t block = 256;
-    const uint64_t max_blocks =
-        std::max<uint64_t>(1, static_cast<uint64_t>(device_.description().multiprocessor_count) * 8);
     runtime::LaunchDims dims;
     dims.block.x = block;
-    dims.grid.x = static_cast<uint32_t>(std::min<uint64_t>((scalars + block - 1) / block, max_blocks));
+    dims.grid.x = grid(scalars);
     KILN_RETURN_IF_ERROR(stream.Launch(*scale_kernel_, dims, args));
   }
   return OkStatus();

@@ -10,13 +10,18 @@
 //   FFT   c[batch, L...] -> c[batch, L...], exp(-2 pi i jk/n), unscaled
 //   IFFT  c[batch, L...] -> c[batch, L...], exp(+2 pi i jk/n), scaled by 1/prod(L)
 //   RFFT  r[batch, L...] -> c[batch, L0.., L_last/2+1]
-//   IRFFT c[batch, L0.., L_last/2+1] -> r[batch, L...], Hermitian input (imaginary parts of the
-//         self-conjugate bins ignored), scaled by 1/prod(L)
+//   IRFFT c[batch, L0.., L_last/2+1] -> r[batch, L...], scaled by 1/prod(L), exactly as
+//         numpy.fft.irfftn defines it for ANY input: inverse complex transforms over the leading
+//         dimensions, then a real inverse over the last one that ignores the imaginary parts of
+//         its self-conjugate bins (0, and L_last/2 for even L_last). For Hermitian input (the
+//         output of an RFFT) that is the usual inverse; for other input cuFFT's own C2R differs
+//         (its multi-dimensional and long 1-D kernels), so the plan does not use it whole: it
+//         copies the input into the workspace (C2R overwrites its input; HLO operands are
+//         immutable), runs cuFFT C2C over the leading dimensions in place (one call per batch
+//         entry), zeroes those imaginary parts with a small kernel, then runs a batched 1-D C2R.
 // cuFFT does not scale inverse transforms: the plan runs a small NVRTC-compiled kernel over the
 // output afterwards (one extra pass over the result; a compiler that fuses the scaling into the
 // consumer can ask for an unscaled plan with FftDesc::scale_inverse = false).
-// cuFFT's C2R transforms overwrite their input; HLO operands are immutable, so IRFFT plans copy
-// the input into the workspace first and transform the copy (the workspace accounts for it).
 //
 // Plans are expensive to create (cuFFT chooses kernels, may compile some): GetOrCreate keeps one
 // per (device, descriptor) for the life of the process. cuFFT never allocates: auto-allocation
@@ -38,6 +43,10 @@
 #include "kiln/hlo/types.h"
 #include "kiln/runtime/stream.h"
 
+namespace kiln {
+class HloInstruction;
+}
+
 namespace kiln::cuda::libs {
 
 struct FftDesc {
@@ -58,6 +67,11 @@ struct FftDesc {
 
 // InvalidArgument / Unimplemented for descriptors cuFFT cannot run.
 Status ValidateFftDesc(const FftDesc& desc);
+
+// The descriptor of an HLO `fft` instruction: type and fft_length from its attributes, batch the
+// product of the leading dimensions, precision from the operand type. Operand and result must be
+// row-major (their default layout); anything else is Unimplemented (transpose first).
+StatusOr<FftDesc> FftDescFromHlo(const HloInstruction& fft);
 
 class FftPlan {
  public:
@@ -84,14 +98,19 @@ class FftPlan {
 
   FftDesc desc_;
   CudaDevice& device_;
-  int handle_ = 0;  // cufftHandle
+  uint64_t work_area_bytes() const;  // cuFFT's work area at the workspace's start
+
+  int handle_ = 0;  // cufftHandle: the transform (IRFFT: the 1-D C2R over the last dimension)
   bool has_handle_ = false;
-  uint64_t work_bytes_ = 0;
+  int lead_handle_ = 0;  // IRFFT of rank > 1: inverse C2C over the leading dimensions
+  bool has_lead_handle_ = false;
+  uint64_t work_bytes_ = 0;  // the larger work area of the two
   runtime::Kernel* scale_kernel_ = nullptr;
+  runtime::Kernel* fix_kernel_ = nullptr;  // IRFFT: zeroes self-conjugate bins' imaginary parts
   mutable std::mutex mu_;
 };
 
-// The NVRTC source of the scaling kernels (exposed for the compile test).
+// The NVRTC source of the scaling and IRFFT bin-fixing kernels (exposed for the compile test).
 const char* FftScaleKernelSource();
 
 }  // namespace kiln::cuda::libs

@@ -111,7 +111,7 @@ Status CheckGemmBuffers(const GemmDesc& desc, const GemmTypes& types, const Colu
                                    "gemm rhs"));
   KILN_RETURN_IF_ERROR(CheckBuffer(buffers.out, ColumnMajorBytes(cm.c, cm.batch, types.d),
                                    "gemm out"));
-  if (desc.beta != 0 && !buffers.c.is_null()) {
+  if (!buffers.c.is_null() && (desc.beta != 0 || types.c != types.d)) {
     KILN_RETURN_IF_ERROR(CheckBuffer(buffers.c, ColumnMajorBytes(cm.c, cm.batch, types.c),
                                      "gemm c"));
   }
@@ -221,6 +221,11 @@ Status GemmPlan::Build() {
   return OkStatus();
 }
 
+StatusOr<GemmAlgorithm> GemmPlan::DefaultAlgorithm() const {
+  KILN_ASSIGN_OR_RETURN(std::vector<GemmAlgorithm> algorithms, ListAlgorithms(1));
+  return algorithms.front();  // ListAlgorithms never returns an empty list
+}
+
 StatusOr<std::vector<GemmAlgorithm>> GemmPlan::ListAlgorithms(int max_algorithms) const {
   const CublasLtApi& api = handles_.lt_api();
   if (max_algorithms < 1) return InvalidArgument("ListAlgorithms: max_algorithms must be >= 1");
@@ -287,7 +292,10 @@ Status GemmPlan::Run(const GemmAlgorithm& algorithm, const GemmBuffers& buffers,
   const CublasLtApi& api = handles_.lt_api();
   KILN_RETURN_IF_ERROR(handles_.device().Activate());
 
-  const runtime::DeviceMemory c = buffers.c.is_null() ? buffers.out : buffers.c;
+  // C is out itself unless given. With an f8 out, C (bf16) must not alias D and beta is 0 (so C
+  // is never read): without a separate c it is passed as null.
+  void* c = buffers.c.is_null() ? buffers.out.ptr : buffers.c.ptr;
+  if (types_.c != types_.d && buffers.c.is_null()) c = nullptr;
   cublasLtMatmulAlgo_t algo;
   std::memcpy(&algo, algorithm.opaque.data(), sizeof(algo));
 
@@ -319,7 +327,7 @@ Status GemmPlan::Run(const GemmAlgorithm& algorithm, const GemmBuffers& buffers,
   return CublasLtStatus(
       api,
       api.cublasLtMatmul(handles_.lt_handle(), op_, alpha_.data(), a.ptr, a_, b.ptr, b_,
-                         beta_.data(), c.ptr, c_, buffers.out.ptr, d_, &algo, workspace.ptr,
+                         beta_.data(), c, c_, buffers.out.ptr, d_, &algo, workspace.ptr,
                          algorithm.workspace_bytes, cu_stream),
       StrCat("cublasLtMatmul(", algorithm.description, ")"));
 }

@@ -45,7 +45,10 @@ class LibraryHandles;
 // The device buffers of one GEMM run. Sizes are checked against the descriptor.
 struct GemmBuffers {
   runtime::DeviceMemory lhs, rhs, out;
-  runtime::DeviceMemory c;     // read when beta != 0; null means out (the in-place residual add)
+  // Read when beta != 0; null means out (the in-place residual add). f8 outputs (beta must be 0):
+  // cuBLASLt's C is then bf16 and may not alias out, so leave c null (passed as null, never read)
+  // or give a separate buffer of out's element count in bf16.
+  runtime::DeviceMemory c;
   runtime::DeviceMemory bias;  // bias epilogues: n elements of the bias type
   // f8 only, as the descriptor's has_* flags say: one f32 each.
   runtime::DeviceMemory a_scale, b_scale, d_scale, d_amax;
@@ -80,6 +83,10 @@ class GemmPlan {
   // Up to `max_algorithms` algorithms from cuBLASLt's heuristic, best first (at least one, else
   // Unimplemented naming the descriptor).
   StatusOr<std::vector<GemmAlgorithm>> ListAlgorithms(int max_algorithms = 64) const;
+
+  // The algorithm to run without autotuning: cuBLASLt's heuristic favourite (the first of
+  // ListAlgorithms).
+  StatusOr<GemmAlgorithm> DefaultAlgorithm() const;
 
   // Enqueues the GEMM on `stream` with `algorithm` (from ListAlgorithms of an identical plan).
   // `workspace` must hold algorithm.workspace_bytes.

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/cuda/cubin.h"
+#include "kiln/cuda/libs/conv.h"
 #include "kiln/cuda/libs/fft.h"
 #include "kiln/cuda/libs/sort.h"
 #include "kiln/runtime/test_macros.h"
@@ -74,7 +75,13 @@ TEST_F(KernelCompileTest, SortCommonAndFftKernels) {
   NvrtcRequest fft;
   fft.source = FftScaleKernelSource();
   fft.program_name = "kiln_fft_scale.cu";
-  ExpectKernels(fft, {"kiln_fft_scale_f32", "kiln_fft_scale_f64"});
+  ExpectKernels(fft, {"kiln_fft_scale_f32", "kiln_fft_scale_f64", "kiln_fft_hermitian_fix_f32",
+                      "kiln_fft_hermitian_fix_f64"});
+  NvrtcRequest conv;
+  conv.source = ConvEpilogueKernelSource();
+  conv.program_name = "kiln_conv_epilogue.cu";
+  ExpectKernels(conv, {"kiln_conv_epilogue_f32", "kiln_conv_epilogue_f64",
+                       "kiln_conv_epilogue_f16", "kiln_conv_epilogue_bf16"});
 }
 
 TEST(SortDescTest, Validation) {

@@ -44,6 +44,11 @@
 #include "kiln/hlo/types.h"
 #include "kiln/runtime/stream.h"
 
+namespace kiln {
+class HloComputation;
+class HloInstruction;
+}  // namespace kiln
+
 namespace kiln::cuda::libs {
 
 enum class SortOrder : uint8_t { kAscending, kDescending };
@@ -105,6 +110,50 @@ class SortPlan {
   std::vector<runtime::Kernel*> gathers_;  // keys, then each value
   runtime::Kernel* indices_ = nullptr;
 };
+
+// ---- From HLO -------------------------------------------------------------------------------
+//
+// What a sort comparator says, when it is one strict order on one operand:
+//     compare(k(p[2i]), k(p[2i+1])), direction=LT|GT [, type=TOTALORDER|FLOAT|SIGNED|UNSIGNED]
+// where k is the identity or JAX's float canonicalization
+//     select(compare(x, x), direction=NE, NaN, select(compare(x, 0), direction=EQ, 0, x))
+// (in either nesting). LT with the lhs parameter first is ascending; GT, or the parameters
+// swapped, descending. Float keys compared without TOTALORDER get canonicalize_floats (a plain
+// float compare ties -0 and +0, and leaves NaN unordered, so any placement of NaN is allowed).
+// Anything else -- multi-key comparators, tie-breaks on indices, arithmetic on the keys -- is
+// Unimplemented with the reason: the compiler then builds a composite key or emits a kernel.
+struct SortComparator {
+  int64_t key_operand = 0;  // i: the operand whose parameters 2i, 2i+1 are compared
+  SortOrder order = SortOrder::kAscending;
+  bool canonicalize_floats = false;
+};
+// `key_type_hint` is used only when the comparator has too few parameters to tell the key type.
+StatusOr<SortComparator> AnalyzeSortComparator(const HloComputation& comparator,
+                                               PrimitiveType key_type_hint);
+
+// How an HLO instruction maps onto a SortPlan: the descriptor plus which HLO operands feed
+// SortBuffers and which results its outputs are. Result numbers are the instruction's tuple
+// indices (a one-operand sort, whose result is not a tuple, has only result 0).
+//   sort      keys = the operand the comparator compares; every other operand is a value,
+//             except the first iota along the sorted dimension of type s32/u32/s64, which is
+//             written as the permutation (index output) instead of being gathered (argsort).
+//             All operands must share one layout, and the sorted dimension must be minor in it.
+//   topk      (values, indices) = descending (largest=true) or ascending sort with k, total
+//             order, s32 indices; the operand's last dimension must be minor.
+//   custom-call "TopK" (XLA's TopkRewriter form): k from the result shape; the comparator (2 or
+//             4 parameters; with 4 it must compare only the values) gives the order; without
+//             one, largest first in total order.
+struct SortFromHlo {
+  SortDesc desc;
+  int64_t key_operand = 0;
+  std::vector<int64_t> value_operands;  // values_in[i] = operand value_operands[i]
+  int64_t key_output = 0;               // result index of keys_out
+  std::vector<int64_t> value_outputs;   // values_out[i] = result value_outputs[i]
+  int64_t index_output = -1;            // result index of indices_out; -1: none
+};
+// InvalidArgument for malformed instructions, Unimplemented (with the reason) for well-formed
+// ones the kernels cannot run as they are.
+StatusOr<SortFromHlo> SortDescFromHlo(const HloInstruction& instr);
 
 // The NVRTC requests of a plan's kernels (exposed for the compile tests): the key-specific
 // module and the shared one (gathers, scans, index writers).

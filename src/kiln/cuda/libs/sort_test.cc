@@ -10,6 +10,8 @@
 #include "kiln/cuda/libs/gpu_test_util.h"
 #include "kiln/cuda/libs/sort.h"
 #include "kiln/eval/evaluator.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/hlo/module.h"
 #include "kiln/hlo/parser.h"
 
 namespace kiln::cuda::libs {
@@ -270,6 +272,170 @@ TEST(SortReferenceTest, EveryCaseHasAReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, SortTest, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) { return info.param.name; });
+
+// ---- HLO in, GPU out: SortDescFromHlo + SortPlan against the evaluator on the whole module ----
+
+struct HloSortCase {
+  std::string name;
+  std::string text;  // ENTRY root: the sort / topk / TopK custom call over entry parameters
+};
+std::ostream& operator<<(std::ostream& os, const HloSortCase& c) { return os << c.name; }
+
+// JAX's float comparator over (keys, iota): both sides canonicalized.
+std::string JaxComparator(const std::string& t) {
+  return StrCat(R"(
+cmp {
+  a = )", t, R"([] parameter(0)
+  ne.a = pred[] compare(a, a), direction=NE
+  nan = )", t, R"([] constant(nan)
+  zero = )", t, R"([] constant(0)
+  eq.a = pred[] compare(a, zero), direction=EQ
+  sel.a = )", t, R"([] select(eq.a, zero, a)
+  can.a = )", t, R"([] select(ne.a, nan, sel.a)
+  b = )", t, R"([] parameter(1)
+  ne.b = pred[] compare(b, b), direction=NE
+  eq.b = pred[] compare(b, zero), direction=EQ
+  sel.b = )", t, R"([] select(eq.b, zero, b)
+  can.b = )", t, R"([] select(ne.b, nan, sel.b)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT lt = pred[] compare(can.a, can.b), direction=LT, type=TOTALORDER
+}
+)");
+}
+
+std::vector<HloSortCase> HloCases() {
+  return {
+      {"jax_argsort_f32", StrCat("HloModule m\n", JaxComparator("f32"), R"(
+ENTRY e {
+  x = f32[4,300]{1,0} parameter(0)
+  iota = s32[4,300]{1,0} iota(), iota_dimension=1
+  ROOT s = (f32[4,300]{1,0}, s32[4,300]{1,0}) sort(x, iota), dimensions={1}, is_stable=true, to_apply=cmp
+})")},
+      {"jax_argsort_bf16_radix", StrCat("HloModule m\n", JaxComparator("bf16"), R"(
+ENTRY e {
+  x = bf16[2,5000]{1,0} parameter(0)
+  iota = s32[2,5000]{1,0} iota(), iota_dimension=1
+  ROOT s = (bf16[2,5000]{1,0}, s32[2,5000]{1,0}) sort(x, iota), dimensions={1}, is_stable=true, to_apply=cmp
+})")},
+      {"values_by_second_operand_descending", R"(HloModule m
+cmp {
+  va = f16[] parameter(0)
+  vb = f16[] parameter(1)
+  ka = s32[] parameter(2)
+  kb = s32[] parameter(3)
+  ROOT lt = pred[] compare(kb, ka), direction=LT
+}
+ENTRY e {
+  v = f16[3,100]{1,0} parameter(0)
+  k = s32[3,100]{1,0} parameter(1)
+  ROOT s = (f16[3,100]{1,0}, s32[3,100]{1,0}) sort(v, k), dimensions={1}, is_stable=true, to_apply=cmp
+})"},
+      {"plain_float_gt_1d", R"(HloModule m
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT gt = pred[] compare(a, b), direction=GT, type=TOTALORDER
+}
+ENTRY e {
+  x = f32[777]{0} parameter(0)
+  ROOT s = f32[777]{0} sort(x), dimensions={0}, is_stable=true, to_apply=cmp
+})"},
+      {"topk_op_f32", R"(HloModule m
+ENTRY e {
+  x = f32[3,1000]{1,0} parameter(0)
+  ROOT t = (f32[3,4]{1,0}, s32[3,4]{1,0}) topk(x), k=4, largest=true
+})"},
+      {"topk_op_s32_smallest", R"(HloModule m
+ENTRY e {
+  x = s32[5,64]{1,0} parameter(0)
+  ROOT t = (s32[5,6]{1,0}, s32[5,6]{1,0}) topk(x), k=6, largest=false
+})"},
+      {"topk_custom_call_bf16", R"(HloModule m
+cmp {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT gt = pred[] compare(a, b), direction=GT, type=TOTALORDER
+}
+ENTRY e {
+  x = bf16[2,50]{1,0} parameter(0)
+  ROOT t = (bf16[2,5]{1,0}, s32[2,5]{1,0}) custom-call(x), custom_call_target="TopK", to_apply=cmp
+})"},
+  };
+}
+
+class SortHloTest : public testing::GpuTest, public ::testing::WithParamInterface<HloSortCase> {};
+
+TEST_P(SortHloTest, MatchesTheEvaluatorBitForBit) {
+  const HloSortCase& c = GetParam();
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<HloModule> module, ParseHloModule(c.text));
+  const HloInstruction& root = *module->entry_computation()->root_instruction();
+  KILN_ASSERT_OK_AND_ASSIGN(SortFromHlo s, SortDescFromHlo(root));
+  SCOPED_TRACE(s.desc.ToString());
+
+  // Arguments: keys with NaNs, zeros, infinities and ties; values random.
+  const HloComputation& entry = *module->entry_computation();
+  const int64_t key_param = root.operand(s.key_operand)->parameter_number();
+  ASSERT_GE(key_param, 0);
+  std::vector<Literal> args;
+  for (int64_t p = 0; p < entry.num_parameters(); ++p) {
+    const Shape& shape = entry.parameter_instruction(p)->shape();
+    if (p == key_param) {
+      SortCase kc{.name = c.name, .key = shape.element_type(), .rows = s.desc.rows,
+                  .n = s.desc.row_length};
+      Literal flat = Keys(kc, std::hash<std::string>()(c.name));
+      Literal arg(shape);
+      std::memcpy(arg.untyped_data(), flat.untyped_data(), arg.size_bytes());
+      args.push_back(std::move(arg));
+    } else {
+      args.push_back(RandomLiteral(shape.element_type(), shape.dimensions(), 7 + p));
+    }
+  }
+  KILN_ASSERT_OK_AND_ASSIGN(Literal expected, EvaluateModule(*module, args));
+  auto expected_output = [&](int64_t j) -> const Literal& {
+    return root.shape().IsTuple() ? expected.tuple_element(j) : expected;
+  };
+  auto output_shape = [&](int64_t j) -> Shape {
+    return root.shape().IsTuple() ? root.shape().tuple_shapes(j) : root.shape();
+  };
+
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<SortPlan> plan, SortPlan::Create(s.desc, *device_));
+  SortBuffers buffers;
+  KILN_ASSERT_OK_AND_ASSIGN(buffers.keys_in, Upload(args[key_param]));
+  KILN_ASSERT_OK_AND_ASSIGN(buffers.keys_out, Alloc(Literal(output_shape(s.key_output)).size_bytes()));
+  for (size_t i = 0; i < s.value_operands.size(); ++i) {
+    const int64_t p = root.operand(s.value_operands[i])->parameter_number();
+    ASSERT_GE(p, 0);
+    KILN_ASSERT_OK_AND_ASSIGN(runtime::DeviceMemory in, Upload(args[p]));
+    KILN_ASSERT_OK_AND_ASSIGN(runtime::DeviceMemory out,
+                              Alloc(Literal(output_shape(s.value_outputs[i])).size_bytes()));
+    buffers.values_in.push_back(in);
+    buffers.values_out.push_back(out);
+  }
+  if (s.index_output >= 0) {
+    KILN_ASSERT_OK_AND_ASSIGN(buffers.indices_out,
+                              Alloc(Literal(output_shape(s.index_output)).size_bytes()));
+  }
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::DeviceMemory ws, Alloc(plan->workspace_bytes()));
+  KILN_ASSERT_OK(plan->Run(buffers, ws, *stream_));
+
+  KILN_ASSERT_OK_AND_ASSIGN(Literal got_keys,
+                            Download(buffers.keys_out, output_shape(s.key_output)));
+  EXPECT_TRUE(BitwiseSame(got_keys, expected_output(s.key_output), "keys"));
+  for (size_t i = 0; i < s.value_outputs.size(); ++i) {
+    KILN_ASSERT_OK_AND_ASSIGN(Literal got,
+                              Download(buffers.values_out[i], output_shape(s.value_outputs[i])));
+    EXPECT_TRUE(BitwiseSame(got, expected_output(s.value_outputs[i]), StrCat("values ", i)));
+  }
+  if (s.index_output >= 0) {
+    KILN_ASSERT_OK_AND_ASSIGN(Literal got,
+                              Download(buffers.indices_out, output_shape(s.index_output)));
+    EXPECT_TRUE(BitwiseSame(got, expected_output(s.index_output), "indices"));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, SortHloTest, ::testing::ValuesIn(HloCases()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace
