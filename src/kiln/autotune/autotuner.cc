@@ -433,7 +433,10 @@ Status Autotuner::Decide(Group& group, AutotuneReport& report) {
     KILN_ASSIGN_OR_RETURN(Config config, DefaultFor(group));
     return finish(ChoiceSource::kDefault, config);
   }
-  if (group.total_configs == 1) {
+  // A single candidate needs no measurement. Without a device, though, backends may list only
+  // what they know offline (cuBLASLt's heuristic needs a GPU), so the cache is asked first.
+  const bool single = group.total_configs == 1;
+  if (single && device_ != nullptr) {
     return finish(ChoiceSource::kOnlyCandidate, group.configs.front().second.front());
   }
 
@@ -451,6 +454,7 @@ Status Autotuner::Decide(Group& group, AutotuneReport& report) {
         return finish(ChoiceSource::kCache, hit->result.config);
       }
     }
+    if (single) return finish(ChoiceSource::kOnlyCandidate, group.configs.front().second.front());
     if (cache_->mode() == CacheMode::kRequireComplete) {
       r.source = ChoiceSource::kMissing;
       report.groups.push_back(std::move(r));
@@ -458,6 +462,7 @@ Status Autotuner::Decide(Group& group, AutotuneReport& report) {
     }
   }
 
+  if (single) return finish(ChoiceSource::kOnlyCandidate, group.configs.front().second.front());
   Status tuned = Tune(group, r, report);
   if (tuned.ok() && r.chosen) {
     if (cache_ != nullptr && cache_->writable()) {

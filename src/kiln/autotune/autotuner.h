@@ -12,7 +12,8 @@
 //   2. asks every backend (minus excluded ones) for its SupportedConfigs; a group no backend
 //      supports is left alone;
 //   3. decides, in this order: a forced config for the instruction's kind; the default config
-//      when tuning is off; the only candidate when there is one; a cache hit; otherwise tunes
+//      when tuning is off; the only candidate when there is one (without a device: after asking
+//      the cache, since backends may list fewer configs offline); a cache hit; otherwise tunes
 //      (or, with a require-complete cache, records the group as missing);
 //   4. tuning: compiles every candidate on a thread pool, profiles them one by one under the
 //      device lock (profiler.h) — first the trusted backends' candidates until one yields the

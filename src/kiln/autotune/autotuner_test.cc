@@ -297,6 +297,17 @@ TEST_F(AutotunerTest, WithoutADeviceMissesFallBackToDefaults) {
   EXPECT_EQ(ChosenFor(*module, "s1"), FakeBackend::MakeConfig("ref", 0));
 }
 
+TEST_F(AutotunerTest, ASingleCandidateIsNeverMissing) {
+  // Only the reference backend: one config, nothing to measure, nothing the cache must hold.
+  options_.exclude_backends = {"gen"};
+  auto cache = OpenCache(CacheMode::kRequireComplete);
+  auto module = testing::ParseOrDie(kAddOnly);
+  KILN_ASSERT_OK_AND_ASSIGN(AutotuneReport report, Tune(*module, cache.get(), Backends(), nullptr));
+  EXPECT_EQ(report.groups[0].source, ChoiceSource::kOnlyCandidate);
+  EXPECT_EQ(cache->stats().misses, 1u);  // without a device the cache is asked first
+  EXPECT_EQ(ChosenFor(*module, "s1"), FakeBackend::MakeConfig("ref", 0));
+}
+
 TEST_F(AutotunerTest, CorruptEntriesAreRetunedAndReplaced) {
   auto cache = OpenCache();
   auto module = testing::ParseOrDie(kAddOnly);

@@ -17,10 +17,11 @@
 //   3. checks and refills every redzone;
 //   4. copies the outputs back and compares them with the reference (output_compare.h), or keeps
 //      them as the reference when asked to;
-//   5. unless the warm-up alone was too_slow_factor times slower than the best time so far,
-//      times `repetitions` runs with events, flushing the L2 cache before each one (a memset
+//   5. times `repetitions` runs with events, flushing the L2 cache before each one (a memset
 //      of a scratch buffer twice the L2's size, from the DeviceDescription), and takes the
-//      median; then checks the redzones once more.
+//      median; then checks the redzones once more. A first timed run too_slow_factor times
+//      slower than the best time so far ends it early (the warm-up is not used for this: first
+//      calls load modules and create handles, milliseconds for a microsecond kernel).
 // The first failing step classifies the candidate (Verdict) and ends its profile; the failure is
 // a value, never a crash or a log line. A launch failure leaves the stream in error, so the
 // profiler replaces its stream before the next candidate.
@@ -53,7 +54,7 @@ enum class Verdict {
   kLaunchFailed,    // Launch or the stream reported an error (also: scratch allocation failed)
   kRedzoneWritten,  // wrote outside its buffers
   kWrongResult,     // outputs differ from the reference beyond the tolerance
-  kTooSlow,         // warm-up slower than too_slow_factor × the best time so far; not timed
+  kTooSlow,         // first timed run slower than too_slow_factor × the best time so far
   kTimeout,         // warm-up did not finish within timeout_s
 };
 inline constexpr int kNumVerdicts = 7;
@@ -71,7 +72,7 @@ struct ProfileOptions {
   uint64_t seed = 42;
   // A warm-up taking longer than this (wall clock) is a timeout.
   double timeout_s = 10;
-  // A warm-up slower than this many times the best median so far is not timed further.
+  // A first timed run slower than this many times the best median so far ends the timing.
   double too_slow_factor = 4;
   // Relative tolerance of output comparisons; negative: per type (output_compare.h).
   double rtol = -1;

@@ -1,6 +1,9 @@
 #include "kiln/tools/autotune_options.h"
 
 #include "kiln/autotune/host_backends.h"
+#if defined(KILN_HAVE_CUDA_AUTOTUNE)
+#include "kiln/cuda/autotune/cuda_backends.h"
+#endif
 
 namespace kiln {
 
@@ -53,7 +56,11 @@ StatusOr<std::unique_ptr<autotune::Cache>> OpenAutotuneCache(const AutotuneFlags
 }
 
 Status RegisterBuiltinAutotuneFactories(autotune::BackendFactoryRegistry& registry) {
-  return autotune::RegisterHostAutotuneFactory(registry);
+  KILN_RETURN_IF_ERROR(autotune::RegisterHostAutotuneFactory(registry));
+#if defined(KILN_HAVE_CUDA_AUTOTUNE)
+  KILN_RETURN_IF_ERROR(cuda::RegisterCudaAutotuneFactory(registry));
+#endif
+  return OkStatus();
 }
 
 }  // namespace kiln

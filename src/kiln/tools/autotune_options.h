@@ -49,8 +49,8 @@ StatusOr<autotune::AutotuneOptions> MakeAutotuneOptions(const AutotuneFlags& fla
 // The cache the flags ask for (mode off still returns a Cache, which reads and writes nothing).
 StatusOr<std::unique_ptr<autotune::Cache>> OpenAutotuneCache(const AutotuneFlags& flags);
 
-// The autotuning factories built into this binary: "host" always; "cuda" once its factory
-// lands (src/kiln/cuda/autotune).
+// The autotuning factories built into this binary: "host" always; "cuda" when the CUDA driver
+// is built (src/kiln/cuda/autotune).
 Status RegisterBuiltinAutotuneFactories(autotune::BackendFactoryRegistry& registry);
 
 }  // namespace kiln

@@ -1,0 +1,158 @@
+// The CUDA autotuning factory without a GPU: descriptors of the compiler's custom calls, the
+// configs listed offline, and compiling from a complete cache with no device at all.
+#include "kiln/cuda/autotune/cuda_backends.h"
+
+#include <gtest/gtest.h>
+
+#include "kiln/autotune/autotuner.h"
+#include "kiln/autotune/testing/test_util.h"
+#include "kiln/hlo/computation.h"
+
+namespace kiln::cuda {
+namespace {
+
+using autotune::testing::ParseOrDie;
+
+constexpr char kGemm[] = R"(
+HloModule g
+ENTRY e {
+  a = bf16[2,64,32]{2,1,0} parameter(0)
+  b = bf16[2,16,32]{2,1,0} parameter(1)
+  bias = bf16[16]{0} parameter(2)
+  ROOT g = bf16[2,64,16]{2,1,0} custom-call(a, b, bias), custom_call_target="__kiln$gemm", backend_config={"batch":2,"m":64,"n":16,"k":32,"lhs_transposed":false,"rhs_transposed":true,"alpha":0.5,"beta":0,"bias":true,"activation":"relu","precision":"default"}
+})";
+
+constexpr char kConv[] = R"(
+HloModule c
+ENTRY e {
+  x = f32[4,8,8,3]{3,2,1,0} parameter(0)
+  w = f32[16,3,3,3]{3,2,1,0} parameter(1)
+  ROOT c = f32[4,8,8,16]{3,2,1,0} custom-call(x, w), custom_call_target="__kiln$conv", backend_config={"layout":"channels_last","batch":4,"input_features":3,"output_features":16,"input_spatial":[8,8],"filter_spatial":[3,3],"output_spatial":[8,8],"strides":[1,1],"padding_low":[1,1],"padding_high":[1,1],"dilations":[1,1],"feature_group_count":1,"alpha":1,"bias":false,"side_input_scale":0,"activation":"none","precision":"default"}
+})";
+
+runtime::DeviceDescription H200() {
+  runtime::DeviceDescription d;
+  d.platform = "cuda";
+  d.name = "NVIDIA H200";
+  d.compute_capability_major = 9;
+  d.library_versions = {{"cublas", "13.0.2"}, {"cublasLt", "13.0.2"}, {"cudnn", "9.13.0"}};
+  return d;
+}
+
+HloInstruction* Root(HloModule& m) { return m.entry_computation()->root_instruction(); }
+
+TEST(CudaBackendsTest, GemmDescriptorOfTheCustomCall) {
+  auto module = ParseOrDie(kGemm);
+  ASSERT_NE(module, nullptr);
+  KILN_ASSERT_OK_AND_ASSIGN(libs::GemmDesc d, GemmDescForCall(*Root(*module)));
+  EXPECT_EQ(d.batch, 2);
+  EXPECT_EQ(d.m, 64);
+  EXPECT_EQ(d.n, 16);
+  EXPECT_EQ(d.k, 32);
+  EXPECT_FALSE(d.lhs.transposed);
+  EXPECT_TRUE(d.rhs.transposed);
+  EXPECT_EQ(d.lhs.dtype, PrimitiveType::kBF16);
+  EXPECT_EQ(d.out.dtype, PrimitiveType::kBF16);
+  EXPECT_EQ(d.alpha, 0.5);
+  EXPECT_EQ(d.epilogue, libs::GemmEpilogue::kBiasRelu);
+  EXPECT_EQ(d.bias_dtype, PrimitiveType::kBF16);
+  KILN_EXPECT_OK(libs::ResolveGemmTypes(d));
+}
+
+TEST(CudaBackendsTest, ConvDescriptorOfTheCustomCall) {
+  auto module = ParseOrDie(kConv);
+  ASSERT_NE(module, nullptr);
+  auto d = ConvDescForCall(*Root(*module));
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->input_layout, libs::ConvLayout::kChannelsLast);
+  EXPECT_EQ(d->batch, 4);
+  EXPECT_EQ(d->output_features, 16);
+  EXPECT_EQ(d->padding_low, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(d->InputDims(), (std::vector<int64_t>{4, 8, 8, 3}));
+  EXPECT_EQ(d->OutputDims(), (std::vector<int64_t>{4, 8, 8, 16}));
+}
+
+TEST(CudaBackendsTest, OfflineConfigLists) {
+  auto module = ParseOrDie(kGemm);
+  ASSERT_NE(module, nullptr);
+  // bf16 with a bias epilogue: cuBLAS cannot fuse it, cuBLASLt needs a device to list.
+  KILN_ASSERT_OK_AND_ASSIGN(autotune::BackendList backends, CreateCudaBackends(H200(), nullptr, {}));
+  ASSERT_EQ(backends.size(), 3u);
+  EXPECT_EQ(backends[0]->name(), "cublas");
+  EXPECT_EQ(backends[0]->version(), "cublas 13.0.2");
+  EXPECT_EQ(backends[2]->version(), "cudnn 9.13.0");
+  for (const auto& b : backends) {
+    KILN_ASSERT_OK_AND_ASSIGN(auto configs, b->SupportedConfigs(*Root(*module)));
+    EXPECT_TRUE(configs.empty()) << b->name();
+    EXPECT_FALSE(b->CanProduceWrongResults());
+  }
+  auto plain = ParseOrDie(R"(
+HloModule g
+ENTRY e {
+  a = f32[64,32]{1,0} parameter(0)
+  b = f32[32,16]{1,0} parameter(1)
+  ROOT g = f32[64,16]{1,0} custom-call(a, b), custom_call_target="__kiln$gemm", backend_config={"batch":1,"m":64,"n":16,"k":32}
+})");
+  ASSERT_NE(plain, nullptr);
+  KILN_ASSERT_OK_AND_ASSIGN(auto on, backends[0]->SupportedConfigs(*Root(*plain)));
+  EXPECT_EQ(on.size(), 2u);
+  KILN_ASSERT_OK_AND_ASSIGN(autotune::BackendList all,
+                            CreateCudaBackends(H200(), nullptr, {.exhaustive = true}));
+  KILN_ASSERT_OK_AND_ASSIGN(auto every, all[0]->SupportedConfigs(*Root(*plain)));
+  EXPECT_EQ(every.size(), 2u + 24 + 16);
+  // Without a device nothing compiles, as a status.
+  EXPECT_EQ(backends[0]->Compile(*Root(*plain), on[0]).status().code(),
+            StatusCode::kFailedPrecondition);
+  // Not a library call: nobody takes it.
+  HloInstruction* param = plain->entry_computation()->parameter_instruction(0);
+  KILN_ASSERT_OK_AND_ASSIGN(auto none, backends[1]->SupportedConfigs(*param));
+  EXPECT_TRUE(none.empty());
+}
+
+// What `kiln compile` on a machine without a GPU does with a shared cache: every GEMM's entry
+// is found and applied, cuBLASLt's opaque algorithm included, and nothing is measured.
+TEST(CudaBackendsTest, RequireCompleteCompilesWithoutADevice) {
+  autotune::testing::ScopedTempDir dir;
+  auto plain = ParseOrDie(R"(
+HloModule g
+ENTRY e {
+  a = f32[64,32]{1,0} parameter(0)
+  b = f32[32,16]{1,0} parameter(1)
+  ROOT g = f32[64,16]{1,0} custom-call(a, b), custom_call_target="__kiln$gemm", backend_config={"batch":1,"m":64,"n":16,"k":32}
+})");
+  ASSERT_NE(plain, nullptr);
+  KILN_ASSERT_OK_AND_ASSIGN(autotune::BackendList backends, CreateCudaBackends(H200(), nullptr, {}));
+  std::vector<const autotune::Backend*> in_use;
+  for (const auto& b : backends) in_use.push_back(b.get());
+  autotune::CacheEntry entry;
+  entry.key = autotune::MakeCacheKey(H200(), in_use, false, *Root(*plain));
+  entry.kind = "custom-call:__kiln$gemm";
+  nlohmann::json opaque = nlohmann::json::array();
+  for (uint64_t w : {1ull, 2ull, 3ull, 4ull, 5ull, 6ull, 7ull, 18446744073709551615ull}) opaque.push_back(w);
+  entry.result.config = autotune::Config(
+      "cublaslt", {{"index", 3}, {"opaque", opaque}, {"workspace", 4194304u}, {"desc", "x"}});
+  entry.result.time_us = 12;
+  {
+    KILN_ASSERT_OK_AND_ASSIGN(auto rw, autotune::Cache::Create({.directory = dir.path()}));
+    KILN_ASSERT_OK(rw->Store(entry));
+  }
+  KILN_ASSERT_OK_AND_ASSIGN(
+      auto cache,
+      autotune::Cache::Create({.directory = dir.path(),
+                               .mode = autotune::CacheMode::kRequireComplete}));
+  KILN_ASSERT_OK_AND_ASSIGN(
+      auto tuner, autotune::Autotuner::Create(std::move(backends), H200(), nullptr, cache.get(), {}));
+  KILN_ASSERT_OK_AND_ASSIGN(autotune::AutotuneReport report, tuner->Run(*plain));
+  ASSERT_EQ(report.groups.size(), 1u);
+  EXPECT_EQ(report.groups[0].source, autotune::ChoiceSource::kCache);
+  KILN_ASSERT_OK_AND_ASSIGN(autotune::Config applied,
+                            autotune::ReadConfigFromBackendConfig(*Root(*plain)));
+  EXPECT_EQ(applied, entry.result.config);
+  EXPECT_EQ(applied.params()["opaque"][7].get<uint64_t>(), 18446744073709551615ull);
+  // The GEMM config beside it is intact.
+  KILN_ASSERT_OK_AND_ASSIGN(GemmConfig gemm, GetGemmConfig(*Root(*plain)));
+  EXPECT_EQ(gemm.m, 64);
+}
+
+}  // namespace
+}  // namespace kiln::cuda
