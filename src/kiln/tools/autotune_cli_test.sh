@@ -37,7 +37,8 @@ check cache_help 0 'export' -- "$KILN" cache --help
 check cache_empty 0 'no autotuning entries' -- "$KILN" cache list --autotune-cache "$CACHE"
 
 # A cold tune: two distinct dots (d1 and d2 are one group), a table, a summary, a JSON dump.
-check tune_cold 0 'd1, d2 +dot +host_gemm' -- \
+# Either host backend may win: the pick is a measurement and the CI machine is loaded.
+check tune_cold 0 'd1, d2 +dot +host_(gemm|eval)' -- \
   "$KILN" tune "$M" --device host --autotune-cache "$CACHE" --repetitions 2 \
     --dump-json "$TMP/tune.json" -o "$TMP/tuned.hlo"
 check tune_summary 0 'autotune: 3 instructions \(2 distinct\): 2 tuned' -- \
