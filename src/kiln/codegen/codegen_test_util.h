@@ -1,0 +1,38 @@
+// Helpers for the codegen tests: modules from text, the instructions worth a kernel, and a
+// catalogue of handwritten fusions covering every op family the emitters handle. Test code only.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/hlo/module.h"
+
+namespace kiln::codegen::testing {
+
+// A handwritten test module: its entry's root (usually a fusion) is the instruction to emit.
+struct CatalogueCase {
+  std::string name;
+  std::string hlo;
+  // The emitter ChooseEmitter should pick ("" to skip that check).
+  std::string emitter;
+};
+
+// Every handwritten case (elementwise ops over all dtypes, shape ops, reductions, transposes,
+// dynamic-update-slice in place).
+const std::vector<CatalogueCase>& Catalogue();
+
+// Parses `text` (elided constants filled).
+StatusOr<std::unique_ptr<HloModule>> ParseModule(const std::string& text);
+
+// The instructions of `module`'s non-fused computations that would become generated kernels:
+// fusions, and unfused instructions ChooseEmitter accepts that are not free (parameters,
+// constants, tuples, get-tuple-element, bitcasts are left out).
+std::vector<const HloInstruction*> KernelInstructions(const HloModule& module);
+
+// Runs FlattenCallGraph + InstructionFusion + MultiOutputFusion with the CPU policy (the GPU
+// policy is the compiler's; the emitters only need fusions of the same kinds).
+Status FuseModule(HloModule& module);
+
+}  // namespace kiln::codegen::testing

@@ -1,0 +1,207 @@
+// Choosing an emitter, default configs and autotuning candidates.
+#include "kiln/codegen/emitters.h"
+
+#include <algorithm>
+#include <set>
+
+#include "kiln/codegen/device_types.h"
+#include "kiln/codegen/elemental_ops.h"
+#include "kiln/codegen/emitters_internal.h"
+#include "kiln/codegen/fusion_analysis.h"
+#include "kiln/codegen/reduction_common.h"
+
+namespace kiln::codegen {
+
+// Defined by the emitters.
+StatusOr<KernelConfig> ResolveRowConfig(const ReductionPlan& plan, const DeviceSpec& device,
+                                        const KernelConfig& config);
+StatusOr<KernelConfig> ResolveColumnConfig(const ReductionPlan& plan, const DeviceSpec& device,
+                                           const KernelConfig& config);
+StatusOr<KernelConfig> ResolveTransposeConfig(const DeviceSpec& device, const KernelConfig& config);
+
+std::string_view EmitterKindName(EmitterKind kind) {
+  switch (kind) {
+    case EmitterKind::kLoop: return "loop";
+    case EmitterKind::kRowReduction: return "row_reduction";
+    case EmitterKind::kColumnReduction: return "column_reduction";
+    case EmitterKind::kTranspose: return "transpose";
+    case EmitterKind::kDynamicUpdateSliceInPlace: return "dus_in_place";
+  }
+  return "?";
+}
+
+namespace {
+
+// Opcodes the elemental emitter computes (besides ElementalOps).
+bool IsElementalOpcode(HloOpcode op) {
+  switch (op) {
+    case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kBroadcast:
+    case HloOpcode::kReshape: case HloOpcode::kBitcast: case HloOpcode::kTranspose:
+    case HloOpcode::kSlice: case HloOpcode::kReverse: case HloOpcode::kIota: case HloOpcode::kCopy:
+    case HloOpcode::kPad: case HloOpcode::kConcatenate: case HloOpcode::kDynamicSlice:
+    case HloOpcode::kDynamicUpdateSlice: case HloOpcode::kReduce: case HloOpcode::kTuple:
+    case HloOpcode::kGetTupleElement: case HloOpcode::kMap:
+      return true;
+    default:
+      return ElementalOps::Supports(op);
+  }
+}
+
+bool SameOutputDims(const FusionView& view) {
+  for (const KernelOutput& o : view.outputs)
+    if (o.shape.dimensions() != view.outputs[0].shape.dimensions()) return false;
+  return true;
+}
+
+bool LoopCanRun(const FusionView& view) {
+  return SameOutputDims(view) &&
+         ReduceRecomputeFactor(view, view.outputs[0].shape.num_elements()) <= 64;
+}
+
+bool IsInPlaceDus(const FusionView& view) {
+  if (view.outputs.size() != 1 || view.outputs[0].tuple_index >= 0) return false;
+  const HloInstruction* root = view.outputs[0].value;
+  if (root->opcode() != HloOpcode::kDynamicUpdateSlice) return false;
+  const HloInstruction* target = root->operand(0);
+  if (std::find(view.leaves.begin(), view.leaves.end(), target) == view.leaves.end()) return false;
+  if (target->user_count() != 1) return false;
+  // Only worth it when the update is smaller than the array.
+  return root->operand(1)->shape().num_elements() < root->shape().num_elements();
+}
+
+}  // namespace
+
+StatusOr<EmitterKind> ChooseEmitter(const HloInstruction& instr) {
+  KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
+  for (const HloInstruction* i : view.body)
+    if (!IsElementalOpcode(i->opcode()))
+      return Unimplemented("no kernel emitter computes ", HloOpcodeString(i->opcode()), " (%", i->name(),
+                           ") inside a fusion");
+  bool has_reduce = false;
+  for (const HloInstruction* i : view.body) has_reduce |= i->opcode() == HloOpcode::kReduce;
+  if (has_reduce) {
+    StatusOr<ReductionPlan> plan = MakeReductionPlan(instr);
+    if (plan.ok()) {
+      if (plan->ra.is_row()) return EmitterKind::kRowReduction;
+      if (plan->passes == 1) return EmitterKind::kColumnReduction;
+    }
+    if (LoopCanRun(view)) return EmitterKind::kLoop;
+    return Unimplemented("%", instr.name(), ": ", plan.ok() ? "column reduction with dependent passes"
+                                                             : plan.status().message());
+  }
+  if (IsInPlaceDus(view)) return EmitterKind::kDynamicUpdateSliceInPlace;
+  if (AnalyzeTranspose(view).ok()) return EmitterKind::kTranspose;
+  if (!SameOutputDims(view))
+    return Unimplemented("%", instr.name(), ": outputs of different dimensions in one loop fusion");
+  return EmitterKind::kLoop;
+}
+
+StatusOr<KernelSpec> EmitWith(EmitterKind kind, const HloInstruction& instr,
+                              const DeviceSpec& device, const KernelConfig& config) {
+  switch (kind) {
+    case EmitterKind::kLoop: return EmitLoop(instr, device, config);
+    case EmitterKind::kRowReduction: return EmitRowReduction(instr, device, config);
+    case EmitterKind::kColumnReduction: return EmitColumnReduction(instr, device, config);
+    case EmitterKind::kTranspose: return EmitTranspose(instr, device, config);
+    case EmitterKind::kDynamicUpdateSliceInPlace:
+      return EmitDynamicUpdateSliceInPlace(instr, device, config);
+  }
+  return Internal("bad emitter kind");
+}
+
+StatusOr<KernelSpec> EmitKernel(const HloInstruction& instr, const DeviceSpec& device,
+                                const KernelConfig& config) {
+  KILN_ASSIGN_OR_RETURN(EmitterKind kind, ChooseEmitter(instr));
+  StatusOr<KernelSpec> spec = EmitWith(kind, instr, device, config);
+  if (spec.ok() || kind == EmitterKind::kLoop || spec.status().code() != StatusCode::kUnimplemented)
+    return spec;
+  // A specialized emitter declined (e.g. a reduce read at another row): the generic loop.
+  StatusOr<FusionView> view = MakeFusionView(instr);
+  if (view.ok() && LoopCanRun(*view)) {
+    StatusOr<KernelSpec> loop = EmitLoop(instr, device, KernelConfig{});
+    if (loop.ok()) return loop;
+  }
+  return spec;
+}
+
+StatusOr<KernelConfig> DefaultConfig(EmitterKind kind, const HloInstruction& instr,
+                                     const DeviceSpec& device) {
+  switch (kind) {
+    case EmitterKind::kLoop: {
+      KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
+      return ResolveLoopConfig(view, device, KernelConfig{});
+    }
+    case EmitterKind::kRowReduction: {
+      KILN_ASSIGN_OR_RETURN(ReductionPlan plan, MakeReductionPlan(instr));
+      return ResolveRowConfig(plan, device, KernelConfig{});
+    }
+    case EmitterKind::kColumnReduction: {
+      KILN_ASSIGN_OR_RETURN(ReductionPlan plan, MakeReductionPlan(instr));
+      return ResolveColumnConfig(plan, device, KernelConfig{});
+    }
+    case EmitterKind::kTranspose:
+      return ResolveTransposeConfig(device, KernelConfig{});
+    case EmitterKind::kDynamicUpdateSliceInPlace: {
+      KILN_ASSIGN_OR_RETURN(KernelSpec spec, EmitDynamicUpdateSliceInPlace(instr, device, KernelConfig{}));
+      return spec.config;
+    }
+  }
+  return Internal("bad emitter kind");
+}
+
+StatusOr<KernelConfig> DefaultConfig(const HloInstruction& instr, const DeviceSpec& device) {
+  KILN_ASSIGN_OR_RETURN(EmitterKind kind, ChooseEmitter(instr));
+  return DefaultConfig(kind, instr, device);
+}
+
+StatusOr<std::vector<KernelConfig>> CandidateConfigs(const HloInstruction& instr,
+                                                     const DeviceSpec& device) {
+  KILN_ASSIGN_OR_RETURN(EmitterKind kind, ChooseEmitter(instr));
+  KILN_ASSIGN_OR_RETURN(KernelConfig def, DefaultConfig(kind, instr, device));
+  std::vector<KernelConfig> raw = {def};
+  auto halves = [](int v) { return std::vector<int>{v, std::max(1, v / 2)}; };
+  switch (kind) {
+    case EmitterKind::kLoop:
+      for (int b : {128, 256, 512})
+        for (int v : halves(def.vector_width))
+          for (int u : {1, 2, 4}) raw.push_back(KernelConfig{b, v, u, 0, 0, 0});
+      break;
+    case EmitterKind::kRowReduction: {
+      const int tpr = def.block_size / def.rows_per_block;
+      for (int t : {tpr / 2, tpr, tpr * 2}) {
+        if (t < 1 || t > 1024) continue;
+        for (int b : {128, 256, 512, 1024}) {
+          if (b < t || b < 32 || b > device.max_threads_per_block) continue;
+          for (int v : halves(def.vector_width))
+            for (int s : {1, def.split}) raw.push_back(KernelConfig{b, v, def.unroll, b / t, s, 0});
+        }
+      }
+      break;
+    }
+    case EmitterKind::kColumnReduction:
+      for (int b : {128, 256, 512})
+        for (int v : halves(def.vector_width))
+          for (int s : {1, def.split, def.split * 2}) raw.push_back(KernelConfig{b, v, def.unroll, 0, s, 0});
+      break;
+    case EmitterKind::kTranspose:
+      for (int t : {32, 64})
+        for (int b : {128, 256, 512}) raw.push_back(KernelConfig{b, 1, 0, 0, 0, t});
+      break;
+    case EmitterKind::kDynamicUpdateSliceInPlace:
+      for (int b : {128, 256, 512})
+        for (int v : halves(def.vector_width)) raw.push_back(KernelConfig{b, v, 1, 0, 0, 0});
+      break;
+  }
+  std::vector<KernelConfig> out;
+  std::set<std::string> seen;
+  for (const KernelConfig& c : raw) {
+    StatusOr<KernelSpec> spec = EmitWith(kind, instr, device, c);
+    if (!spec.ok()) continue;
+    // The emitter's resolved config is the candidate (unset fields filled in).
+    if (seen.insert(spec->config.ToString()).second) out.push_back(spec->config);
+  }
+  if (out.empty()) return Unimplemented("no config of the ", EmitterKindName(kind), " emitter works for %", instr.name());
+  return out;
+}
+
+}  // namespace kiln::codegen

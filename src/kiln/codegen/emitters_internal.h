@@ -1,0 +1,20 @@
+// Internal helpers shared by the emitters and their config logic (not part of the API).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kiln/codegen/device_spec.h"
+#include "kiln/codegen/emitter_common.h"
+#include "kiln/codegen/kernel_spec.h"
+
+namespace kiln::codegen {
+
+// How many times a loop kernel over `iteration_elements` elements would recompute each element
+// of the reductions it contains (1: none is broadcast back).
+int64_t ReduceRecomputeFactor(const FusionView& view, int64_t iteration_elements);
+// The loop emitter's config with every 0 field replaced by its default.
+KernelConfig ResolveLoopConfig(const FusionView& view, const DeviceSpec& device,
+                               const KernelConfig& config);
+
+}  // namespace kiln::codegen

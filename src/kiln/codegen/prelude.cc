@@ -1,0 +1,443 @@
+// The text of kiln_codegen.cuh, the header every generated kernel includes (docs/codegen.md).
+#include "kiln/codegen/device_types.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+constexpr const char* kPrelude = R"CUDA(// kiln_codegen.cuh: helpers shared by kiln's generated kernels (src/kiln/codegen/prelude.cc).
+// Semantics follow XLA's elemental emitter and kiln's reference evaluator (docs/codegen.md).
+#pragma once
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+typedef signed char s8;
+typedef unsigned char u8;
+typedef short s16;
+typedef unsigned short u16;
+typedef int s32;
+typedef unsigned int u32;
+typedef long long s64;
+typedef unsigned long long u64;
+
+#define KILN_INF_F __int_as_float(0x7f800000)
+#define KILN_NAN_F __int_as_float(0x7fc00000)
+#define KILN_INF_D __longlong_as_double(0x7ff0000000000000LL)
+#define KILN_NAN_D __longlong_as_double(0x7ff8000000000000LL)
+#define KILN_DEVICE static __device__ __forceinline__
+
+// N consecutive elements moved as one access (16 bytes at most, naturally aligned).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) kiln_vec {
+  T v[N];
+};
+
+template <typename T> struct kiln_unsigned;
+#define KILN_INT_TRAITS(T, U, S, SIGNED) \
+  template <> struct kiln_unsigned<T> { typedef U type; typedef S signed_type; static constexpr bool is_signed = SIGNED; };
+KILN_INT_TRAITS(bool, u8, s8, false)
+KILN_INT_TRAITS(s8, u8, s8, true)
+KILN_INT_TRAITS(u8, u8, s8, false)
+KILN_INT_TRAITS(s16, u16, s16, true)
+KILN_INT_TRAITS(u16, u16, s16, false)
+KILN_INT_TRAITS(s32, u32, s32, true)
+KILN_INT_TRAITS(u32, u32, s32, false)
+KILN_INT_TRAITS(s64, u64, s64, true)
+KILN_INT_TRAITS(u64, u64, s64, false)
+#undef KILN_INT_TRAITS
+
+template <int kBits>
+KILN_DEVICE constexpr u64 kiln_mask() {
+  if constexpr (kBits >= 64) return ~0ull;
+  else return (1ull << kBits) - 1;
+}
+
+// ---- Integers (XLA semantics: wrap-around, x/0 = -1, x%0 = x, INT_MIN/-1 = INT_MIN) ----
+
+// Wraps to kBits (sub-byte types): sign-extends signed types, masks unsigned ones.
+template <int kBits, typename T>
+KILN_DEVICE T kiln_wrap(T v) {
+  typedef typename kiln_unsigned<T>::type U;
+  constexpr int kShift = 8 * (int)sizeof(T) - kBits;
+  if constexpr (kiln_unsigned<T>::is_signed) {
+    return (T)((typename kiln_unsigned<T>::signed_type)((U)v << kShift) >> kShift);
+  } else {
+    return (T)((U)v & (U)kiln_mask<kBits>());
+  }
+}
+template <typename T>
+KILN_DEVICE T kiln_add(T a, T b) { typedef typename kiln_unsigned<T>::type U; return (T)((U)a + (U)b); }
+template <typename T>
+KILN_DEVICE T kiln_sub(T a, T b) { typedef typename kiln_unsigned<T>::type U; return (T)((U)a - (U)b); }
+template <typename T>
+KILN_DEVICE T kiln_mul(T a, T b) { typedef typename kiln_unsigned<T>::type U; return (T)((U)a * (U)b); }
+template <typename T>
+KILN_DEVICE T kiln_neg(T a) { typedef typename kiln_unsigned<T>::type U; return (T)((U)0 - (U)a); }
+template <typename T>
+KILN_DEVICE T kiln_iabs(T a) {
+  if constexpr (kiln_unsigned<T>::is_signed) return a < (T)0 ? kiln_neg(a) : a;
+  else return a;
+}
+template <typename T>
+KILN_DEVICE T kiln_div(T a, T b) {
+  if (b == (T)0) return (T)~(typename kiln_unsigned<T>::type)0;
+  if constexpr (kiln_unsigned<T>::is_signed) {
+    if (b == (T)-1) return kiln_neg(a);
+  }
+  return (T)(a / b);
+}
+template <typename T>
+KILN_DEVICE T kiln_rem(T a, T b) {
+  if (b == (T)0) return a;
+  if constexpr (kiln_unsigned<T>::is_signed) {
+    if (b == (T)-1) return (T)0;
+  }
+  return (T)(a % b);
+}
+// Shift amounts are read as unsigned; amounts >= the width give 0 (left, logical right) or the
+// sign fill (arithmetic right).
+template <int kBits, typename T>
+KILN_DEVICE T kiln_shl(T a, T b) {
+  typedef typename kiln_unsigned<T>::type U;
+  return (U)b >= (U)kBits ? (T)0 : (T)((U)a << (U)b);
+}
+template <int kBits, typename T>
+KILN_DEVICE T kiln_shr_logical(T a, T b) {
+  typedef typename kiln_unsigned<T>::type U;
+  return (U)b >= (U)kBits ? (T)0 : (T)(((U)a & (U)kiln_mask<kBits>()) >> (U)b);
+}
+template <int kBits, typename T>
+KILN_DEVICE T kiln_shr_arith(T a, T b) {
+  typedef typename kiln_unsigned<T>::type U;
+  typedef typename kiln_unsigned<T>::signed_type S;
+  constexpr int kShift = 8 * (int)sizeof(T) - kBits;
+  const S s = (S)((S)((U)a << kShift) >> kShift);
+  if ((U)b >= (U)kBits) return (T)(s < 0 ? (S)-1 : (S)0);
+  return (T)(S)(s >> (U)b);
+}
+template <int kBits, typename T>
+KILN_DEVICE T kiln_popcnt(T a) {
+  typedef typename kiln_unsigned<T>::type U;
+  return (T)__popcll((u64)(U)a & kiln_mask<kBits>());
+}
+template <int kBits, typename T>
+KILN_DEVICE T kiln_clz(T a) {
+  typedef typename kiln_unsigned<T>::type U;
+  return (T)(__clzll((long long)((u64)(U)a & kiln_mask<kBits>())) - (64 - kBits));
+}
+template <typename T>
+KILN_DEVICE T kiln_isign(T a) {
+  if constexpr (kiln_unsigned<T>::is_signed) return (T)((a > (T)0) - (a < (T)0));
+  else return (T)(a != (T)0);
+}
+template <typename T>
+KILN_DEVICE T kiln_imax(T a, T b) { return a < b ? b : a; }
+template <typename T>
+KILN_DEVICE T kiln_imin(T a, T b) { return b < a ? b : a; }
+// x^n: 1 when x == 1 or n == 0, 0 for negative n otherwise; wraps.
+template <typename T>
+KILN_DEVICE T kiln_ipow(T a, T b) {
+  typedef typename kiln_unsigned<T>::type U;
+  if (a == (T)1 || b == (T)0) return (T)1;
+  if constexpr (kiln_unsigned<T>::is_signed) {
+    if (b < (T)0) return (T)0;
+  }
+  U base = (U)a, r = 1;
+  for (U e = (U)b; e != 0; e >>= 1) {
+    if (e & 1) r = (U)(r * base);
+    base = (U)(base * base);
+  }
+  return (T)r;
+}
+// High half of the double-width product.
+template <int kBits, typename T>
+KILN_DEVICE T kiln_mulhi(T a, T b) {
+  if constexpr (sizeof(T) == 8) {
+    if constexpr (kiln_unsigned<T>::is_signed) return (T)__mul64hi((long long)a, (long long)b);
+    else return (T)__umul64hi((unsigned long long)a, (unsigned long long)b);
+  } else {
+    if constexpr (kiln_unsigned<T>::is_signed) return (T)(((s64)a * (s64)b) >> kBits);
+    else return (T)(((u64)a * (u64)b) >> kBits);
+  }
+}
+
+// ---- Floats ----
+
+// maximum/minimum propagate NaN (the lhs first) and return the lhs on ties.
+KILN_DEVICE float kiln_fmax(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+KILN_DEVICE float kiln_fmin(float a, float b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+KILN_DEVICE double kiln_fmax(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+KILN_DEVICE double kiln_fmin(double a, double b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+// clamp(lo, x, hi) = min(max(x, lo), hi); a NaN operand propagates (lo first).
+KILN_DEVICE float kiln_fclamp(float lo, float x, float hi) {
+  if (lo != lo) return lo;
+  if (x != x) return x;
+  if (hi != hi) return hi;
+  const float m = x < lo ? lo : x;
+  return m < hi ? m : hi;
+}
+KILN_DEVICE double kiln_fclamp(double lo, double x, double hi) {
+  if (lo != lo) return lo;
+  if (x != x) return x;
+  if (hi != hi) return hi;
+  const double m = x < lo ? lo : x;
+  return m < hi ? m : hi;
+}
+template <typename T>
+KILN_DEVICE T kiln_iclamp(T lo, T x, T hi) {
+  const T m = x < lo ? lo : x;
+  return m < hi ? m : hi;
+}
+KILN_DEVICE float kiln_fsign(float x) { return x != x ? x : copysignf(x != 0.0f ? 1.0f : 0.0f, x); }
+KILN_DEVICE double kiln_fsign(double x) { return x != x ? x : copysign(x != 0.0 ? 1.0 : 0.0, x); }
+KILN_DEVICE float kiln_logistic(float x) { return 1.0f / (1.0f + expf(-x)); }
+KILN_DEVICE double kiln_logistic(double x) { return 1.0 / (1.0 + exp(-x)); }
+KILN_DEVICE float kiln_pow(float a, float b) { return (a == 1.0f || b == 0.0f) ? 1.0f : powf(a, b); }
+KILN_DEVICE double kiln_pow(double a, double b) { return (a == 1.0 || b == 0.0) ? 1.0 : pow(a, b); }
+// Keys of the total order -NaN < -inf < ... < -0 < +0 < ... < inf < NaN.
+KILN_DEVICE s32 kiln_total_order(float x) {
+  const s32 i = __float_as_int(x);
+  return i < 0 ? (i ^ 0x7fffffff) : i;
+}
+KILN_DEVICE s64 kiln_total_order(double x) {
+  const s64 i = __double_as_longlong(x);
+  return i < 0 ? (i ^ 0x7fffffffffffffffLL) : i;
+}
+// float -> integer: truncates toward zero, saturates to [lo, hi], NaN -> 0.
+template <typename T>
+KILN_DEVICE T kiln_float_to_int(float x, T lo, T hi) {
+  if (x != x) return (T)0;
+  if (x >= (float)hi) return hi;
+  if (x <= (float)lo) return lo;
+  return (T)x;
+}
+template <typename T>
+KILN_DEVICE T kiln_float_to_int(double x, T lo, T hi) {
+  if (x != x) return (T)0;
+  if (x >= (double)hi) return hi;
+  if (x <= (double)lo) return lo;
+  return (T)x;
+}
+// reduce-precision on f32/f64 bits (round to nearest even in the kept mantissa, flush exponents
+// out of range to zero/infinity; NaN stays NaN unless no mantissa bit is left).
+KILN_DEVICE float kiln_reduce_precision(float x, int exponent_bits, int mantissa_bits) {
+  u32 v = __float_as_uint(x);
+  if (mantissa_bits < 23) {
+    const u32 last = 1u << (23 - mantissa_bits);
+    const u32 base_bias = (last >> 1) - 1;
+    const u32 x_last = (v & last) >> (23 - mantissa_bits);
+    v = (v + x_last + base_bias) & ~(last - 1);
+  }
+  if (exponent_bits < 8) {
+    const u32 exp_mask = 0x7f800000u;
+    const u32 reduced_bias = (1u << (exponent_bits - 1)) - 1;
+    const u32 max_exp = 127u + reduced_bias, min_exp = 127u - reduced_bias;
+    const u32 x_exp = v & exp_mask;
+    const u32 zero = v & 0x80000000u;
+    if (x_exp > (max_exp << 23)) v = zero | exp_mask;
+    if (x_exp <= (min_exp << 23)) v = zero;
+  }
+  float r = __uint_as_float(v);
+  if (x != x) r = mantissa_bits > 0 ? x : KILN_INF_F;
+  return r;
+}
+KILN_DEVICE double kiln_reduce_precision(double x, int exponent_bits, int mantissa_bits) {
+  u64 v = (u64)__double_as_longlong(x);
+  if (mantissa_bits < 52) {
+    const u64 last = 1ull << (52 - mantissa_bits);
+    const u64 base_bias = (last >> 1) - 1;
+    const u64 x_last = (v & last) >> (52 - mantissa_bits);
+    v = (v + x_last + base_bias) & ~(last - 1);
+  }
+  if (exponent_bits < 11) {
+    const u64 exp_mask = 0x7ff0000000000000ull;
+    const u64 reduced_bias = (1ull << (exponent_bits - 1)) - 1;
+    const u64 max_exp = 1023ull + reduced_bias, min_exp = 1023ull - reduced_bias;
+    const u64 x_exp = v & exp_mask;
+    const u64 zero = v & 0x8000000000000000ull;
+    if (x_exp > (max_exp << 52)) v = zero | exp_mask;
+    if (x_exp <= (min_exp << 52)) v = zero;
+  }
+  double r = __longlong_as_double((long long)v);
+  if (x != x) r = mantissa_bits > 0 ? x : KILN_INF_D;
+  return r;
+}
+
+// ---- Narrow floats (Note [Narrow floats in registers], src/kiln/codegen/device_types.h) ----
+
+KILN_DEVICE float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }
+KILN_DEVICE float kiln_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+
+// NaN encodings of the mini-float formats: 0 IEEE (inf exists), 1 "fn" (only S.1111.111 is NaN),
+// 2 "fnuz" (the negative-zero pattern is NaN), 3 none (f4e2m1fn: saturates), 4 e8m0 (0xff is
+// NaN, powers of two only, no sign).
+template <int kExp, int kMant, int kBias, int kNan, bool kSigned>
+KILN_DEVICE float kiln_minifloat_decode(unsigned bits) {
+  const unsigned mant = bits & ((1u << kMant) - 1);
+  const unsigned exp = (bits >> kMant) & ((1u << kExp) - 1);
+  const bool neg = kSigned && ((bits >> (kMant + kExp)) & 1);
+  const unsigned all_ones = (1u << kExp) - 1;
+  if (kNan == 0 && exp == all_ones) return mant == 0 ? (neg ? -KILN_INF_F : KILN_INF_F) : (neg ? -KILN_NAN_F : KILN_NAN_F);
+  if (kNan == 1 && exp == all_ones && mant == (1u << kMant) - 1) return neg ? -KILN_NAN_F : KILN_NAN_F;
+  if (kNan == 2 && neg && exp == 0 && mant == 0) return KILN_NAN_F;
+  if (kNan == 4) return exp == all_ones ? KILN_NAN_F : ldexpf(1.0f, (int)exp - kBias);
+  float v = exp == 0 ? ldexpf((float)mant, 1 - kBias - kMant)
+                     : ldexpf((float)(mant | (1u << kMant)), (int)exp - kBias - kMant);
+  return neg ? -v : v;
+}
+// Round to nearest even from the exact value x (float or double).
+template <int kExp, int kMant, int kBias, int kNan, bool kSigned, typename F>
+KILN_DEVICE unsigned kiln_minifloat_encode(F x) {
+  const unsigned sign_bit = kSigned ? (1u << (kMant + kExp)) : 0u;
+  const unsigned all_ones = (1u << kExp) - 1;
+  const bool neg = signbit(x);
+  const unsigned s = neg ? sign_bit : 0u;
+  const unsigned nan_bits = kNan == 0 ? (s | (all_ones << kMant) | (kMant > 0 ? (1u << (kMant - 1)) : 1u))
+                          : kNan == 2 ? sign_bit
+                          : kNan == 4 ? 0xffu
+                          : (s | (all_ones << kMant) | ((1u << kMant) - 1));
+  if (x != x) return nan_bits;
+  if (!kSigned && neg && x != (F)0) return nan_bits;
+  const unsigned overflow = kNan == 0 ? (s | (all_ones << kMant)) : nan_bits;
+  F a = fabs(x);
+  if (isinf(a)) return overflow;
+  int e;
+  if (kNan == 4) {
+    if (a == (F)0) return 0u;
+    const F fr = frexp(a, &e);
+    int ex = e - 1;
+    const F mant = (F)2 * fr;
+    if (mant > (F)1.5 || (mant == (F)1.5 && ((ex + kBias) & 1))) ex += 1;
+    const int biased = ex + kBias;
+    if (biased < 0) return 0u;
+    if (biased >= (int)all_ones) return 0xffu;
+    return (unsigned)biased;
+  }
+  if (a == (F)0) return kNan == 2 ? 0u : s;
+  frexp(a, &e);
+  const int min_normal = 1 - kBias;
+  const int ulp_exp = ((e - 1) < min_normal ? min_normal : (e - 1)) - kMant;
+  const F r = rint(ldexp(a, -ulp_exp));
+  if (r == (F)0) return kNan == 2 ? 0u : s;
+  // Code of the rounded value: significand plus the exponent step above the subnormal range.
+  const unsigned code = (unsigned)r + ((unsigned)(ulp_exp - (min_normal - kMant)) << kMant);
+  const unsigned max_code = kNan == 0 ? (((all_ones - 1) << kMant) | ((1u << kMant) - 1))
+                          : kNan == 1 ? ((all_ones << kMant) | ((1u << kMant) - 2))
+                          : ((all_ones << kMant) | ((1u << kMant) - 1));
+  if (code > max_code) return overflow;
+  return s | code;
+}
+
+#define KILN_MINIFLOAT(name, e, m, bias, nan, sgn)                                              \
+  KILN_DEVICE float kiln_decode_##name(unsigned bits) {                                         \
+    return kiln_minifloat_decode<e, m, bias, nan, sgn>(bits);                                   \
+  }                                                                                             \
+  KILN_DEVICE u8 kiln_encode_##name(float x) { return (u8)kiln_minifloat_encode<e, m, bias, nan, sgn>(x); } \
+  KILN_DEVICE u8 kiln_encode_##name(double x) { return (u8)kiln_minifloat_encode<e, m, bias, nan, sgn>(x); } \
+  KILN_DEVICE float kiln_round_##name(float x) { return kiln_decode_##name(kiln_encode_##name(x)); } \
+  KILN_DEVICE float kiln_round_##name(double x) { return kiln_decode_##name(kiln_encode_##name(x)); }
+KILN_MINIFLOAT(f8e5m2, 5, 2, 15, 0, true)
+KILN_MINIFLOAT(f8e4m3fn, 4, 3, 7, 1, true)
+KILN_MINIFLOAT(f8e4m3b11fnuz, 4, 3, 11, 2, true)
+KILN_MINIFLOAT(f8e5m2fnuz, 5, 2, 16, 2, true)
+KILN_MINIFLOAT(f8e4m3fnuz, 4, 3, 8, 2, true)
+KILN_MINIFLOAT(f8e4m3, 4, 3, 7, 0, true)
+KILN_MINIFLOAT(f8e3m4, 3, 4, 3, 0, true)
+KILN_MINIFLOAT(f8e8m0fnu, 8, 0, 127, 4, false)
+KILN_MINIFLOAT(f4e2m1fn, 2, 1, 1, 3, true)
+#undef KILN_MINIFLOAT
+
+// f64 -> f16/bf16 in one rounding.
+KILN_DEVICE float kiln_round_f16(double x) { return __half2float(__double2half(x)); }
+KILN_DEVICE float kiln_round_bf16(double x) { return __bfloat162float(__double2bfloat16(x)); }
+
+// ---- Complex ----
+
+struct alignas(8) kiln_c64 { float re, im; };
+struct alignas(16) kiln_c128 { double re, im; };
+#define KILN_COMPLEX_OPS(C, R)                                                                 \
+  KILN_DEVICE C kiln_cadd(C a, C b) { return C{a.re + b.re, a.im + b.im}; }                   \
+  KILN_DEVICE C kiln_csub(C a, C b) { return C{a.re - b.re, a.im - b.im}; }                   \
+  KILN_DEVICE C kiln_cmul(C a, C b) { return C{a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; } \
+  KILN_DEVICE C kiln_cdiv(C a, C b) {                                                          \
+    if (fabs(b.re) >= fabs(b.im)) {                                                            \
+      const R r = b.im / b.re, d = b.re + b.im * r;                                            \
+      return C{(a.re + a.im * r) / d, (a.im - a.re * r) / d};                                  \
+    }                                                                                          \
+    const R r = b.re / b.im, d = b.re * r + b.im;                                              \
+    return C{(a.re * r + a.im) / d, (a.im * r - a.re) / d};                                    \
+  }                                                                                            \
+  KILN_DEVICE C kiln_cneg(C a) { return C{-a.re, -a.im}; }                                     \
+  KILN_DEVICE R kiln_cabs(C a) { return hypot(a.re, a.im); }                                   \
+  KILN_DEVICE bool kiln_ceq(C a, C b) { return a.re == b.re && a.im == b.im; }                 \
+  KILN_DEVICE C kiln_cexp(C a) { const R m = exp(a.re); return C{m * cos(a.im), m * sin(a.im)}; } \
+  KILN_DEVICE C kiln_clog(C a) { return C{log(hypot(a.re, a.im)), atan2(a.im, a.re)}; }      \
+  /* Principal square root, without overflow in the intermediate (|z| + |re|) / 2. */         \
+  KILN_DEVICE C kiln_csqrt(C a) {                                                              \
+    if (a.re == 0 && a.im == 0) return C{0, a.im};                                             \
+    if (isinf(a.im)) return C{fabs(a.im), a.im};                                               \
+    const R t = sqrt((fabs(a.re) + hypot(a.re, a.im)) * (R)0.5);                               \
+    if (a.re >= 0) return C{t, a.im / (2 * t)};                                                \
+    return C{fabs(a.im) / (2 * t), copysign(t, a.im)};                                         \
+  }                                                                                            \
+  KILN_DEVICE C kiln_crsqrt(C a) { return kiln_cdiv(C{1, 0}, kiln_csqrt(a)); }                 \
+  KILN_DEVICE C kiln_csign(C a) {                                                              \
+    const R m = hypot(a.re, a.im);                                                             \
+    return m == 0 ? C{0, 0} : C{a.re / m, a.im / m};                                           \
+  }                                                                                            \
+  KILN_DEVICE C kiln_csin(C a) { return C{sin(a.re) * cosh(a.im), cos(a.re) * sinh(a.im)}; }  \
+  KILN_DEVICE C kiln_ccos(C a) { return C{cos(a.re) * cosh(a.im), -sin(a.re) * sinh(a.im)}; } \
+  /* Kahan's formula: no overflow for large |re|. */                                          \
+  KILN_DEVICE C kiln_ctanh(C a) {                                                              \
+    if (fabs(a.re) > (R)(sizeof(R) == 4 ? 10 : 20))                                            \
+      return C{copysign((R)1, a.re), copysign((R)0, sin(2 * a.im))};                           \
+    const R t = tan(a.im), b = 1 + t * t, s = sinh(a.re), r = sqrt(1 + s * s);                 \
+    const R d = 1 + b * s * s;                                                                 \
+    return C{b * r * s / d, t / d};                                                            \
+  }                                                                                            \
+  KILN_DEVICE C kiln_clog1p(C a) {                                                             \
+    const R x = a.re, y = a.im;                                                                \
+    return C{(R)0.5 * log1p(x * (2 + x) + y * y), atan2(y, 1 + x)};                           \
+  }                                                                                            \
+  KILN_DEVICE C kiln_cexpm1(C a) {                                                             \
+    const R h = sin(a.im * (R)0.5);                                                            \
+    return C{expm1(a.re) * cos(a.im) - 2 * h * h, exp(a.re) * sin(a.im)};                      \
+  }                                                                                            \
+  /* a^b = exp(b log a); 0^b is 1 for b == 0, 0 for Re(b) > 0, NaN otherwise. */             \
+  KILN_DEVICE C kiln_cpow(C a, C b) {                                                          \
+    if (a.re == 0 && a.im == 0) {                                                              \
+      if (b.re == 0 && b.im == 0) return C{1, 0};                                              \
+      if (b.re > 0 && b.im == 0) return C{0, 0};                                               \
+    }                                                                                          \
+    return kiln_cexp(kiln_cmul(b, kiln_clog(a)));                                              \
+  }                                                                                            \
+  KILN_DEVICE C kiln_shfl_xor(C v, int m) {                                                    \
+    return C{__shfl_xor_sync(0xffffffffu, v.re, m), __shfl_xor_sync(0xffffffffu, v.im, m)};    \
+  }
+KILN_COMPLEX_OPS(kiln_c64, float)
+KILN_COMPLEX_OPS(kiln_c128, double)
+#undef KILN_COMPLEX_OPS
+
+// ---- Warp shuffles for every register type ----
+
+KILN_DEVICE float kiln_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+KILN_DEVICE double kiln_shfl_xor(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+KILN_DEVICE s64 kiln_shfl_xor(s64 v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+KILN_DEVICE u64 kiln_shfl_xor(u64 v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+KILN_DEVICE s32 kiln_shfl_xor(s32 v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+KILN_DEVICE u32 kiln_shfl_xor(u32 v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+KILN_DEVICE s16 kiln_shfl_xor(s16 v, int m) { return (s16)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+KILN_DEVICE u16 kiln_shfl_xor(u16 v, int m) { return (u16)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+KILN_DEVICE s8 kiln_shfl_xor(s8 v, int m) { return (s8)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+KILN_DEVICE u8 kiln_shfl_xor(u8 v, int m) { return (u8)__shfl_xor_sync(0xffffffffu, (int)v, m); }
+KILN_DEVICE bool kiln_shfl_xor(bool v, int m) { return __shfl_xor_sync(0xffffffffu, (int)v, m) != 0; }
+)CUDA";
+
+}  // namespace
+
+const std::string& CodegenPrelude() {
+  static const std::string* prelude = new std::string(kPrelude);
+  return *prelude;
+}
+
+}  // namespace kiln::codegen
