@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "kiln/codegen/emitters.h"
+#include "kiln/hlo/clone.h"
 #include "kiln/hlo/parser.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/call_graph.h"
@@ -149,7 +150,7 @@ CatalogueCase BitcastConvertCase() {
 CatalogueCase BitcastConvertWidthCase() {
   std::vector<std::string> body = {"g = u8[16,8,4] bitcast-convert(p0)",
                                    "i = u16[16,8,4] bitcast-convert(p1)",
-                                   "n = s16[16,8,4] negate(i)",
+                                   "n = u16[16,8,4] negate(i)",
                                    "w = s64[16,8] bitcast-convert(n)",
                                    "x = f32[16,8,2] bitcast-convert(w)",
                                    "y = f32[16,8,4] broadcast(p0), dimensions={0,1}",
@@ -195,23 +196,23 @@ std::vector<CatalogueCase> MakeCatalogue() {
                    "add = f32[8,12] add(p0, bc)",
                    "rs = f32[4,24] reshape(add)",
                    "tr = f32[24,4] transpose(rs), dimensions={1,0}",
-                   "sl = f32[12,4] slice(tr), slice={[2:24:2], [0:4]}",
+                   "sl = f32[12,4] slice(tr), slice={[1:24:2], [0:4]}",
                    "rv = f32[12,4] reverse(sl), dimensions={0,1}",
                    "pv = f32[] constant(-1)",
-                   "pd = f32[16,7] pad(rv, pv), padding=2_2x1_2_1",
+                   "pd = f32[16,10] pad(rv, pv), padding=2_2x1_2_1",
                    "ds = f32[4,7] dynamic-slice(pd, p2, p2), dynamic_slice_sizes={4,7}",
                    "io = s32[4,7] iota(), iota_dimension=1",
                    "iof = f32[4,7] convert(io)",
                    "sum = f32[4,7] add(ds, iof)",
                    "t3 = f32[12,4] transpose(p3), dimensions={1,0}",
-                   "cat = f32[12,11] concatenate(t3, sl, rv, t3), dimensions={1}",
+                   "cat = f32[12,16] concatenate(t3, sl, rv, t3), dimensions={1}",
                    "cs = f32[4,7] slice(cat), slice={[3:7], [2:9]}",
                    "res = f32[4,7] multiply(sum, cs)"},
                   {"res"}),
        "loop"});
   cases.push_back(
       {"dynamic_slice_s64_index",
-       LoopFusion({"bf16[64,32]", "s64[]", "u8[]"},
+       LoopFusion({"bf16[64,32]", "s64[]", "s64[]"},
                   {"ds = bf16[8,16] dynamic-slice(p0, p1, p2), dynamic_slice_sizes={8,16}",
                    "cv = f32[8,16] convert(ds)"},
                   {"cv"}),
@@ -518,7 +519,9 @@ const std::vector<CatalogueCase>& Catalogue() {
 StatusOr<std::unique_ptr<HloModule>> ParseModule(const std::string& text) {
   ParseOptions options;
   options.fill_elided_constants = true;
-  return ParseHloModule(text, options);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> m, ParseHloModule(text, options));
+  KILN_RETURN_IF_ERROR(VerifyModule(*m));
+  return m;
 }
 
 std::vector<const HloInstruction*> KernelInstructions(const HloModule& module) {
@@ -541,15 +544,43 @@ std::vector<const HloInstruction*> KernelInstructions(const HloModule& module) {
   return out;
 }
 
-Status FuseModule(HloModule& module) {
+Status FuseModule(HloModule& module, const FusionPolicy* policy) {
   FlattenCallGraph flatten;
   KILN_RETURN_IF_ERROR(flatten.Run(module).status());
-  CpuFusionPolicy policy;
-  InstructionFusion fusion(policy);
+  CpuFusionPolicy cpu_policy;
+  if (policy == nullptr) policy = &cpu_policy;
+  InstructionFusion fusion(*policy);
   KILN_RETURN_IF_ERROR(fusion.Run(module).status());
-  MultiOutputFusion mof(policy);
+  MultiOutputFusion mof(*policy);
   KILN_RETURN_IF_ERROR(mof.Run(module).status());
   return VerifyModule(module);
+}
+
+StatusOr<std::unique_ptr<HloModule>> ExtractKernelModule(const HloModule& module,
+                                                         const HloInstruction& instr) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> copy, ParseModule(module.ToString()));
+  const HloInstruction* target = nullptr;
+  for (const HloComputation* c : copy->computations()) {
+    if (instr.parent() != nullptr && c->name() != instr.parent()->name()) continue;
+    target = c->GetInstructionWithName(instr.name());
+    if (target != nullptr) break;
+  }
+  if (target == nullptr) return NotFound("%", instr.name(), " not found in the copy");
+  auto entry = std::make_unique<HloComputation>("kernel_entry");
+  std::vector<HloInstruction*> params;
+  for (int64_t i = 0; i < target->operand_count(); ++i) {
+    auto p = std::make_unique<HloInstruction>(HloOpcode::kParameter, target->operand(i)->shape(),
+                                              "arg" + std::to_string(i));
+    p->set_parameter_number(i);
+    params.push_back(entry->AddInstruction(std::move(p)));
+  }
+  HloInstruction* root =
+      entry->AddInstruction(CloneInstruction(*target, target->shape(), params, target->name()));
+  entry->set_root_instruction(root);
+  copy->set_entry_computation(copy->AddComputation(std::move(entry)));
+  // The old entry's layout, schedule and aliasing do not describe the new entry.
+  copy->header() = HloModuleHeader{};
+  return copy;
 }
 
 }  // namespace kiln::codegen::testing

@@ -8,6 +8,7 @@
 
 #include "kiln/base/status.h"
 #include "kiln/hlo/module.h"
+#include "kiln/passes/fusion_policy.h"
 
 namespace kiln::codegen::testing {
 
@@ -23,7 +24,7 @@ struct CatalogueCase {
 // dynamic-update-slice in place).
 const std::vector<CatalogueCase>& Catalogue();
 
-// Parses `text` (elided constants filled).
+// Parses `text` (elided constants filled) and verifies the module.
 StatusOr<std::unique_ptr<HloModule>> ParseModule(const std::string& text);
 
 // The instructions of `module`'s non-fused computations that would become generated kernels:
@@ -31,8 +32,15 @@ StatusOr<std::unique_ptr<HloModule>> ParseModule(const std::string& text);
 // constants, tuples, get-tuple-element, bitcasts are left out).
 std::vector<const HloInstruction*> KernelInstructions(const HloModule& module);
 
-// Runs FlattenCallGraph + InstructionFusion + MultiOutputFusion with the CPU policy (the GPU
-// policy is the compiler's; the emitters only need fusions of the same kinds).
-Status FuseModule(HloModule& module);
+// Runs FlattenCallGraph + InstructionFusion + MultiOutputFusion with `policy` (nullptr: the
+// CPU policy; the GPU policy lives in the CUDA room, whose tests pass it).
+Status FuseModule(HloModule& module, const FusionPolicy* policy = nullptr);
+
+// A module whose entry computes only `instr` (an instruction of `module`, usually a fusion):
+// one parameter per operand, `instr` cloned as the root. The module is a copy of `module` (its
+// other computations stay, unreachable from the new entry). The evaluator runs it as the
+// reference for the kernel generated from its root.
+StatusOr<std::unique_ptr<HloModule>> ExtractKernelModule(const HloModule& module,
+                                                         const HloInstruction& instr);
 
 }  // namespace kiln::codegen::testing

@@ -11,6 +11,13 @@ constexpr const char* kPrelude = R"CUDA(// kiln_codegen.cuh: helpers shared by k
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+// Generated code computes values some outputs never use (a select's unused arm, an index whose
+// range makes it constant) and compares unsigned values with zero (signed/unsigned-agnostic
+// ops): both are harmless, so their warnings (177, 550, 186) are off.
+#pragma nv_diag_suppress 177
+#pragma nv_diag_suppress 550
+#pragma nv_diag_suppress 186
+
 typedef signed char s8;
 typedef unsigned char u8;
 typedef short s16;

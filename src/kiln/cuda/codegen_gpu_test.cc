@@ -1,0 +1,175 @@
+// Generated kernels on a GPU (label gpu) against the reference evaluator on random inputs:
+// every handwritten fusion of the codegen catalogue (all elementwise ops and dtypes, shape ops,
+// reductions, transposes, in-place dynamic-update-slice), every autotuning candidate of the
+// non-elementwise ones, and the kernels of the tests/data modules fused with the GPU policy
+// (each extracted into a module of its own). Results must match within eval/tolerance.h's
+// per-type tolerances. Skipped without a GPU.
+//
+// KILN_CODEGEN_GPU_CORPUS=N runs every N-th distinct tests/data kernel (default 2; 0 skips).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "kiln/base/thread_pool.h"
+#include "kiln/codegen/codegen_test_util.h"
+#include "kiln/codegen/emitters.h"
+#include "kiln/cuda/codegen_test_util.h"
+#include "kiln/cuda/compiler/gpu_fusion_policy.h"
+#include "kiln/cuda/cuda_test_util.h"
+#include "kiln/eval/compare.h"
+#include "kiln/eval/evaluator.h"
+#include "kiln/hlo/parser.h"
+#include "kiln/hlo/random_literal.h"
+#include "kiln/runtime/test_macros.h"
+
+namespace kiln::cuda {
+namespace {
+
+namespace fs = std::filesystem;
+using codegen::KernelSpec;
+
+// One kernel to check: the module whose entry root it computes, and the kernel.
+struct Job {
+  std::string name;
+  std::unique_ptr<HloModule> module;
+  KernelSpec kernel;
+};
+
+class CodegenGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StatusOr<CudaDevice*> device = testing::TestDevice();
+    if (!device.ok()) GTEST_SKIP() << "no cuda device: " << device.status().message();
+    device_ = *device;
+    KILN_ASSERT_OK_AND_ASSIGN(stream_, device_->CreateStream({}));
+    KILN_ASSERT_OK_AND_ASSIGN(nvrtc_, testing::TestCompiler());
+    spec_ = codegen::DeviceSpec::FromDescription(device_->description());
+  }
+
+  // Compiles all jobs in parallel, runs each on random inputs and compares with the evaluator.
+  // Returns the number of jobs that failed.
+  int RunJobs(std::vector<Job>& jobs) {
+    std::vector<KernelSpec> kernels;
+    for (Job& j : jobs) {
+      j.kernel.name = j.name;
+      kernels.push_back(j.kernel);
+    }
+    testing::NvrtcKernelCompiler compiler(*nvrtc_);
+    ThreadPool pool(std::max(2u, std::thread::hardware_concurrency()));
+    const std::string arch = testing::DeviceArch(*device_);
+    StatusOr<std::vector<codegen::CompiledKernel>> cubins =
+        codegen::CompileKernels(kernels, compiler, arch, pool);
+    if (!cubins.ok()) {
+      ADD_FAILURE() << cubins.status().ToString();
+      return int(jobs.size());
+    }
+    int passed = 0, failures = 0, skipped = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      Job& j = jobs[i];
+      std::vector<Shape> shapes;
+      for (const HloInstruction* p : j.module->entry_computation()->parameter_instructions())
+        shapes.push_back(p->shape());
+      std::vector<Literal> args = MakeRandomArguments(shapes, /*seed=*/7 + i);
+      EvaluatorOptions eo;
+      Evaluator evaluator(eo);
+      StatusOr<Literal> want = evaluator.Run(*j.module, args);
+      if (!want.ok()) {
+        // The reference cannot run it (an op the evaluator lacks): nothing to compare.
+        std::cout << "skip " << j.name << ": evaluator: " << want.status().message() << "\n";
+        ++skipped;
+        continue;
+      }
+      StatusOr<Literal> got = testing::RunKernel(*device_, *stream_, j.kernel, (*cubins)[i].cubin, args);
+      if (!got.ok()) {
+        if (failures++ < 40) ADD_FAILURE() << j.name << ": " << got.status().ToString();
+        continue;
+      }
+      Comparison c = CompareLiterals(*got, *want, CompareOptions{});
+      if (!c.ok()) {
+        if (failures++ < 40)
+          ADD_FAILURE() << j.name << " (" << j.kernel.emitter << " " << j.kernel.config.ToString()
+                        << "):\n" << c.ToString() << "\n" << j.kernel.hlo;
+        continue;
+      }
+      ++passed;
+    }
+    std::cout << passed << " of " << jobs.size() << " kernels match the evaluator, " << failures
+              << " fail, " << skipped << " skipped (no reference)\n";
+    return failures;
+  }
+
+  CudaDevice* device_ = nullptr;
+  std::unique_ptr<runtime::Stream> stream_;
+  NvrtcCompiler* nvrtc_ = nullptr;
+  codegen::DeviceSpec spec_;
+};
+
+TEST_F(CodegenGpuTest, CatalogueMatchesEvaluator) {
+  std::vector<Job> jobs;
+  for (const codegen::testing::CatalogueCase& c : codegen::testing::Catalogue()) {
+    KILN_ASSERT_OK_AND_ASSIGN(auto m, codegen::testing::ParseModule(c.hlo));
+    StatusOr<KernelSpec> k = codegen::EmitKernel(*m->entry_computation()->root_instruction(), spec_);
+    ASSERT_TRUE(k.ok()) << c.name << ": " << k.status().ToString();
+    jobs.push_back(Job{c.name, std::move(m), std::move(k).value()});
+  }
+  EXPECT_EQ(RunJobs(jobs), 0);
+}
+
+TEST_F(CodegenGpuTest, CandidateConfigsMatchEvaluator) {
+  std::vector<Job> jobs;
+  for (const codegen::testing::CatalogueCase& c : codegen::testing::Catalogue()) {
+    if (c.name.rfind("elementwise_", 0) == 0) continue;
+    KILN_ASSERT_OK_AND_ASSIGN(auto probe, codegen::testing::ParseModule(c.hlo));
+    const HloInstruction& root = *probe->entry_computation()->root_instruction();
+    KILN_ASSERT_OK_AND_ASSIGN(std::vector<codegen::KernelConfig> configs,
+                              codegen::CandidateConfigs(root, spec_));
+    for (size_t i = 1; i < configs.size(); ++i) {  // the default runs in the catalogue test
+      KILN_ASSERT_OK_AND_ASSIGN(auto m, codegen::testing::ParseModule(c.hlo));
+      KILN_ASSERT_OK_AND_ASSIGN(KernelSpec k,
+                                codegen::EmitKernel(*m->entry_computation()->root_instruction(), spec_, configs[i]));
+      jobs.push_back(Job{c.name + "." + configs[i].ToString(), std::move(m), std::move(k)});
+    }
+  }
+  EXPECT_EQ(RunJobs(jobs), 0);
+}
+
+TEST_F(CodegenGpuTest, TestDataKernelsMatchEvaluator) {
+  int stride = 2;
+  if (const char* env = std::getenv("KILN_CODEGEN_GPU_CORPUS")) stride = std::atoi(env);
+  if (stride <= 0) GTEST_SKIP() << "KILN_CODEGEN_GPU_CORPUS=0";
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  if (src == nullptr) GTEST_SKIP() << "KILN_SOURCE_DIR is not set";
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(src) / "tests" / "data"))
+    if (e.is_regular_file() && e.path().filename() == "module.hlo") paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  GpuFusionPolicy policy;
+  std::vector<Job> jobs;
+  std::set<std::string> sources;
+  int64_t seen = 0;
+  for (const fs::path& p : paths) {
+    ParseOptions po;
+    po.fill_elided_constants = true;
+    StatusOr<std::unique_ptr<HloModule>> m = ParseHloModuleFile(p.string(), po);
+    if (!m.ok() || !codegen::testing::FuseModule(**m, &policy).ok()) continue;
+    for (const HloInstruction* i : codegen::testing::KernelInstructions(**m)) {
+      StatusOr<std::unique_ptr<HloModule>> one = codegen::testing::ExtractKernelModule(**m, *i);
+      if (!one.ok()) continue;
+      StatusOr<KernelSpec> k = codegen::EmitKernel(*(*one)->entry_computation()->root_instruction(), spec_);
+      if (!k.ok() || !sources.insert(k->source).second) continue;
+      if (seen++ % stride != 0) continue;
+      jobs.push_back(Job{p.parent_path().filename().string() + "." + i->name(), std::move(one).value(),
+                         std::move(k).value()});
+    }
+  }
+  std::cout << "running " << jobs.size() << " of " << sources.size() << " distinct kernels\n";
+  EXPECT_EQ(RunJobs(jobs), 0);
+}
+
+}  // namespace
+}  // namespace kiln::cuda
