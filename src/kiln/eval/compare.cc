@@ -40,7 +40,7 @@ bool IsExactType(PrimitiveType t) { return t == PrimitiveType::kPred || IsIntegr
 
 Tolerance ToleranceFor(PrimitiveType t, const CompareOptions& options) {
   if (IsExactType(t)) return {};
-  Tolerance tol = DefaultTolerance(t);
+  Tolerance tol = options.backend_vs_evaluator ? BackendTolerance(t) : DefaultTolerance(t);
   if (options.reference_tf32 && (t == PrimitiveType::kF32 || t == PrimitiveType::kC64))
     tol = kTf32Tolerance;
   if (options.rtol) tol.rtol = *options.rtol;

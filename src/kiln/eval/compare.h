@@ -56,6 +56,9 @@ struct CompareOptions {
   // The reference computed f32 dots/convolutions in TF32: f32 and c64 results use
   // kTf32Tolerance (before the overrides above).
   bool reference_tf32 = false;
+  // `actual` comes from a compiled backend and `expected` from the reference evaluator on the
+  // same inputs: use BackendTolerance (before the overrides above).
+  bool backend_vs_evaluator = false;
 };
 
 // The tolerance applied to results of type `t` under `options`.

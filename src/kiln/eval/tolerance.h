@@ -47,6 +47,29 @@ inline Tolerance DefaultTolerance(PrimitiveType t) {
   }
 }
 
+// A compiled backend (cpu, cuda, rocm) against the reference evaluator on the same inputs: what
+// the differential suite (src/kiln/tools/differential_test.cc) and `kiln compare --device X
+// --reference interpreter` apply. The same arithmetic in a different order: backends split
+// reductions and dot/convolution sums into blocks and threads (reassociation), fuse elementwise
+// chains, and may use vectorized transcendentals a few ulps from libm. Reassociation errors
+// scale with the magnitudes summed, not with the result (a sum that cancels to ~0 has a large
+// relative error), so part of the bound is relative to the largest value of the output:
+//   f64, c128       rtol 1e-9   atol 1e-9   scaled_atol 1e-12
+//   f32, c64        rtol 1e-5   atol 1e-5   scaled_atol 1e-5   (~sqrt(K) eps for K-term sums,
+//                                                               K up to ~10^4, with margin)
+//   f16, bf16, f8*  the default row (one rounding step of the narrow type; accumulation is in
+//                   f32 on both sides)
+//   integers, pred  exact
+inline Tolerance BackendTolerance(PrimitiveType t) {
+  switch (t) {
+    case PrimitiveType::kF64:
+    case PrimitiveType::kC128: return {1e-9, 1e-9, 1e-12};
+    case PrimitiveType::kF32:
+    case PrimitiveType::kC64: return {1e-5, 1e-5, 1e-5};
+    default: return DefaultTolerance(t);
+  }
+}
+
 // f32 results of a reference that ran f32 dots and convolutions in TF32 (10-bit mantissa), as
 // XLA does on NVIDIA GPUs by default (JAX's default matmul precision). Errors of a TF32 dot
 // grow with the magnitude of the products, not of the result, so part of the bound scales with

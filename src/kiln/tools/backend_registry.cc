@@ -41,6 +41,34 @@ std::span<const std::string_view> KnownPlatformNames() {
   return kNames;
 }
 
+StatusOr<std::string> Backend::Compile(const HloModule&, const BackendCompileOptions&) {
+  return Unimplemented("the ", name(), " backend does not compile modules");
+}
+
+namespace {
+
+class RunEachTime : public PreparedModule {
+ public:
+  RunEachTime(Backend& backend, const HloModule& module, std::span<const Literal> args,
+              const BackendRunOptions& options)
+      : backend_(backend), module_(module), args_(args.begin(), args.end()), options_(options) {}
+  Status Execute() override { return backend_.Run(module_, args_, options_).status(); }
+
+ private:
+  Backend& backend_;
+  const HloModule& module_;
+  std::vector<Literal> args_;
+  BackendRunOptions options_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PreparedModule>> Backend::Prepare(const HloModule& module,
+                                                           std::span<const Literal> args,
+                                                           const BackendRunOptions& options) {
+  return std::unique_ptr<PreparedModule>(new RunEachTime(*this, module, args, options));
+}
+
 namespace {
 
 class InterpreterBackend : public Backend {
@@ -67,10 +95,8 @@ std::unique_ptr<Backend> CreateInterpreterBackend() { return std::make_unique<In
 
 void RegisterBuiltinBackends(BackendRegistry& registry) {
   // Best first: compiled backends go above the interpreter as they land, each guarded by its
-  // build option, e.g.
-  //   #if KILN_HAVE_CPU_BACKEND
-  //   registry.Register(CreateCpuBackend());
-  //   #endif
+  // build option where it has one (#if KILN_HAVE_CUDA ...). The CPU backend is always built.
+  registry.Register(CreateCpuBackend());
   registry.Register(CreateInterpreterBackend());
 }
 

@@ -34,6 +34,28 @@ struct BackendRunOptions {
   int device_ordinal = 0;
   // Seed of the stateful `rng` op (and of anything else random at run time).
   uint64_t seed = 0;
+  // Host threads a backend that uses them (cpu) runs with; 0: every core.
+  int threads = 0;
+  // Collect a per-kernel profile (PreparedModule::Report), where the backend can.
+  bool profile = false;
+};
+
+struct BackendCompileOptions {
+  int device_ordinal = 0;
+  int threads = 0;              // as BackendRunOptions::threads
+  std::string dump_passes_dir;  // write the module after every pass that changed it
+  bool stats = false;           // per-pass timing, fusion summary, memory statistics
+};
+
+// A module compiled once, with its arguments prepared once, run many times (`kiln bench`).
+class PreparedModule {
+ public:
+  virtual ~PreparedModule() = default;
+  // Runs the module on the prepared arguments; the result is dropped.
+  virtual Status Execute() = 0;
+  // What the backend can say about the compiled module and the runs so far (memory
+  // statistics, a profile when BackendRunOptions::profile), one item per line; may be empty.
+  virtual std::string Report() const { return ""; }
 };
 
 class Backend {
@@ -47,6 +69,14 @@ class Backend {
   // (one per entry parameter). Returns the root's value (a tuple literal for a tuple root).
   virtual StatusOr<Literal> Run(const HloModule& module, std::span<const Literal> args,
                                 const BackendRunOptions& options) = 0;
+  // Compiles the module without running it and describes the result (`kiln compile`).
+  // Default: Unimplemented (the backend does not compile).
+  virtual StatusOr<std::string> Compile(const HloModule& module, const BackendCompileOptions& options);
+  // Compiles the module and prepares `args` for repeated runs. Default: every Execute() calls
+  // Run() on copies of the module and arguments kept by the returned object.
+  virtual StatusOr<std::unique_ptr<PreparedModule>> Prepare(const HloModule& module,
+                                                            std::span<const Literal> args,
+                                                            const BackendRunOptions& options);
 };
 
 class BackendRegistry {
@@ -74,6 +104,8 @@ void RegisterBuiltinBackends(BackendRegistry& registry);
 
 // The reference evaluator as a backend (always built).
 std::unique_ptr<Backend> CreateInterpreterBackend();
+// The CPU backend (src/kiln/cpu; cpu_backend.cc).
+std::unique_ptr<Backend> CreateCpuBackend();
 
 // Resolves a --device value ("interpreter", "cuda:1") to a backend and device ordinal. Errors:
 // an unknown name lists the known ones; a known but unregistered one says it is not built yet.

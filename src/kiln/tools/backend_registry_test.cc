@@ -11,8 +11,9 @@ TEST(BackendRegistryTest, SelectDevice) {
   BackendRegistry registry;
   RegisterBuiltinBackends(registry);
   ASSERT_NE(registry.Find("interpreter"), nullptr);
-  EXPECT_EQ(registry.Best(), registry.Find("interpreter"));
-  EXPECT_EQ(registry.AvailableNames(), "interpreter");
+  ASSERT_NE(registry.Find("cpu"), nullptr);
+  EXPECT_EQ(registry.Best(), registry.Find("cpu"));
+  EXPECT_EQ(registry.AvailableNames(), "cpu, interpreter");
 
   auto sel = SelectDevice(registry, "interpreter:0");
   ASSERT_TRUE(sel.ok()) << sel.status().message();
@@ -21,11 +22,11 @@ TEST(BackendRegistryTest, SelectDevice) {
 
   auto not_built = SelectDevice(registry, "rocm");
   ASSERT_FALSE(not_built.ok());
-  EXPECT_EQ(not_built.status().message(), "device 'rocm' is not built yet (available: interpreter)");
+  EXPECT_EQ(not_built.status().message(), "device 'rocm' is not built yet (available: cpu, interpreter)");
   auto unknown = SelectDevice(registry, "tpu");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().message(),
-            "unknown device 'tpu' (known: interpreter, cpu, cuda, rocm; available: interpreter)");
+            "unknown device 'tpu' (known: interpreter, cpu, cuda, rocm; available: cpu, interpreter)");
   EXPECT_FALSE(SelectDevice(registry, "interpreter:1").ok());
   EXPECT_FALSE(SelectDevice(registry, "interpreter:x").ok());
 }
@@ -45,6 +46,39 @@ ENTRY e {
   auto r = backend->Run(**m, args, {});
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->tuple_element(0).BitwiseEquals(args[0]));
+}
+
+TEST(BackendRegistryTest, CpuRunsCompilesAndPrepares) {
+  auto m = ParseHloModule(R"(
+HloModule m
+ENTRY e {
+  p = f32[2] parameter(0)
+  n = f32[2] negate(p)
+  ROOT t = (f32[2], f32[2]) tuple(n, p)
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  auto backend = CreateCpuBackend();
+  std::vector<Literal> args;
+  args.push_back(Literal::FromDoubles(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {2}), {1, 2}));
+  BackendRunOptions ro;
+  ro.threads = 2;
+  auto r = backend->Run(**m, args, ro);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->tuple_element(0).GetAsDouble(1), -2);
+  EXPECT_TRUE(r->tuple_element(1).BitwiseEquals(args[0]));
+  BackendCompileOptions co;
+  co.stats = true;
+  auto report = backend->Compile(**m, co);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_NE(report->find("layout-normalization"), std::string::npos) << *report;
+  EXPECT_NE(report->find("memory: arguments 8 B"), std::string::npos) << *report;
+  auto prepared = backend->Prepare(**m, args, ro);
+  ASSERT_TRUE(prepared.ok()) << prepared.status().message();
+  EXPECT_TRUE((*prepared)->Execute().ok());
+  EXPECT_NE((*prepared)->Report().find("memory:"), std::string::npos);
+  // The interpreter does not compile.
+  EXPECT_EQ(CreateInterpreterBackend()->Compile(**m, co).status().code(), StatusCode::kUnimplemented);
 }
 
 }  // namespace

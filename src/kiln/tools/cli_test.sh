@@ -69,8 +69,17 @@ check unverified 2 'inferred shape f32\[2\] of negate' -- "$KILN" run "$DATA/unv
 check missing_file 2 'cannot open' -- "$KILN" run "$TMP/none.hlo"
 
 # Devices.
-check device_not_built 2 "kiln: device 'cpu' is not built yet \(available: interpreter\)" -- \
-  "$KILN" run "$DATA/small.hlo" --device cpu
+check device_not_built 2 "kiln: device 'rocm' is not built yet \(available: cpu, interpreter\)" -- \
+  "$KILN" run "$DATA/small.hlo" --device rocm
+check run_default_cpu 0 'ran on cpu:0' -- "$KILN" run "$DATA/small.hlo" --threads 2
+check compare_cpu 0 'OK: 2 outputs match' -- \
+  "$KILN" compare "$DATA/small.hlo" --device cpu --reference interpreter --threads 2
+check compile_stats 0 'memory: arguments 28 B, outputs 28 B' -- \
+  "$KILN" compile "$DATA/small.hlo" --device cpu --stats --dump-passes "$TMP/passes"
+check compile_dumps 0 '' -- test -n "$(ls "$TMP/passes")"
+check compile_interpreter 2 'does not compile' -- "$KILN" compile "$DATA/small.hlo" --device interpreter
+check bench_cpu 0 'median [0-9.]+ ms  min' -- "$KILN" bench "$DATA/small.hlo" --device cpu --warmup 1 --iterations 3
+check bench_bad_iterations 2 'iterations' -- "$KILN" bench "$DATA/small.hlo" --iterations 0
 check device_unknown 2 "kiln: unknown device 'tpu'" -- "$KILN" run "$DATA/small.hlo" --device tpu
 check device_ordinal 2 "interpreter has 1 device" -- "$KILN" run "$DATA/small.hlo" --device interpreter:3
 check devices 0 'interpreter: the reference evaluator \(host\)' -- "$KILN" devices

@@ -14,5 +14,7 @@ void AddInfoCommand(CLI::App& app, int* exit_code);                             
 void AddDevicesCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);  // devices.cc
 void AddTuneCommand(CLI::App& app, int* exit_code);   // autotune_commands.cc
 void AddCacheCommand(CLI::App& app, int* exit_code);  // autotune_commands.cc
+void AddCompileCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);  // compile_command.cc
+void AddBenchCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);    // bench_command.cc
 
 }  // namespace kiln

@@ -25,6 +25,7 @@ struct CompareFlags {
   bool cast = false;
   bool fill_elided_constants = false;
   bool no_verify = false;
+  int threads = 0;
 };
 
 StatusOr<DeviceSelection> Select(BackendRegistry& registry, const std::string& spec) {
@@ -80,6 +81,7 @@ int Compare(const CompareFlags& f, BackendRegistry& registry) {
   }
   BackendRunOptions ro;
   ro.seed = f.seed;
+  ro.threads = f.threads;
   ro.device_ordinal = device->ordinal;
   auto actual = device->backend->Run(**module, *args, ro);
   if (!actual.ok()) {
@@ -116,6 +118,9 @@ int Compare(const CompareFlags& f, BackendRegistry& registry) {
   co.rtol = f.rtol;
   co.atol = f.atol;
   co.reference_tf32 = f.reference_tf32;
+  // A compiled backend against the evaluator: reassociation slack (tolerance.h).
+  co.backend_vs_evaluator = reference && reference->backend->name() == "interpreter" &&
+                            device->backend->name() != "interpreter";
   Comparison c = CompareLeaves(actual_leaves, expected_leaves, co);
   std::cout << "compare " << (*module)->name() << ": " << device->backend->name() << ":"
             << device->ordinal << " vs " << against << "\n";
@@ -154,6 +159,7 @@ void AddCompareCommand(CLI::App& app, BackendRegistry& registry, int* exit_code)
   cmd->add_flag("--fill-elided-constants", flags->fill_elided_constants,
                 "fill constants printed as {...} with random values");
   cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
+  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)");
   cmd->footer(
       "Exit status: 0 when every output matches, 1 when one differs or a run fails, 2 on bad input.\n"
       "Examples:\n"

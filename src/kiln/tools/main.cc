@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
       "  kiln compare m.hlo --device cpu --reference interpreter\n"
       "  kiln compare m.hlo --expected case.npz            against stored outputs\n"
       "  kiln info m.hlo                                   ops, sizes, FLOPs\n"
+      "  kiln compile m.hlo --device cpu --stats           passes, fusion, memory\n"
+      "  kiln bench m.hlo --device cpu --iterations 50     median/min/max time\n"
       "  kiln devices                                      what this build can run on\n"
       "  kiln tune m.hlo --dump-json tune.json             autotune, fill the cache\n"
       "  kiln cache list                                   what the autotuning cache holds\n"
@@ -36,6 +38,8 @@ int main(int argc, char** argv) {
   kiln::AddDevicesCommand(app, registry, &exit_code);
   kiln::AddTuneCommand(app, &exit_code);
   kiln::AddCacheCommand(app, &exit_code);
+  kiln::AddCompileCommand(app, registry, &exit_code);
+  kiln::AddBenchCommand(app, registry, &exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -23,6 +23,7 @@ struct RunFlags {
   bool fill_elided_constants = false;
   bool raw_bits = false;
   bool no_verify = false;
+  int threads = 0;
 };
 
 int Run(const RunFlags& f, BackendRegistry& registry) {
@@ -59,6 +60,7 @@ int Run(const RunFlags& f, BackendRegistry& registry) {
   BackendRunOptions ro;
   ro.device_ordinal = device.ordinal;
   ro.seed = f.seed;
+  ro.threads = f.threads;
   auto start = std::chrono::steady_clock::now();
   auto result = device.backend->Run(**module, *args, ro);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -114,6 +116,7 @@ void AddRunCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
                 "write bf16/f8/f4/sub-byte outputs as raw bits with a .kiln_dtype companion "
                 "(default: widened to f32 / int8)");
   cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
+  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)");
   cmd->footer(
       "Examples:\n"
       "  kiln run examples/mlp.hlo --print\n"

@@ -1,0 +1,163 @@
+#include "kiln/cpu/compiler.h"
+
+#include <chrono>
+
+#include "kiln/base/strings.h"
+#include "kiln/cpu/layout_normalization.h"
+#include "kiln/cpu/stand_in_kernel.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/hlo/verifier.h"
+#include "kiln/passes/buffer_assignment_checker.h"
+#include "kiln/passes/call_graph.h"
+#include "kiln/passes/compile_summary.h"
+#include "kiln/passes/cpu_fusion_policy.h"
+#include "kiln/passes/fusion_passes.h"
+#include "kiln/passes/fusion_utils.h"
+#include "kiln/passes/simple_passes.h"
+#include "kiln/passes/simplification_pipeline.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+// Inlines every fusion of the module's sequential computations (a module optimized elsewhere
+// arrives fused by somebody else's policy).
+class UnfuseAll : public HloPass {
+ public:
+  std::string_view name() const override { return "unfuse"; }
+  StatusOr<bool> Run(HloModule& module) override {
+    bool changed = false;
+    for (bool again = true; again;) {
+      again = false;
+      CallGraph graph(module);
+      for (HloComputation* c : module.computations()) {
+        if (graph.context(c) != CallContext::kSequential) continue;
+        for (HloInstruction* instr : c->MakeInstructionPostOrder()) {
+          if (instr->opcode() != HloOpcode::kFusion) continue;
+          KILN_RETURN_IF_ERROR(Unfuse(instr));
+          again = changed = true;
+        }
+      }
+    }
+    if (changed) module.RemoveUnreachableComputations();
+    return changed;
+  }
+};
+
+// Wraps a pass that needs an object living as long as the pipeline (the fusion policy).
+class FusionPass : public HloPass {
+ public:
+  explicit FusionPass(bool multi_output) : multi_output_(multi_output) {}
+  std::string_view name() const override {
+    return multi_output_ ? "multi-output-fusion" : "instruction-fusion";
+  }
+  StatusOr<bool> Run(HloModule& module) override {
+    if (multi_output_) {
+      MultiOutputFusion pass(policy_);
+      return pass.Run(module);
+    }
+    InstructionFusion pass(policy_);
+    return pass.Run(module);
+  }
+
+ private:
+  bool multi_output_;
+  CpuFusionPolicy policy_;
+};
+
+}  // namespace
+
+KernelFactory DefaultKernelFactory(const CpuKernelOptions& options) {
+  (void)options;
+  return [](const HloInstruction& instr) { return CreateStandInKernel(instr); };
+}
+
+StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<HloModule> module,
+                                                              const CpuCompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  if (!module || !module->entry_computation())
+    return InvalidArgument("cpu compiler: no module or no entry computation");
+  if (options.verify_input) {
+    Status s = VerifyModule(*module);
+    if (!s.ok()) return InvalidArgument("cpu compiler: the module does not verify:\n", s.message());
+  }
+  EntryLayouts entry_layouts = GetEntryLayouts(*module);
+
+  PipelineOptions po;
+  po.dump_dir = options.dump_dir;
+  if (options.verify_between_passes) po.verifier = [](const HloModule& m) { return VerifyModule(m); };
+  HloPassPipeline pipeline("cpu", po);
+  pipeline.AddPass<UnfuseAll>();
+  pipeline.AddPass<LayoutNormalization>();
+  SimplificationOptions so;
+  so.canonicalize_dots = options.canonicalize_dots;
+  AddSimplificationPasses(pipeline, so);
+  pipeline.AddPass<FlattenCallGraph>();
+  if (options.fusion) {
+    pipeline.AddPass<FusionPass>(/*multi_output=*/false);
+    pipeline.AddPass<FusionPass>(/*multi_output=*/true);
+  }
+  pipeline.AddPass<DeadCodeElimination>();
+  KILN_RETURN_IF_ERROR(pipeline.Run(*module).status());
+  std::vector<PassStats> steps = pipeline.stats();
+  // The steps after the pipeline, timed like passes.
+  auto step_start = std::chrono::steady_clock::now();
+  auto step_done = [&](std::string name) {
+    auto now = std::chrono::steady_clock::now();
+    PassStats st;
+    st.name = StrCat("cpu/", name);
+    st.seconds = std::chrono::duration<double>(now - step_start).count();
+    st.instructions_before = st.instructions_after = CountInstructions(*module);
+    steps.push_back(std::move(st));
+    step_start = now;
+  };
+
+  auto schedule = std::make_unique<HloSchedule>(options.memory_aware_schedule ? MemoryAwareSchedule(*module)
+                                                                              : PostOrderSchedule(*module));
+  KILN_RETURN_IF_ERROR(schedule->Verify(*module).WithContext("cpu compiler: schedule"));
+  step_done(options.memory_aware_schedule ? "memory-aware-schedule" : "post-order-schedule");
+  BufferAssignmentOptions bo;
+  bo.schedule = schedule.get();
+  bo.alignment = 64;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<BufferAssignment> assignment, BufferAssignment::Run(*module, bo));
+  step_done("buffer-assignment");
+  if (options.check_buffer_assignment) {
+    BufferCheckOptions co;
+    co.schedule = schedule.get();
+    co.alignment = bo.alignment;
+    KILN_RETURN_IF_ERROR(VerifyBufferAssignment(*module, *assignment, co).WithContext("cpu compiler"));
+    step_done("buffer-assignment-checker");
+  }
+
+  ThunkEmitterOptions eo;
+  eo.kernel_factory = options.kernel_factory ? options.kernel_factory : DefaultKernelFactory(options.kernel_options);
+  eo.executor = options.executor;
+  KILN_ASSIGN_OR_RETURN(EmittedThunks thunks, EmitThunks(*module, *assignment, *schedule, eo));
+  step_done("thunk-emission");
+
+  CpuExecutable::Parts parts;
+  parts.stats.passes = std::move(steps);
+  parts.stats.fusion_summary = FusionSummary(*module);
+  parts.stats.memory = assignment->stats();
+  parts.stats.thunks = static_cast<int64_t>(thunks.all.size());
+  for (const Thunk* t : thunks.all) parts.stats.kernel_thunks += t->kind() == Thunk::Kind::kKernel;
+  if (options.thread_pool) {
+    parts.pool = options.thread_pool;
+  } else {
+    int threads = options.threads > 0 ? options.threads
+                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    if (threads > 1) parts.pool = std::make_shared<ThreadPool>(threads - 1);
+  }
+  parts.stats.threads = parts.pool ? parts.pool->num_threads() + 1 : 1;
+  parts.module = std::move(module);
+  parts.assignment = std::move(assignment);
+  parts.schedule = std::move(schedule);
+  parts.thunks = std::move(thunks);
+  parts.entry_layouts = std::move(entry_layouts);
+  parts.executor = options.executor;
+  parts.stats.compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return CpuExecutable::Create(std::move(parts));
+}
+
+}  // namespace kiln::cpu

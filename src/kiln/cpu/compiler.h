@@ -1,0 +1,75 @@
+// CpuCompiler: HLO module -> CpuExecutable (executable.h).
+//
+// The pipeline (each step a pass of one HloPassPipeline "cpu", so --dump-passes and --stats see
+// every one of them):
+//   verify              the HLO verifier on the input (CpuCompileOptions::verify_input)
+//   unfuse              fusions already in the module (XLA's post-optimization dumps) are
+//                       inlined: kiln fuses with its own policy below
+//   layout-normalization  every array row-major; non-default bitcasts become transposes and
+//                       reshapes; entry layouts kept for the boundary (layout_normalization.h)
+//   simplification      AddSimplificationPasses: call inlining, then to a fixed point tuple
+//                       simplification, algebraic simplification, constant folding, CSE, DCE,
+//                       while-loop simplification; then dot canonicalization ([B,M,K]x[B,K,N],
+//                       canonicalize_dots) with a clean-up round
+//   flatten-call-graph  one call site per while body / branch (buffer assignment needs it)
+//   fusion              InstructionFusion + MultiOutputFusion with CpuFusionPolicy (`fusion`)
+//   dce
+// then scheduling (MemoryAwareSchedule, or PostOrderSchedule), buffer assignment (checked by
+// the independent checker when check_buffer_assignment), and thunk emission with the kernels
+// of `kernel_factory` (default: CreateCpuKernel).
+//
+// Errors: a module the verifier rejects is InvalidArgument; an op the CPU backend cannot run
+// (infeed, outfeed, send/recv) is Unimplemented naming it; nothing aborts.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kiln/cpu/executable.h"
+#include "kiln/cpu/thunk_emitter.h"
+
+namespace kiln::cpu {
+
+#if defined(NDEBUG)
+inline constexpr bool kDebugBuild = false;
+#else
+inline constexpr bool kDebugBuild = true;
+#endif
+
+struct CpuCompileOptions {
+  // Threads a run uses (the calling thread plus threads - 1 pool workers). 0: every core
+  // (std::thread::hardware_concurrency). Ignored when `thread_pool` is set.
+  int threads = 0;
+  // A pool to share between executables (the caller's thread is the extra participant).
+  std::shared_ptr<ThreadPool> thread_pool;
+  // Write the module after every pass that changed it into this directory ("" = don't).
+  std::string dump_dir;
+  // Verify the input module first.
+  bool verify_input = true;
+  // Run the HLO verifier after every pass that changed the module (slow; default in debug
+  // builds).
+  bool verify_between_passes = kDebugBuild;
+  // Run the independent buffer-assignment checker (default in debug builds).
+  bool check_buffer_assignment = kDebugBuild;
+  // Fuse (off: every instruction is its own kernel; for debugging kernels).
+  bool fusion = true;
+  // Bring dots into the canonical [B,M,K]x[B,K,N] form.
+  bool canonicalize_dots = true;
+  // Lower peak memory with the memory-aware list scheduler (off: post order).
+  bool memory_aware_schedule = true;
+  // Where kernels come from (null: CreateCpuKernel with kernel_options).
+  KernelFactory kernel_factory;
+  CpuKernelOptions kernel_options;
+  ExecutorOptions executor;
+};
+
+class CpuCompiler {
+ public:
+  static StatusOr<std::unique_ptr<CpuExecutable>> Compile(std::unique_ptr<HloModule> module,
+                                                          const CpuCompileOptions& options = {});
+};
+
+// The kernel factory CpuCompiler uses by default.
+KernelFactory DefaultKernelFactory(const CpuKernelOptions& options);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,215 @@
+#include "kiln/cpu/thunk_emitter.h"
+
+#include "kiln/base/strings.h"
+#include "kiln/cpu/control_flow_thunks.h"
+#include "kiln/cpu/kernel_thunk.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/passes/fusion_policy.h"
+#include "kiln/passes/fusion_utils.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+class Emitter {
+ public:
+  Emitter(const HloModule& module, const BufferAssignment& assignment, const HloSchedule& schedule,
+          const ThunkEmitterOptions& options)
+      : module_(module), assignment_(assignment), schedule_(schedule), options_(options) {}
+
+  StatusOr<ThunkSequence> EmitComputation(const HloComputation& c) {
+    std::vector<std::unique_ptr<Thunk>> thunks;
+    if (!schedule_.has_sequence(&c))
+      return Internal("cpu: computation ", c.name(), " has no schedule");
+    for (const HloInstruction* instr : schedule_.sequence(&c)) {
+      Status s = EmitInstruction(*instr, thunks);
+      if (!s.ok()) return s;
+    }
+    return ThunkSequence(std::move(thunks), options_.executor);
+  }
+
+  std::vector<const Thunk*> all;
+
+ private:
+  StatusOr<BufferSlice> Slice(const HloInstruction& instr, const ShapeIndex& index) {
+    KILN_ASSIGN_OR_RETURN(BufferSlice s, assignment_.GetSlice(instr, index));
+    const auto& allocs = assignment_.allocations();
+    if (s.allocation < 0 || s.allocation >= static_cast<int64_t>(allocs.size()) || s.offset < 0 ||
+        s.offset + s.size > allocs[s.allocation].size)
+      return Internal("cpu: slice ", s.ToString(), " of %", instr.name(), " {", StrJoin(index, ","),
+                      "} lies outside its allocation");
+    return s;
+  }
+
+  template <typename T>
+  void Add(std::vector<std::unique_ptr<Thunk>>& out, std::unique_ptr<T> thunk) {
+    thunk->set_id(static_cast<int64_t>(all.size()));
+    all.push_back(thunk.get());
+    out.push_back(std::move(thunk));
+  }
+
+  StatusOr<bool> IsView(const HloInstruction& instr) {
+    if (instr.opcode() != HloOpcode::kReshape) return false;
+    for (const ShapeIndex& leaf : ArrayLeafIndices(instr.shape())) {
+      KILN_ASSIGN_OR_RETURN(BufferSlice a, Slice(instr, leaf));
+      KILN_ASSIGN_OR_RETURN(BufferSlice b, Slice(*instr.operand(0), leaf));
+      if (a != b) return false;
+    }
+    return true;
+  }
+
+  Status EmitInstruction(const HloInstruction& instr, std::vector<std::unique_ptr<Thunk>>& out) {
+    switch (instr.opcode()) {
+      case HloOpcode::kParameter:
+      case HloOpcode::kConstant:
+      case HloOpcode::kTuple:
+      case HloOpcode::kGetTupleElement:
+      case HloOpcode::kBitcast:
+      case HloOpcode::kOptimizationBarrier:
+      case HloOpcode::kDomain:
+      case HloOpcode::kAddDependency:
+      case HloOpcode::kAfterAll:
+        return OkStatus();
+      case HloOpcode::kInfeed:
+      case HloOpcode::kOutfeed:
+      case HloOpcode::kSend:
+      case HloOpcode::kSendDone:
+      case HloOpcode::kRecv:
+      case HloOpcode::kRecvDone:
+        return Unimplemented("cpu: ", HloOpcodeString(instr.opcode()), " (%", instr.name(),
+                             ") is not supported: the CPU runtime has no host channels");
+      case HloOpcode::kWhile:
+        return EmitWhile(instr, out);
+      case HloOpcode::kConditional:
+        return EmitConditional(instr, out);
+      case HloOpcode::kCall: {
+        if (!instr.to_apply()) return Internal("cpu: call %", instr.name(), " has no callee");
+        KILN_ASSIGN_OR_RETURN(ThunkSequence callee, EmitComputation(*instr.to_apply()));
+        Add(out, std::make_unique<CallThunk>(instr.name(), std::move(callee)));
+        return OkStatus();
+      }
+      default:
+        break;
+    }
+    KILN_ASSIGN_OR_RETURN(bool view, IsView(instr));
+    if (view) return OkStatus();
+    return EmitKernel(instr, out);
+  }
+
+  Status EmitKernel(const HloInstruction& instr, std::vector<std::unique_ptr<Thunk>>& out) {
+    std::vector<KernelThunk::Operand> inputs, outputs;
+    for (const HloInstruction* op : instr.operands())
+      for (const ShapeIndex& leaf : ArrayLeafIndices(op->shape())) {
+        KILN_ASSIGN_OR_RETURN(BufferSlice s, Slice(*op, leaf));
+        inputs.push_back({s, op->shape().Subshape(leaf)});
+      }
+    for (const ShapeIndex& leaf : ArrayLeafIndices(instr.shape())) {
+      KILN_ASSIGN_OR_RETURN(BufferSlice s, Slice(instr, leaf));
+      outputs.push_back({s, instr.shape().Subshape(leaf)});
+    }
+    if (outputs.empty()) return OkStatus();  // token plumbing: nothing to compute
+    StatusOr<std::unique_ptr<CpuKernel>> kernel = options_.kernel_factory(instr);
+    if (!kernel.ok())
+      return kernel.status().WithContext(StrCat("cpu: cannot compile %", instr.name()));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<KernelThunk> thunk,
+                          KernelThunk::Create(instr, std::move(*kernel), std::move(inputs),
+                                              std::move(outputs), EstimateKernelCost(instr)));
+    Add(out, std::move(thunk));
+    return OkStatus();
+  }
+
+  Status EmitWhile(const HloInstruction& instr, std::vector<std::unique_ptr<Thunk>>& out) {
+    KILN_ASSIGN_OR_RETURN(ThunkSequence condition, EmitComputation(*instr.while_condition()));
+    KILN_ASSIGN_OR_RETURN(ThunkSequence body, EmitComputation(*instr.while_body()));
+    KILN_ASSIGN_OR_RETURN(BufferSlice pred, Slice(*instr.while_condition()->root_instruction(), {}));
+    KILN_ASSIGN_OR_RETURN(WhileCopyPlan plan, assignment_.GetWhileCopyPlan(instr));
+    Add(out, std::make_unique<WhileThunk>(instr.name(), std::move(condition), std::move(body), pred,
+                                          std::move(plan)));
+    return OkStatus();
+  }
+
+  Status EmitConditional(const HloInstruction& instr, std::vector<std::unique_ptr<Thunk>>& out) {
+    const HloInstruction* index = instr.operand(0);
+    KILN_ASSIGN_OR_RETURN(BufferSlice index_slice, Slice(*index, {}));
+    std::vector<ShapeIndex> leaves = ArrayLeafIndices(instr.shape());
+    std::vector<BufferUse> writes;
+    std::vector<BufferSlice> results;
+    for (const ShapeIndex& leaf : leaves) {
+      KILN_ASSIGN_OR_RETURN(BufferSlice s, Slice(instr, leaf));
+      results.push_back(s);
+      writes.push_back(BufferUse::Write(s));
+    }
+    std::vector<ThunkSequence> branches;
+    std::vector<std::vector<ConditionalThunk::Copy>> copies;
+    for (const HloComputation* b : instr.branch_computations()) {
+      KILN_ASSIGN_OR_RETURN(ThunkSequence seq, EmitComputation(*b));
+      branches.push_back(std::move(seq));
+      copies.emplace_back();
+      for (size_t j = 0; j < leaves.size(); ++j) {
+        KILN_ASSIGN_OR_RETURN(BufferSlice src, Slice(*b->root_instruction(), leaves[j]));
+        if (src != results[j]) copies.back().push_back({src, results[j]});
+      }
+    }
+    Add(out, std::make_unique<ConditionalThunk>(instr.name(), index_slice, index->shape().element_type(),
+                                                std::move(branches), std::move(copies), std::move(writes)));
+    return OkStatus();
+  }
+
+  const HloModule& module_;
+  const BufferAssignment& assignment_;
+  const HloSchedule& schedule_;
+  const ThunkEmitterOptions& options_;
+};
+
+int64_t ProductOf(const Shape& s, const std::vector<int64_t>& dims) {
+  int64_t p = 1;
+  for (int64_t d : dims)
+    if (d >= 0 && d < s.rank()) p *= s.dimensions(d);
+  return p;
+}
+
+}  // namespace
+
+int64_t EstimateKernelCost(const HloInstruction& instr) {
+  int64_t bytes = ShapeBytes(instr.shape());
+  for (const HloInstruction* op : instr.operands()) bytes += ShapeBytes(op->shape());
+  int64_t cost = bytes / 4;
+  const int64_t out_elements = instr.shape().IsArray() ? instr.shape().num_elements() : 0;
+  switch (instr.opcode()) {
+    case HloOpcode::kDot:
+      if (instr.attrs().dot_dimension_numbers)
+        cost += out_elements *
+                ProductOf(instr.operand(0)->shape(), instr.attrs().dot_dimension_numbers->lhs_contracting_dimensions);
+      break;
+    case HloOpcode::kConvolution: {
+      const Shape& k = instr.operand(1)->shape();
+      const auto& dn = instr.attrs().convolution_dimension_numbers;
+      int64_t out_features = dn && dn->kernel_output_feature_dimension < k.rank()
+                                 ? std::max<int64_t>(1, k.dimensions(dn->kernel_output_feature_dimension))
+                                 : 1;
+      cost += out_elements * (k.num_elements() / out_features);
+      break;
+    }
+    case HloOpcode::kFusion:
+      cost = cost * std::max<int64_t>(1, FusedInstructionCount(instr) / 4);
+      break;
+    default:
+      break;
+  }
+  return cost;
+}
+
+StatusOr<EmittedThunks> EmitThunks(const HloModule& module, const BufferAssignment& assignment,
+                                   const HloSchedule& schedule, const ThunkEmitterOptions& options) {
+  if (!options.kernel_factory) return InvalidArgument("cpu: no kernel factory");
+  const HloComputation* entry = module.entry_computation();
+  if (!entry) return InvalidArgument("cpu: module ", module.name(), " has no entry computation");
+  Emitter e(module, assignment, schedule, options);
+  KILN_ASSIGN_OR_RETURN(ThunkSequence seq, e.EmitComputation(*entry));
+  EmittedThunks out;
+  out.entry = std::move(seq);
+  out.all = std::move(e.all);
+  return out;
+}
+
+}  // namespace kiln::cpu

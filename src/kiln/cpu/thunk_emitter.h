@@ -1,0 +1,47 @@
+// ThunkEmitter: turns a compiled module (fused, scheduled, buffers assigned) into thunks.
+//
+// For every sequential computation reached from the entry, in schedule order:
+//   no thunk      parameter, constant (its own allocation, filled at load), tuple,
+//                 get-tuple-element, bitcast, opt-barrier, domain, add-dependency, after-all,
+//                 and reshapes that buffer assignment made views (same slice as the operand):
+//                 their values are their operands' slices;
+//   WhileThunk, ConditionalThunk, CallThunk   for while, conditional, call (nested sequences
+//                 emitted recursively);
+//   an error      infeed, outfeed, send, recv (and their -done): the CPU runtime has no host
+//                 channels;
+//   KernelThunk   everything else, with the kernel from the factory (CreateCpuKernel).
+// Instructions with no array result and no operands to read (token plumbing) get no thunk.
+// Every slice is checked against its allocation's size here, once.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "kiln/cpu/kernel.h"
+#include "kiln/cpu/thunk_sequence.h"
+#include "kiln/passes/buffer_assignment.h"
+#include "kiln/passes/hlo_schedule.h"
+
+namespace kiln::cpu {
+
+using KernelFactory = std::function<StatusOr<std::unique_ptr<CpuKernel>>(const HloInstruction&)>;
+
+struct ThunkEmitterOptions {
+  KernelFactory kernel_factory;  // required
+  ExecutorOptions executor;      // thresholds the sequences classify their thunks with
+};
+
+struct EmittedThunks {
+  ThunkSequence entry;
+  // Every thunk, nested ones included, indexed by Thunk::id().
+  std::vector<const Thunk*> all;
+};
+
+StatusOr<EmittedThunks> EmitThunks(const HloModule& module, const BufferAssignment& assignment,
+                                   const HloSchedule& schedule, const ThunkEmitterOptions& options);
+
+// The estimated work of running `instr` as a kernel (thunk.h, "Costs").
+int64_t EstimateKernelCost(const HloInstruction& instr);
+
+}  // namespace kiln::cpu

@@ -1,0 +1,212 @@
+// The differential suite: every case kiln knows, run on every available compiled backend and
+// compared with the reference evaluator on the same inputs.
+//
+//   Backends   every backend RegisterBuiltinBackends registers except the interpreter (today:
+//              cpu; cuda and rocm join when they register and see a device).
+//   Cases      TestData/<case>   $KILN_SOURCE_DIR/tests/data/<case>/ (module.hlo, inputs in0.. of
+//                                case.npz); the LAPACK custom-call cases in _custom_call/ are not
+//                                included (not must-pass, see tests/data/README.md)
+//              BenchSmall/<case> $KILN_SHARED_DIR/bench/suite/*_small/ (module.hlo + case.npz)
+//              BenchSmallOpt/<case>  the same cases' module.opt.hlo (XLA's GPU post-optimization
+//                                dump: fusions, bitcasts, layouts) with the same inputs -- those
+//                                without custom calls (cuDNN calls run on no kiln backend)
+//              XlaFuzz/<module>  $KILN_SHARED_DIR/corpus/xla-fuzz/*.hlo on seeded random inputs
+//                                (MakeRandomArguments, seed 42)
+// Tolerances: BackendTolerance (src/kiln/eval/tolerance.h) -- exact for integers and pred.
+// One test per (case, backend): a failure names both. Nothing is skipped: a case a backend
+// cannot run fails with the backend's error; only an absent data folder shows as a skip.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kiln/base/strings.h"
+#include "kiln/eval/compare.h"
+#include "kiln/eval/evaluator.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/hlo/npy_literal.h"
+#include "kiln/hlo/parser.h"
+#include "kiln/hlo/random_literal.h"
+#include "kiln/tools/backend_registry.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The backends under test, created once.
+const BackendRegistry& Registry() {
+  static const BackendRegistry* r = [] {
+    auto* registry = new BackendRegistry();
+    RegisterBuiltinBackends(*registry);
+    return registry;
+  }();
+  return *r;
+}
+
+std::vector<std::string> BackendsUnderTest() {
+  std::vector<std::string> out;
+  for (Backend* b : Registry().backends()) {
+    if (b->name() == "interpreter") continue;
+    auto devices = b->Devices();
+    if (devices.ok() && !devices->empty()) out.emplace_back(b->name());
+  }
+  return out;
+}
+
+enum class Inputs { kNpz, kRandom };
+
+struct Case {
+  std::string name;  // [A-Za-z0-9_]
+  fs::path module;   // the .hlo file
+  fs::path npz;      // inputs in0.. (kNpz)
+  Inputs inputs = Inputs::kNpz;
+};
+
+struct Param {
+  Case c;
+  std::string backend;
+};
+
+void PrintTo(const Param& p, std::ostream* os) { *os << p.backend << " " << p.c.module.string(); }
+
+std::string TestName(std::string s) {
+  for (char& ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return s;
+}
+
+std::vector<Case> FindTestData() {
+  std::vector<Case> v;
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  if (!src) return v;
+  fs::path root = fs::path(src) / "tests" / "data";
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return v;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    if (!e.is_directory() || e.path().filename().string().starts_with("_")) continue;
+    if (fs::exists(e.path() / "module.hlo") && fs::exists(e.path() / "case.npz"))
+      v.push_back({TestName(e.path().filename().string()), e.path() / "module.hlo", e.path() / "case.npz"});
+  }
+  return v;
+}
+
+std::vector<Case> FindBenchSmall() {
+  std::vector<Case> v;
+  const char* shared = std::getenv("KILN_SHARED_DIR");
+  if (!shared) return v;
+  fs::path suite = fs::path(shared) / "bench" / "suite";
+  std::error_code ec;
+  if (!fs::is_directory(suite, ec)) return v;
+  for (const auto& e : fs::directory_iterator(suite, ec))
+    if (e.path().filename().string().ends_with("_small") && fs::exists(e.path() / "module.hlo") &&
+        fs::exists(e.path() / "case.npz"))
+      v.push_back({TestName(e.path().filename().string()), e.path() / "module.hlo", e.path() / "case.npz"});
+  return v;
+}
+
+std::vector<Case> FindBenchSmallOptimized() {
+  std::vector<Case> v;
+  for (Case c : FindBenchSmall()) {
+    c.module = c.module.parent_path() / "module.opt.hlo";
+    std::ifstream in(c.module);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (in && text.str().find("custom-call(") == std::string::npos) v.push_back(c);
+  }
+  return v;
+}
+
+std::vector<Case> FindFuzz() {
+  std::vector<Case> v;
+  const char* shared = std::getenv("KILN_SHARED_DIR");
+  if (!shared) return v;
+  fs::path dir = fs::path(shared) / "corpus" / "xla-fuzz";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return v;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".hlo") v.push_back({TestName(e.path().stem().string()), e.path(), {}, Inputs::kRandom});
+  return v;
+}
+
+// Cases x backends, sorted by case name; a placeholder that skips when there is no data.
+std::vector<Param> Params(std::vector<Case> cases, const std::string& missing) {
+  std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.name < b.name; });
+  std::vector<Param> out;
+  std::vector<std::string> backends = BackendsUnderTest();
+  if (cases.empty()) cases.push_back({"no_cases", missing, {}, Inputs::kNpz});
+  if (backends.empty()) backends.push_back("none");
+  for (const Case& c : cases)
+    for (const std::string& b : backends) out.push_back({c, b});
+  return out;
+}
+
+std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
+  return info.param.c.name + "_" + info.param.backend;
+}
+
+void RunDifferential(const Param& p) {
+  if (p.c.name == "no_cases") GTEST_SKIP() << "no data: " << p.c.module.string();
+  Backend* backend = Registry().Find(p.backend);
+  ASSERT_NE(backend, nullptr) << "no compiled backend registered and present";
+  auto module = ParseHloModuleFile(p.c.module.string());
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  const HloComputation* entry = (*module)->entry_computation();
+  ASSERT_NE(entry, nullptr);
+  std::vector<Literal> args;
+  if (p.c.inputs == Inputs::kNpz) {
+    auto npz = LoadedNpz::Read(p.c.npz.string());
+    ASSERT_TRUE(npz.ok()) << npz.status().message();
+    for (int64_t i = 0; i < entry->num_parameters(); ++i) {
+      auto arg = npz->ForParameter(StrCat("in", i), entry->parameter_instruction(i)->shape(), {});
+      ASSERT_TRUE(arg.ok()) << arg.status().message();
+      args.push_back(std::move(*arg));
+    }
+  } else {
+    std::vector<Shape> shapes;
+    for (const HloInstruction* prm : entry->parameter_instructions()) shapes.push_back(prm->shape());
+    args = MakeRandomArguments(shapes, /*seed=*/42);
+  }
+  EvaluatorOptions eo;
+  eo.max_loop_iterations = 1 << 20;
+  Evaluator evaluator(eo);
+  auto expected = evaluator.Run(**module, args);
+  ASSERT_TRUE(expected.ok()) << "reference: " << expected.status().message();
+  BackendRunOptions ro;
+  ro.threads = 2;
+  auto actual = backend->Run(**module, args, ro);
+  ASSERT_TRUE(actual.ok()) << p.backend << ": " << actual.status().message();
+  CompareOptions co;
+  co.backend_vs_evaluator = true;
+  Comparison cmp = CompareLiterals(*actual, *expected, co);
+  EXPECT_TRUE(cmp.ok()) << p.backend << " vs evaluator on " << p.c.module.string() << ":\n" << cmp.ToString();
+}
+
+class TestData : public ::testing::TestWithParam<Param> {};
+TEST_P(TestData, MatchesEvaluator) { RunDifferential(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Differential, TestData,
+                         ::testing::ValuesIn(Params(FindTestData(), "KILN_SOURCE_DIR/tests/data")), ParamName);
+
+class BenchSmall : public ::testing::TestWithParam<Param> {};
+TEST_P(BenchSmall, MatchesEvaluator) { RunDifferential(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Differential, BenchSmall,
+                         ::testing::ValuesIn(Params(FindBenchSmall(), "KILN_SHARED_DIR/bench/suite")), ParamName);
+
+class BenchSmallOpt : public ::testing::TestWithParam<Param> {};
+TEST_P(BenchSmallOpt, MatchesEvaluator) { RunDifferential(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Differential, BenchSmallOpt,
+                         ::testing::ValuesIn(Params(FindBenchSmallOptimized(), "KILN_SHARED_DIR/bench/suite")),
+                         ParamName);
+
+class XlaFuzz : public ::testing::TestWithParam<Param> {};
+TEST_P(XlaFuzz, MatchesEvaluator) { RunDifferential(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Differential, XlaFuzz,
+                         ::testing::ValuesIn(Params(FindFuzz(), "KILN_SHARED_DIR/corpus/xla-fuzz")), ParamName);
+
+}  // namespace
+}  // namespace kiln
