@@ -4,7 +4,6 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/layout_normalization.h"
-#include "kiln/cpu/stand_in_kernel.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/buffer_assignment_checker.h"
@@ -68,8 +67,7 @@ class FusionPass : public HloPass {
 }  // namespace
 
 KernelFactory DefaultKernelFactory(const CpuKernelOptions& options) {
-  (void)options;
-  return [](const HloInstruction& instr) { return CreateStandInKernel(instr); };
+  return [options](const HloInstruction& instr) { return CreateCpuKernel(instr, options); };
 }
 
 StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<HloModule> module,
@@ -146,9 +144,12 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   } else {
     int threads = options.threads > 0 ? options.threads
                                       : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    if (threads > 1) parts.pool = std::make_shared<ThreadPool>(threads - 1);
+    // `threads` workers, not threads - 1: Eigen's contraction blocks the calling thread while
+    // the workers compute, and the kernels size their work by the pool's worker count (see
+    // Note [Nested parallelism]).
+    if (threads > 1) parts.pool = std::make_shared<ThreadPool>(threads);
   }
-  parts.stats.threads = parts.pool ? parts.pool->num_threads() + 1 : 1;
+  parts.stats.threads = parts.pool ? parts.pool->num_threads() : 1;
   parts.module = std::move(module);
   parts.assignment = std::move(assignment);
   parts.schedule = std::move(schedule);

@@ -37,10 +37,12 @@ inline constexpr bool kDebugBuild = true;
 #endif
 
 struct CpuCompileOptions {
-  // Threads a run uses (the calling thread plus threads - 1 pool workers). 0: every core
-  // (std::thread::hardware_concurrency). Ignored when `thread_pool` is set.
+  // Worker threads of the executable's pool (the calling thread drives the thunk graph and
+  // joins ParallelFor loops; Eigen's GEMMs run on the workers alone). 0: every core
+  // (std::thread::hardware_concurrency); 1: no pool, everything on the calling thread.
+  // Ignored when `thread_pool` is set.
   int threads = 0;
-  // A pool to share between executables (the caller's thread is the extra participant).
+  // A pool to share between executables.
   std::shared_ptr<ThreadPool> thread_pool;
   // Write the module after every pass that changed it into this directory ("" = don't).
   std::string dump_dir;

@@ -62,7 +62,7 @@ struct CpuCompileStats {
   MemoryStats memory;             // buffer assignment's statistics
   int64_t thunks = 0;             // all thunks, nested ones included
   int64_t kernel_thunks = 0;
-  int64_t threads = 0;            // threads a run uses (pool workers + the calling thread)
+  int64_t threads = 0;            // pool workers (1: no pool)
   std::string ToString() const;   // pass table, fusion summary, memory, thunk counts
 };
 
@@ -125,7 +125,8 @@ class CpuExecutable {
   const ThunkSequence& entry_thunks() const { return parts_.thunks.entry; }
   const MemoryStats& memory_stats() const { return parts_.assignment->stats(); }
   const CpuCompileStats& compile_stats() const { return parts_.stats; }
-  int num_threads() const { return parts_.pool ? parts_.pool->num_threads() + 1 : 1; }
+  // Worker threads of the pool (1 without one).
+  int num_threads() const { return parts_.pool ? parts_.pool->num_threads() : 1; }
 
   // Every thunk, one per line, nested ones indented, with its slices' kinds and cost.
   std::string ThunkListing() const;

@@ -22,6 +22,11 @@
 //       executed the same way from there.
 //   A sequence with fewer than two medium thunks, or `sequential`, or no pool, runs in
 //   schedule order on the calling thread with no synchronization at all.
+//   The pool has as many workers as the run has threads (CpuCompileOptions::threads), not one
+//   fewer: Eigen's contraction (kernels/gemm.h) blocks the calling thread while only the
+//   workers compute, and the kernels split their loops by the worker count. ParallelFor loops
+//   then have one participant more than there are cores (the calling thread); their chunks
+//   are claimed dynamically, so that costs little.
 //
 // Errors: the first failing thunk's status is returned after every thunk already started has
 // finished; nothing new starts after a failure.

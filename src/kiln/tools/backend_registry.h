@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kiln/base/status.h"
@@ -56,6 +57,10 @@ class PreparedModule {
   // What the backend can say about the compiled module and the runs so far (memory
   // statistics, a profile when BackendRunOptions::profile), one item per line; may be empty.
   virtual std::string Report() const { return ""; }
+  // Named numbers for machine-readable reports (`kiln bench --json`): the cpu backend gives
+  // its memory plan (argument_bytes, output_bytes, constant_bytes, temp_bytes, peak_bytes,
+  // aliased_bytes) and threads. May be empty.
+  virtual std::vector<std::pair<std::string, double>> Metrics() const { return {}; }
 };
 
 class Backend {

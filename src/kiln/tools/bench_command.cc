@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 
 #include "kiln/base/strings.h"
@@ -25,7 +26,38 @@ struct BenchFlags {
   bool cast = false;
   bool fill_elided_constants = false;
   bool no_verify = false;
+  bool json = false;
 };
+
+std::string JsonString(std::string_view v) {
+  std::string out = "\"";
+  for (char c : v) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// CPU time of the whole process (every thread), in ms.
+double ProcessCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// Sorts `v` (non-empty) and returns its median.
+double Median(std::vector<double>& v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
 
 int Bench(const BenchFlags& f, BackendRegistry& registry) {
   if (f.iterations < 1 || f.warmup < 0) {
@@ -81,21 +113,39 @@ int Bench(const BenchFlags& f, BackendRegistry& registry) {
       return kExitFailure;
     }
   }
-  std::vector<double> ms;
+  std::vector<double> ms, cpu_ms;
   for (int i = 0; i < f.iterations; ++i) {
+    const double cpu_start = ProcessCpuMs();
     auto start = std::chrono::steady_clock::now();
     Status s = (*prepared)->Execute();
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    cpu_ms.push_back(ProcessCpuMs() - cpu_start);
     if (!s.ok()) {
       PrintError(StrCat(device.backend->name(), ": ", s.message()));
       return kExitFailure;
     }
   }
-  std::sort(ms.begin(), ms.end());
-  double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  const double median = Median(ms);
+  const double cpu_median = Median(cpu_ms);
+  if (f.json) {
+    // One JSON object on stdout (bench/cpu/run_suite.py reads it).
+    std::cout << "{\"module\": " << JsonString((*module)->name()) << ", \"device\": "
+              << JsonString(StrCat(device.backend->name(), ":", device.ordinal))
+              << ", \"prepare_ms\": " << RoundTripDouble(prepare_ms) << ", \"median_ms\": " << RoundTripDouble(median)
+              << ", \"cpu_median_ms\": " << RoundTripDouble(cpu_median) << ", \"min_ms\": " << RoundTripDouble(ms.front()) << ", \"max_ms\": " << RoundTripDouble(ms.back())
+              << ", \"iterations\": " << f.iterations << ", \"warmup\": " << f.warmup << ", \"metrics\": {";
+    bool first = true;
+    for (const auto& [k, v] : (*prepared)->Metrics()) {
+      std::cout << (first ? "" : ", ") << JsonString(k) << ": " << RoundTripDouble(v);
+      first = false;
+    }
+    std::cout << "}}\n";
+    return kExitOk;
+  }
   char buf[256];
-  std::snprintf(buf, sizeof buf, "median %.4f ms  min %.4f ms  max %.4f ms  (%d iterations, %d warmup)\n",
-                median, ms.front(), ms.back(), f.iterations, f.warmup);
+  std::snprintf(buf, sizeof buf,
+                "median %.4f ms  min %.4f ms  max %.4f ms  (%d iterations, %d warmup); process CPU time %.4f ms/run\n",
+                median, ms.front(), ms.back(), f.iterations, f.warmup, cpu_median);
   std::cout << "bench " << (*module)->name() << " on " << device.backend->name() << ":" << device.ordinal
             << " (compile + prepare " << RoundTripDouble(std::round(prepare_ms * 1000) / 1000) << " ms)\n";
   for (const std::string& n : notes) std::cout << "  " << n << "\n";
@@ -120,6 +170,7 @@ void AddBenchCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
   cmd->add_flag("--fill-elided-constants", flags->fill_elided_constants,
                 "fill constants printed as {...} with random values");
   cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
+  cmd->add_flag("--json", flags->json, "print one JSON object (times in ms, backend metrics)");
   cmd->footer(
       "Examples:\n"
       "  kiln bench model.hlo --device cpu --iterations 50\n"

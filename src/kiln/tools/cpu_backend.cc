@@ -68,6 +68,13 @@ class PreparedCpuModule : public PreparedModule {
     if (profile_) s += exe_->ProfileReport();
     return s;
   }
+  std::vector<std::pair<std::string, double>> Metrics() const override {
+    const MemoryStats& m = exe_->memory_stats();
+    return {{"argument_bytes", double(m.argument_bytes)}, {"output_bytes", double(m.output_bytes)},
+            {"constant_bytes", double(m.constant_bytes)}, {"temp_bytes", double(m.temp_bytes)},
+            {"peak_bytes", double(m.peak_bytes)},         {"aliased_bytes", double(m.aliased_bytes)},
+            {"threads", double(exe_->num_threads())}};
+  }
 
  private:
   static std::vector<const Literal*> LeavesOf(const Literal& l) {
