@@ -61,6 +61,8 @@ struct CpuKernelOptions {
   int64_t block_elements = 2048;
   // Smallest amount of work (elements) worth splitting across threads.
   int64_t min_parallel_elements = 32 * 1024;
+  // Bytes of im2col patches a convolution task builds before multiplying them (a K block).
+  int64_t conv_patch_bytes = 1 << 20;
 };
 
 class CpuKernel {

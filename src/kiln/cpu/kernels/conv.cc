@@ -1,17 +1,20 @@
 // The convolution kernel: im2col + GEMM (gemm.h), any dim_labels.
 //
-// The input is brought to [N, spatial..., C], the kernel to a [spatial... * I, O] matrix (window
-// reversal applied while packing) and the output is computed as [N_out, spatial..., O] -- each in
-// place when the instruction's layout already is that order and the element type is the compute
-// type, else converted/permuted (array_convert.h). Output positions are processed in chunks:
-// each chunk's patches (one row per output position, one column per (tap, input feature); taps
-// that fall into padding or between dilated input elements are zeros) are multiplied with the
-// kernel matrix. Strides, padding (negative too), lhs (base) and rhs (window) dilation, window
-// reversal, feature_group_count and batch_group_count (one of them 1) all enter through the
-// patch construction and the group loop, so backward-data (lhs-dilated) and backward-filter
+// The input is brought to [N, spatial..., C], the kernel to a [spatial... * I, O] matrix and the
+// output is computed as [N_out, spatial..., O] -- each in place when the instruction's layout
+// already is that order and the element type is the compute type, else converted/permuted
+// (array_convert.h). Output positions (rows) are processed in chunks of up to 256, one task per
+// (group, chunk); the contraction (kernel taps x input features) in K blocks of whole "outer
+// taps" (every kernel spatial dim but the innermost) sized so a block's patches stay ~1 MiB, the
+// GEMMs of later blocks accumulating. A patch row holds, per tap, the input features the tap
+// reads (zeros for taps in padding or between lhs-dilated elements); taps of the innermost dim
+// that read consecutive input positions are copied as one run. Strides, padding (negative too),
+// lhs (base) and rhs (window) dilation, window reversal (in the position tables),
+// feature_group_count and batch_group_count (one of them 1) all enter through the patch
+// construction and the group loop, so backward-data (lhs-dilated) and backward-filter
 // (batch-grouped, large-window) convolutions run the same way. 1x1 convolutions with unit strides
-// and no padding skip im2col; depthwise convolutions (one input feature per group) run a direct
-// loop vectorized over features.
+// and no padding are one GEMM on the input itself; depthwise convolutions (one input feature per
+// group) run a direct loop vectorized over features.
 //
 // Not native (evaluator fallback): feature_group_count and batch_group_count both above 1.
 #include <algorithm>
@@ -46,6 +49,13 @@ class ConvKernel final : public CpuKernel {
   std::vector<WindowDimension> win_;
   std::vector<std::vector<int64_t>> pos_;  // per spatial dim: [x * K + k] -> input position or -1
   bool pointwise_ = false;                 // 1x1, unit stride, no padding/dilation
+  // Per output position of the innermost spatial dim: runs of its kernel taps [t0, t0 + len)
+  // reading input positions [p0, p0 + len) (taps outside the input are in no run).
+  struct TapRun {
+    int64_t t0, len, p0;
+  };
+  std::vector<std::vector<TapRun>> runs_;
+  bool merge_runs_ = false;  // a patch takes every input channel: a run is one memcpy
   bool depthwise_ = false;
   ConvCompute compute_ = ConvCompute::kF32;
   CpuKernelOptions options_;
@@ -138,6 +148,13 @@ class ConvKernel final : public CpuKernel {
     const int64_t o_g = o_ / groups_;
     const int64_t kdim = k_spatial * c_g_;
     const int64_t rows = n_out_ * out_spatial;
+    const int64_t c_stride = c_in_;  // channels per input position (canonical input)
+    const int threads = NumThreads(ctx);
+    if (pointwise_ && groups_ == 1) {
+      // The input is the patch matrix: one GEMM, threaded by Eigen.
+      GemmC<C>(GemmShape{rows, o_, kdim}, in, kern, res, ctx, true);
+      return;
+    }
     // Kernel matrix of each group: [k_spatial * c_g, o_g] (the canonical kernel is
     // [k_spatial, c_g, o]; a group's columns are a strided slice of it).
     std::vector<C> kgroup;
@@ -147,89 +164,129 @@ class ConvKernel final : public CpuKernel {
         for (int64_t r = 0; r < kdim; ++r)
           std::memcpy(&kgroup[(g * kdim + r) * o_g], kern + r * o_ + g * o_g, o_g * sizeof(C));
     }
-    std::vector<int64_t> in_str(nsp, 1), out_str(nsp, 1);
-    for (int64_t i = nsp - 1; i > 0; --i) {
-      in_str[i - 1] = in_str[i] * in_sp_[i];
-      out_str[i - 1] = out_str[i] * out_sp_[i];
-    }
-    const int threads = NumThreads(ctx);
-    // Chunks of output rows: patches of at most ~2 MiB, and enough chunks for the threads.
-    int64_t chunk = std::max<int64_t>(
-        8, (int64_t{2} << 20) / std::max<int64_t>(1, kdim * static_cast<int64_t>(sizeof(C))));
-    if (threads > 1) chunk = std::min(chunk, std::max<int64_t>(8, rows / (4 * threads)));
-    chunk = std::min(chunk, rows);
+    std::vector<int64_t> in_str(nsp, 1);
+    for (int64_t i = nsp - 1; i > 0; --i) in_str[i - 1] = in_str[i] * in_sp_[i];
+    // Columns come in units of one outer tap (every kernel spatial dim but the last) times the
+    // innermost kernel dim times c_g; a K block is a range of outer taps.
+    const int64_t k_last = nsp > 0 ? k_sp_[nsp - 1] : 1;
+    const int64_t outer_taps = k_last > 0 ? k_spatial / k_last : 0;
+    const int64_t unit = k_last * c_g_;
+    // Rows per task: ~256 (GEMMs that amortize packing the kernel), fewer when that leaves
+    // threads idle; patches of ~1 MiB per K block.
+    int64_t chunk = (rows * groups_ + threads - 1) / threads;
+    chunk = std::min<int64_t>(rows, std::clamp<int64_t>(chunk, 32, 256));
     const int64_t chunks = (rows + chunk - 1) / chunk;
     const int64_t tasks = groups_ * chunks;
     const bool inner_threads = tasks < threads;
-    const int64_t c_stride = c_in_;  // channels per input position (canonical input)
+    const int64_t units = std::clamp<int64_t>(
+        options_.conv_patch_bytes / std::max<int64_t>(1, chunk * unit * int64_t{sizeof(C)}), 1,
+        std::max<int64_t>(outer_taps, 1));
+    const int64_t kblocks = outer_taps == 0 ? 0 : (outer_taps + units - 1) / units;
     auto task = [&](int64_t t0, int64_t t1) {
-      std::vector<C> patch;
-      std::vector<C> tmp;
+      std::vector<C> patch, tmp;
       std::vector<int64_t> x(nsp), k(nsp);
       for (int64_t t = t0; t < t1; ++t) {
         const int64_t g = t / chunks, ch = t % chunks;
         const int64_t r0 = ch * chunk, r1 = std::min(rows, r0 + chunk), nr = r1 - r0;
         const int64_t c_off = batch_groups_ ? 0 : g * c_g_;
         const int64_t n_off = batch_groups_ ? g * n_out_ : 0;
-        const C* a;
-        if (pointwise_) {
-          a = in + (n_off * in_spatial + r0) * c_stride + c_off;  // rows of the input itself
-        } else {
-          patch.assign(nr * kdim, C(0));
-          for (int64_t r = r0; r < r1; ++r) {
-            const int64_t n = r / out_spatial;
-            int64_t rem = r % out_spatial;
-            for (int64_t i = nsp - 1; i >= 0; --i) {
-              x[i] = rem % out_sp_[i];
-              rem /= out_sp_[i];
-            }
-            C* prow = &patch[(r - r0) * kdim];
-            const C* ibase = in + ((n_off + n) * in_spatial) * c_stride + c_off;
-            // Taps in row-major order of the kernel's spatial dims.
-            std::fill(k.begin(), k.end(), 0);
-            for (int64_t tap = 0; tap < k_spatial; ++tap) {
-              int64_t off = 0;
-              bool ok = true;
-              for (int64_t i = 0; i < nsp; ++i) {
-                const int64_t p = Pos(i, x[i], k[i]);
-                if (p < 0) {
-                  ok = false;
-                  break;
-                }
-                off += p * in_str[i];
-              }
-              if (ok) std::memcpy(prow + tap * c_g_, ibase + off * c_stride, c_g_ * sizeof(C));
-              for (int64_t i = nsp - 1; i >= 0; --i) {
-                if (++k[i] < k_sp_[i]) break;
-                k[i] = 0;
-              }
-            }
-          }
-          a = patch.data();
-        }
-        const C* b = groups_ > 1 ? &kgroup[g * kdim * o_g] : kern;
-        GemmShape s{nr, o_g, kdim, false, false};
-        // pointwise with channel offsets or groups: A rows are c_stride apart, not kdim.
-        if (pointwise_ && (c_stride != kdim)) {
-          patch.resize(nr * kdim);
-          for (int64_t r = 0; r < nr; ++r)
-            std::memcpy(&patch[r * kdim], a + r * c_stride, kdim * sizeof(C));
-          a = patch.data();
-        }
-        if (groups_ == 1) {
-          GemmC<C>(s, a, b, res + r0 * o_, ctx, inner_threads);
-        } else {
+        C* dst = res + r0 * o_;
+        if (groups_ > 1) {
           tmp.resize(nr * o_g);
-          GemmC<C>(s, a, b, tmp.data(), ctx, inner_threads);
+          dst = tmp.data();
+        }
+        const C* kmat = groups_ > 1 ? &kgroup[g * kdim * o_g] : kern;
+        if (kblocks == 0) std::fill(dst, dst + nr * o_g, C(0));
+        for (int64_t kb = 0; kb < kblocks; ++kb) {
+          const int64_t ot0 = kb * units, ot1 = std::min(outer_taps, ot0 + units);
+          const int64_t cols = (ot1 - ot0) * unit;
+          const C* a;
+          if (pointwise_) {
+            // Rows of the input, c_stride apart: gather this group's channels.
+            patch.resize(nr * cols);
+            const C* src = in + (n_off * in_spatial + r0) * c_stride + c_off;
+            for (int64_t r = 0; r < nr; ++r)
+              std::memcpy(&patch[r * cols], src + r * c_stride, cols * sizeof(C));
+            a = patch.data();
+          } else {
+            patch.resize(nr * cols);
+            for (int64_t r = r0; r < r1; ++r) {
+              const int64_t n = r / out_spatial;
+              int64_t rem = r % out_spatial;
+              for (int64_t i = nsp - 1; i >= 0; --i) {
+                x[i] = rem % out_sp_[i];
+                rem /= out_sp_[i];
+              }
+              FillPatchRow<C>(&patch[(r - r0) * cols],
+                              in + ((n_off + n) * in_spatial) * c_stride + c_off, x, k, in_str,
+                              ot0, ot1);
+            }
+            a = patch.data();
+          }
+          GemmShape s{nr, o_g, cols, false, false, kb > 0};
+          GemmC<C>(s, a, kmat + ot0 * unit * o_g, dst, ctx, inner_threads);
+        }
+        if (groups_ > 1)
           for (int64_t r = 0; r < nr; ++r)
             std::memcpy(res + (r0 + r) * o_ + g * o_g, &tmp[r * o_g], o_g * sizeof(C));
-        }
       }
     };
     if (inner_threads) {
       task(0, tasks);
     } else {
       ParallelFor(ctx, tasks, 1, task);
+    }
+  }
+
+  // One patch row (output position x) for outer taps [ot0, ot1): per outer tap, the innermost
+  // kernel dim's taps; runs of taps that read consecutive input positions are one memcpy when
+  // the patch takes every input channel (merge_runs_). Taps outside the input are zeros.
+  template <class C>
+  void FillPatchRow(C* prow, const C* ibase, const std::vector<int64_t>& x, std::vector<int64_t>& k,
+                    const std::vector<int64_t>& in_str, int64_t ot0, int64_t ot1) const {
+    const int64_t nsp = static_cast<int64_t>(in_sp_.size());
+    const int64_t k_last = k_sp_[nsp - 1];
+    const int64_t unit = k_last * c_g_;
+    const int64_t c_stride = c_in_;
+    // Outer tap indices of ot0.
+    int64_t rem = ot0;
+    for (int64_t i = nsp - 2; i >= 0; --i) {
+      k[i] = rem % k_sp_[i];
+      rem /= k_sp_[i];
+    }
+    const std::vector<TapRun>& runs = runs_[x[nsp - 1]];
+    for (int64_t ot = ot0; ot < ot1; ++ot) {
+      C* seg = prow + (ot - ot0) * unit;
+      int64_t off = 0;
+      bool ok = true;
+      for (int64_t i = 0; i + 1 < nsp && ok; ++i) {
+        const int64_t p = Pos(i, x[i], k[i]);
+        ok = p >= 0;
+        off += p * in_str[i];
+      }
+      if (!ok) {
+        std::fill(seg, seg + unit, C(0));
+      } else {
+        const C* irow = ibase + off * c_stride;
+        int64_t t = 0;
+        for (const TapRun& run : runs) {
+          std::fill(seg + t * c_g_, seg + run.t0 * c_g_, C(0));
+          if (merge_runs_) {
+            std::memcpy(seg + run.t0 * c_g_, irow + run.p0 * c_stride,
+                        run.len * c_g_ * sizeof(C));
+          } else {
+            for (int64_t j = 0; j < run.len; ++j)
+              std::memcpy(seg + (run.t0 + j) * c_g_, irow + (run.p0 + j) * c_stride,
+                          c_g_ * sizeof(C));
+          }
+          t = run.t0 + run.len;
+        }
+        std::fill(seg + t * c_g_, seg + unit, C(0));
+      }
+      for (int64_t i = nsp - 2; i >= 0; --i) {
+        if (++k[i] < k_sp_[i]) break;
+        k[i] = 0;
+      }
     }
   }
 
@@ -421,6 +478,24 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateConvolutionKernel(const HloInstructio
       for (int64_t x = 0; x < k->out_sp_[i]; ++x) std::reverse(&pos[x * ks], &pos[x * ks] + ks);
     }
   }
+  if (nsp > 0) {
+    const int64_t last = nsp - 1, ks = k->k_sp_[last];
+    for (int64_t x = 0; x < k->out_sp_[last]; ++x) {
+      std::vector<ConvKernel::TapRun> runs;
+      for (int64_t t = 0; t < ks; ++t) {
+        const int64_t p = k->pos_[last][x * ks + t];
+        if (p < 0) continue;
+        if (!runs.empty() && runs.back().t0 + runs.back().len == t &&
+            runs.back().p0 + runs.back().len == p) {
+          ++runs.back().len;
+        } else {
+          runs.push_back({t, 1, p});
+        }
+      }
+      k->runs_.push_back(std::move(runs));
+    }
+  }
+  k->merge_runs_ = k->c_g_ == k->c_in_;
   bool unit = true;
   for (int64_t i = 0; i < nsp; ++i) {
     const WindowDimension& w = k->win_[i];

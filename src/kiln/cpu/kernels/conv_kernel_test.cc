@@ -168,6 +168,10 @@ TEST(ConvKernelTest, Random) {
                bgc > 1 ? StrCat(", batch_group_count=", bgc) : "", "\n}\n");
     SCOPED_TRACE(hlo);
     CheckHlo(hlo);
+    // Tiny patch blocks: every outer tap its own K block (accumulated GEMMs).
+    CheckOptions tiny;
+    tiny.kernel.conv_patch_bytes = 1;
+    CheckHlo(hlo, "", tiny);
     if (::testing::Test::HasFailure()) return;
     ++tested;
   }
@@ -198,6 +202,16 @@ ENTRY e {
     dim_labels=f01b_i01o->01bf
 })",
            "", Sums1600());
+  CheckOptions tiny = Sums1600();
+  tiny.kernel.conv_patch_bytes = 4096;
+  CheckHlo(R"(
+ENTRY e {
+  x = f32[4,20,20,32] parameter(0)
+  g = f32[4,20,20,48] parameter(1)
+  ROOT c = f32[3,3,32,48] convolution(x, g), window={size=20x20 pad=1_1x1_1},
+    dim_labels=f01b_i01o->01bf
+})",
+           "", tiny);
 }
 
 }  // namespace

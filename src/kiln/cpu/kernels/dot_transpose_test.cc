@@ -69,6 +69,26 @@ TEST(DotKernelTest, Types) {
   }
 }
 
+TEST(DotKernelTest, LargeMatrixVectorSplitAcrossThreads) {
+  const char* cases[] = {
+      "x = f32[1000,300] parameter(0)\n y = f32[300] parameter(1)\n"
+      " ROOT d = f32[1000] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+      "x = f32[300,1000] parameter(0)\n y = f32[300] parameter(1)\n"
+      " ROOT d = f32[1000] dot(x, y), lhs_contracting_dims={0}, rhs_contracting_dims={0}",
+      "x = f32[300] parameter(0)\n y = f32[300,1000] parameter(1)\n"
+      " ROOT d = f32[1000] dot(x, y), lhs_contracting_dims={0}, rhs_contracting_dims={0}",
+      "x = f32[1,300] parameter(0)\n y = f32[1000,300] parameter(1)\n"
+      " ROOT d = f32[1,1000] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={1}",
+      "x = f64[2,1000,300] parameter(0)\n y = f64[2,300,1] parameter(1)\n"
+      " ROOT d = f64[2,1000,1] dot(x, y), lhs_batch_dims={0}, lhs_contracting_dims={2},"
+      " rhs_batch_dims={0}, rhs_contracting_dims={1}",
+  };
+  for (const char* c : cases) {
+    SCOPED_TRACE(c);
+    CheckHlo(StrCat("ENTRY e {\n ", c, "\n}\n"));
+  }
+}
+
 TEST(DotKernelTest, LargeMultiThreaded) {
   CheckHlo(R"(
 ENTRY e {

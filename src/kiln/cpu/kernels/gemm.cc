@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include <Eigen/Core>
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "kiln/cpu/kernels/common.h"
@@ -28,6 +29,37 @@ class EigenPoolAdapter final : public Eigen::ThreadPoolInterface {
 
 }  // namespace
 
+// Eigen's dense-matrix product on the calling thread for the block [m0, m1) x [n0, n1) of C:
+// less per-call overhead than the tensor contraction for small products, and matrix-vector
+// products as GEMV.
+template <typename T>
+void MatrixGemm(const GemmShape& s, const T* a, const T* b, T* c, int64_t m0, int64_t m1,
+                int64_t n0, int64_t n1) {
+  using Row = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using Col = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+  using Stride = Eigen::OuterStride<>;
+  const int64_t m = m1 - m0, n = n1 - n0;
+  Eigen::Map<Row, 0, Stride> cm(c + m0 * s.n + n0, m, n, Stride(s.n));
+  auto run = [&](const auto& am, const auto& bm) {
+    if (s.accumulate) cm.noalias() += am * bm;
+    else cm.noalias() = am * bm;
+  };
+  // A row-major [K, M] buffer is the column-major [M, K] matrix.
+  auto with_b = [&](const auto& am) {
+    if (s.b_transposed)
+      run(am, Eigen::Map<const Col, 0, Stride>(b + n0 * s.k, s.k, n, Stride(s.k)));
+    else
+      run(am, Eigen::Map<const Row, 0, Stride>(b + n0, s.k, n, Stride(s.n)));
+  };
+  if (s.a_transposed)
+    with_b(Eigen::Map<const Col, 0, Stride>(a + m0, m, s.k, Stride(s.m)));
+  else
+    with_b(Eigen::Map<const Row, 0, Stride>(a + m0 * s.k, m, s.k, Stride(s.k)));
+}
+
+// Products below this many multiply-adds run on the calling thread (MatrixGemm).
+constexpr int64_t kSmallGemm = int64_t{1} << 18;
+
 bool CanUsePool(const KernelContext& ctx) {
   return ctx.pool != nullptr && ctx.pool->num_threads() > 1 && !ctx.pool->InWorkerThread();
 }
@@ -37,7 +69,22 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext&
           bool threads) {
   if (s.m == 0 || s.n == 0) return;
   if (s.k == 0) {
-    std::fill(c, c + s.m * s.n, T(0));
+    if (!s.accumulate) std::fill(c, c + s.m * s.n, T(0));
+    return;
+  }
+  if (!threads || !CanUsePool(ctx) || s.m * s.n * s.k < kSmallGemm) {
+    MatrixGemm(s, a, b, c, 0, s.m, 0, s.n);
+    return;
+  }
+  if (s.m == 1 || s.n == 1) {
+    // Matrix-vector products (memory-bound): GEMVs on slices of the long dimension.
+    const bool rows = s.n == 1;
+    const int64_t len = rows ? s.m : s.n;
+    ParallelFor(ctx, len, std::max<int64_t>(64, len / (4 * ctx.pool->num_threads())),
+                [&](int64_t i0, int64_t i1) {
+                  if (rows) MatrixGemm(s, a, b, c, i0, i1, 0, 1);
+                  else MatrixGemm(s, a, b, c, 0, 1, i0, i1);
+                });
     return;
   }
   using Index = Eigen::Index;
@@ -48,13 +95,10 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext&
   Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Index>> cm(c, s.m, s.n);
   const Eigen::array<Eigen::IndexPair<Index>, 1> dims{
       {Eigen::IndexPair<Index>(s.a_transposed ? 0 : 1, s.b_transposed ? 1 : 0)}};
-  if (threads && CanUsePool(ctx)) {
-    EigenPoolAdapter adapter(ctx.pool);
-    Eigen::ThreadPoolDevice device(&adapter, ctx.pool->num_threads());
-    cm.device(device) = am.contract(bm, dims);
-  } else {
-    cm = am.contract(bm, dims);
-  }
+  EigenPoolAdapter adapter(ctx.pool);
+  Eigen::ThreadPoolDevice device(&adapter, ctx.pool->num_threads());
+  if (s.accumulate) cm.device(device) += am.contract(bm, dims);
+  else cm.device(device) = am.contract(bm, dims);
 }
 
 template void Gemm<float>(const GemmShape&, const float*, const float*, float*,
@@ -84,7 +128,7 @@ void IntGemm(const GemmShape& s, const Acc* a, const Acc* b, Acc* c, const Kerne
   auto rows = [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       Acc* __restrict ci = c + i * s.n;
-      std::fill(ci, ci + s.n, Acc(0));
+      if (!s.accumulate) std::fill(ci, ci + s.n, Acc(0));
       for (int64_t kk = 0; kk < s.k; ++kk) {
         const Acc aik = s.a_transposed ? a[kk * s.m + i] : a[i * s.k + kk];
         if (aik == 0) continue;

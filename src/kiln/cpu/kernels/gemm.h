@@ -20,11 +20,13 @@
 namespace kiln::cpu::internal {
 
 // One GEMM: C[M, N] = op(A) * op(B), all row-major, where A is [M, K] (or [K, M] when
-// a_transposed) and B is [K, N] (or [N, K] when b_transposed). C is overwritten.
+// a_transposed) and B is [K, N] (or [N, K] when b_transposed). C is overwritten, or added to
+// when `accumulate`.
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   bool a_transposed = false;
   bool b_transposed = false;
+  bool accumulate = false;
 };
 
 // T is float, double, std::complex<float> or std::complex<double>. `threads`: use ctx.pool
