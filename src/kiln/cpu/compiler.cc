@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "kiln/base/strings.h"
+#include "kiln/cpu/divide_to_multiply.h"
 #include "kiln/cpu/layout_normalization.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/verifier.h"
@@ -43,6 +44,19 @@ class UnfuseAll : public HloPass {
   }
 };
 
+// CpuFusionPolicy, with floating division counted as expensive: a divide costs several
+// multiplies on the CPU, so the fusion policy must not recompute one per element of a
+// broadcast (the reciprocals DivideByBroadcastToMultiply makes stay their own small kernel).
+class CompilerFusionPolicy : public CpuFusionPolicy {
+ public:
+  bool IsExpensive(const HloInstruction& instr) const override {
+    if (instr.opcode() == HloOpcode::kDivide && instr.shape().IsArray() &&
+        IsFloatingPointType(instr.shape().element_type()))
+      return true;
+    return CpuFusionPolicy::IsExpensive(instr);
+  }
+};
+
 // Wraps a pass that needs an object living as long as the pipeline (the fusion policy).
 class FusionPass : public HloPass {
  public:
@@ -61,7 +75,7 @@ class FusionPass : public HloPass {
 
  private:
   bool multi_output_;
-  CpuFusionPolicy policy_;
+  CompilerFusionPolicy policy_;
 };
 
 }  // namespace
@@ -87,6 +101,8 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   HloPassPipeline pipeline("cpu", po);
   pipeline.AddPass<UnfuseAll>();
   pipeline.AddPass<LayoutNormalization>();
+  // Before simplification, so that reciprocals of constants fold and CSE shares reciprocals.
+  pipeline.AddPass<DivideByBroadcastToMultiply>();
   SimplificationOptions so;
   so.canonicalize_dots = options.canonicalize_dots;
   AddSimplificationPasses(pipeline, so);

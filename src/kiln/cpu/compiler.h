@@ -7,6 +7,8 @@
 //                       inlined: kiln fuses with its own policy below
 //   layout-normalization  every array row-major; non-default bitcasts become transposes and
 //                       reshapes; entry layouts kept for the boundary (layout_normalization.h)
+//   divide-by-broadcast-to-multiply  x / broadcast(y) -> x * broadcast(1/y) for f32/f64
+//                       (divide_to_multiply.h)
 //   simplification      AddSimplificationPasses: call inlining, then to a fixed point tuple
 //                       simplification, algebraic simplification, constant folding, CSE, DCE,
 //                       while-loop simplification; then dot canonicalization ([B,M,K]x[B,K,N],

@@ -139,6 +139,13 @@ void BitcastCopyLoop(const ExprOp& op, int64_t n, void* const* p) {
 template <int kSign>
 void FastExpF32(const float* __restrict a, float* __restrict o, int64_t n) {
   Eigen::Map<Eigen::ArrayXf>(o, n) = (Eigen::Map<const Eigen::ArrayXf>(a, n) * float(kSign)).exp();
+  // A vectorized scan first: lanes outside the range (or NaN) are rare.
+  int outside = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = kSign * a[i];
+    outside |= (x > 88.0f) | (x < -87.0f) | (x != x);
+  }
+  if (!outside) return;
   for (int64_t i = 0; i < n; ++i) {
     const float x = kSign * a[i];
     if (!(x <= 88.0f && x >= -87.0f) && !std::isnan(x)) o[i] = std::exp(x);
@@ -165,8 +172,12 @@ void FastLogLoop(const ExprOp& op, int64_t n, void* const* p) {
   const float* __restrict a = static_cast<const float*>(p[op.in[0]]);
   float* __restrict o = static_cast<float*>(p[op.out]);
   Eigen::Map<Eigen::ArrayXf>(o, n) = Eigen::Map<const Eigen::ArrayXf>(a, n).log();
+  const float min_normal = std::numeric_limits<float>::min();
+  int denormal = 0;
+  for (int64_t i = 0; i < n; ++i) denormal |= (a[i] < min_normal) & (a[i] > 0.0f);
+  if (!denormal) return;
   for (int64_t i = 0; i < n; ++i)
-    if (a[i] < std::numeric_limits<float>::min() && a[i] > 0.0f) o[i] = std::log(a[i]);
+    if (a[i] < min_normal && a[i] > 0.0f) o[i] = std::log(a[i]);
 }
 
 BlockFn FastF32Fn(HloOpcode opcode) {
