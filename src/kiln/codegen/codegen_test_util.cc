@@ -482,6 +482,116 @@ ENTRY e {
   ROOT f = f32[64,256] fusion(a, b, c), kind=kLoop, calls=fused
 })",
                    "dus_in_place"});
+  // Gather: unfused (an embedding lookup, with batching dimensions) and fused into a loop.
+  cases.push_back({"gather_embedding", R"(HloModule m
+ENTRY e {
+  table = f32[50,64] parameter(0)
+  ids = s32[7,3] parameter(1)
+  ROOT g = f32[7,3,64] gather(table, ids), offset_dims={2}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=2, slice_sizes={1,64}
+})",
+                   "loop"});
+  cases.push_back({"gather_batching_fused", R"(HloModule m
+fused {
+  p0 = bf16[4,9,6] parameter(0)
+  p1 = u8[4,5,2] parameter(1)
+  g = bf16[4,5,3,2] gather(p0, p1), offset_dims={2,3}, collapsed_slice_dims={}, start_index_map={1,2}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,3,2}
+  ROOT c = f32[4,5,3,2] convert(g)
+}
+ENTRY e {
+  a = bf16[4,9,6] parameter(0)
+  b = u8[4,5,2] parameter(1)
+  ROOT f = f32[4,5,3,2] fusion(a, b), kind=kLoop, calls=fused
+})",
+                   "loop"});
+  // Scatter: native atomics, compare-and-swap combiners, 1-byte elements, variadic
+  // (serialized), unique indices.
+  auto scatter_case = [](const std::string& name, const std::string& t, const std::string& combiner,
+                         const std::string& extra) {
+    return CatalogueCase{name, R"(HloModule m
+comb {
+  a = )" + t + R"([] parameter(0)
+  b = )" + t + R"([] parameter(1)
+  ROOT r = )" + t + "[] " + combiner + R"((a, b)
+}
+ENTRY e {
+  op = )" + t + R"([6,33] parameter(0)
+  idx = s32[40,1] parameter(1)
+  upd = )" + t + R"([40,33] parameter(2)
+  ROOT s = )" + t + R"([6,33] scatter(op, idx, upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=comb)" + extra + R"(
+})",
+                         "scatter"};
+  };
+  cases.push_back(scatter_case("scatter_add_f32", "f32", "add", ""));
+  cases.push_back(scatter_case("scatter_add_bf16", "bf16", "add", ""));
+  cases.push_back(scatter_case("scatter_add_f16", "f16", "add", ""));
+  cases.push_back(scatter_case("scatter_add_s64", "s64", "add", ""));
+  cases.push_back(scatter_case("scatter_min_s32", "s32", "minimum", ""));
+  cases.push_back(scatter_case("scatter_max_f32_cas", "f32", "maximum", ""));
+  cases.push_back(scatter_case("scatter_mul_f64_cas", "f64", "multiply", ""));
+  cases.push_back(scatter_case("scatter_add_s8_cas", "s8", "add", ""));
+  cases.push_back(scatter_case("scatter_or_pred_cas", "pred", "or", ""));
+  cases.push_back(scatter_case("scatter_add_c64_cas", "c64", "add", ""));
+  cases.push_back(scatter_case("scatter_add_c128_serialized", "c128", "add", ""));
+  cases.push_back({"scatter_overwrite_unique", R"(HloModule m
+comb {
+  a = f32[] parameter(0)
+  ROOT b = f32[] parameter(1)
+}
+ENTRY e {
+  op = f32[64,8] parameter(0)
+  idx = s32[8] constant({3, 60, 7, 0, 12, 33, 63, 20})
+  upd = f32[8,8] parameter(1)
+  ROOT s = f32[64,8] scatter(op, idx, upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, unique_indices=true, to_apply=comb
+})",
+                   "scatter"});
+  cases.push_back({"scatter_variadic_2d_windows", R"(HloModule m
+comb {
+  a0 = f32[] parameter(0)
+  a1 = s32[] parameter(1)
+  b0 = f32[] parameter(2)
+  b1 = s32[] parameter(3)
+  s0 = f32[] add(a0, b0)
+  m1 = s32[] maximum(a1, b1)
+  ROOT r = (f32[], s32[]) tuple(s0, m1)
+}
+ENTRY e {
+  o0 = f32[10,9,4] parameter(0)
+  o1 = s32[10,9,4] parameter(1)
+  idx = s64[5,2] parameter(2)
+  u0 = f32[5,3,4] parameter(3)
+  u1 = s32[5,3,4] parameter(4)
+  ROOT s = (f32[10,9,4], s32[10,9,4]) scatter(o0, o1, idx, u0, u1), update_window_dims={1,2}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0,1}, index_vector_dim=1, to_apply=comb
+})",
+                   "scatter"});
+  // rng-bit-generator: both algorithms, 32- and 64-bit outputs, narrow outputs, odd dims.
+  auto rng_case = [](const std::string& name, const std::string& alg, const std::string& state,
+                     const std::string& out) {
+    return CatalogueCase{name, R"(HloModule m
+ENTRY e {
+  s = )" + state + R"( parameter(0)
+  ROOT r = ()" + state + ", " + out + R"() rng-bit-generator(s), algorithm=)" + alg + R"(
+})",
+                         "rng_bit_generator"};
+  };
+  cases.push_back(rng_case("rng_philox_u32", "rng_philox", "u64[2]", "u32[37,5]"));
+  cases.push_back(rng_case("rng_philox3_u64", "rng_philox", "u64[3]", "u64[11]"));
+  cases.push_back(rng_case("rng_default_u8", "rng_default", "u64[2]", "u8[3,7]"));
+  cases.push_back(rng_case("rng_threefry_u32_odd", "rng_three_fry", "u64[2]", "u32[5,7,3]"));
+  cases.push_back(rng_case("rng_threefry_u32_even", "rng_three_fry", "u64[2]", "u32[5,8]"));
+  cases.push_back(rng_case("rng_threefry_u64", "rng_three_fry", "u64[2]", "u64[9,2]"));
+  cases.push_back(rng_case("rng_threefry_u16_scalar", "rng_three_fry", "u64[2]", "u16[]"));
+  // Iota and constant fill as unfused instructions.
+  cases.push_back({"iota_unfused", R"(HloModule m
+ENTRY e {
+  ROOT i = s64[100,3] iota(), iota_dimension=0
+})",
+                   "loop"});
+  cases.push_back({"fill_unfused", R"(HloModule m
+ENTRY e {
+  c = bf16[] constant(1.5)
+  ROOT b = bf16[1000] broadcast(c), dimensions={}
+})",
+                   "loop"});
   // Map and a non-fused elementwise instruction.
   cases.push_back({"map_unfused", R"(HloModule m
 f { a = f32[] parameter(0)  b = f32[] parameter(1)  m = f32[] multiply(a, b)  ROOT s = f32[] add(m, a) }

@@ -1,18 +1,7 @@
 // Compiling a module's generated kernels in parallel.
 //
 // codegen/ does not depend on the CUDA layer: the compiler is an interface, which the CUDA
-// backend implements over its NVRTC service (cuda::NvrtcCompiler, with its on-disk cache). A
-// minimal adapter (the tests' one is codegen/codegen_test_util.h):
-//
-//   class NvrtcKernelCompiler : public codegen::KernelCompiler {
-//     StatusOr<CompiledKernel> Compile(const KernelSpec& k, std::string_view arch) override {
-//       cuda::NvrtcRequest r;
-//       r.source = k.source; r.headers = k.headers; r.arch = std::string(arch);
-//       r.program_name = k.name + ".cu";
-//       KILN_ASSIGN_OR_RETURN(cuda::NvrtcProgram p, nvrtc_.Compile(r));
-//       return CompiledKernel{k.name, p.arch, std::move(p.cubin), std::move(p.log), p.from_cache};
-//     }
-//   };
+// backend implements over its NVRTC service and on-disk cache (cuda/nvrtc_kernel_compiler.h).
 #pragma once
 
 #include <span>

@@ -267,6 +267,8 @@ StatusOr<std::vector<Value>> ElementalEmitter::EmitUncached(const HloInstruction
       return EmitDynamicUpdateSlice(instr, index);
     case HloOpcode::kReduce:
       return EmitReduce(instr, index);
+    case HloOpcode::kGather:
+      return EmitGather(instr, index);
     case HloOpcode::kTuple: {
       std::vector<Value> values;
       for (const HloInstruction* op : instr.operands()) {
@@ -671,26 +673,100 @@ StatusOr<std::vector<IExpr>> ElementalEmitter::DynamicStarts(const HloInstructio
       KILN_ASSIGN_OR_RETURN(v, Emit(*instr.operand(first + d), Index{}));
     }
     const int64_t hi = std::max<int64_t>(0, operand_dims[d] - window[d]);
-    PrimitiveType st = v.type;
-    std::string lo_lit = ZeroLiteral(st), hi_lit = IntLiteral(hi, st);
-    if (!IsIntegralType(st)) return InvalidArgument("%", instr.name(), ": non-integer start index");
-    // Clamp in the index's own type first (a huge s64 start must not wrap in the cast).
-    std::string code = "(" + code_.index_type() + ")(" + v.expr + " < " + lo_lit + " ? " + lo_lit +
-                       " : (" + v.expr + " > " + hi_lit + " ? " + hi_lit + " : " + v.expr + "))";
-    if (IsUnsignedIntegralType(st))
-      code = "(" + code_.index_type() + ")(" + v.expr + " > " + hi_lit + " ? " + hi_lit + " : " + v.expr + ")";
-    if (hi == 0) {
-      starts.push_back(IExpr(0));
-    } else if (v.block == 0 && v.expr.find_first_not_of("0123456789()-LlUu") == std::string::npos) {
-      // A literal start: fold it.
-      int64_t lit = std::stoll(v.expr.substr(v.expr.find_first_of("-0123456789")));
-      starts.push_back(IExpr(std::clamp<int64_t>(lit, 0, hi)));
-    } else {
-      starts.push_back(code_.DefineVar(instr.name() + "_start" + std::to_string(d), code, {}, 0, hi, 1,
-                                       DepthOf(v)));
-    }
+    KILN_ASSIGN_OR_RETURN(IExpr start,
+                          ClampedIndex(instr, v, hi, instr.name() + "_start" + std::to_string(d)));
+    starts.push_back(start);
   }
   return starts;
+}
+
+StatusOr<IExpr> ElementalEmitter::ClampedIndex(const HloInstruction& instr, const Value& v,
+                                               int64_t hi, const std::string& name) {
+  PrimitiveType st = v.type;
+  if (!IsIntegralType(st)) return InvalidArgument("%", instr.name(), ": non-integer start index");
+  if (hi == 0) return IExpr(0);
+  if (v.block == 0 && v.expr.find_first_not_of("0123456789()-LlUu") == std::string::npos) {
+    // A literal start: fold it.
+    int64_t lit = std::stoll(v.expr.substr(v.expr.find_first_of("-0123456789")));
+    return IExpr(std::clamp<int64_t>(lit, 0, hi));
+  }
+  std::string lo_lit = ZeroLiteral(st), hi_lit = IntLiteral(hi, st);
+  // Clamp in the index's own type first (a huge s64 start must not wrap in the cast).
+  std::string code = "(" + code_.index_type() + ")(" + v.expr + " < " + lo_lit + " ? " + lo_lit +
+                     " : (" + v.expr + " > " + hi_lit + " ? " + hi_lit + " : " + v.expr + "))";
+  if (IsUnsignedIntegralType(st))
+    code = "(" + code_.index_type() + ")(" + v.expr + " > " + hi_lit + " ? " + hi_lit + " : " + v.expr + ")";
+  return code_.DefineVar(name, code, {}, 0, hi, 1, DepthOf(v));
+}
+
+// gather: output index = (batch coordinates, offset coordinates); the start of each batch
+// position's slice comes from the index vector at those batch coordinates, clamped so the
+// whole slice fits (XLA's semantics, as eval/gather_scatter.cc).
+StatusOr<std::vector<Value>> ElementalEmitter::EmitGather(const HloInstruction& instr,
+                                                          const Index& index) {
+  const HloAttributes& at = instr.attrs();
+  if (!at.gather_dimension_numbers)
+    return InvalidArgument("gather %", instr.name(), " has no dimension numbers");
+  const GatherDimensionNumbers& dn = *at.gather_dimension_numbers;
+  const HloInstruction& op = *instr.operand(0);
+  const HloInstruction& ind = *instr.operand(1);
+  const Shape& os = op.shape();
+  const Shape& is = ind.shape();
+  const int64_t orank = os.rank(), irank = is.rank(), rrank = instr.shape().rank();
+  const std::vector<int64_t>& slice = at.gather_slice_sizes;
+  const int64_t ivd = dn.index_vector_dim;
+  if (int64_t(slice.size()) != orank || ivd < 0 || ivd > irank ||
+      dn.operand_batching_dims.size() != dn.start_indices_batching_dims.size())
+    return InvalidArgument("gather %", instr.name(), ": malformed dimension numbers");
+  const int64_t vector_size = ivd == irank ? 1 : is.dimensions(ivd);
+  if (vector_size != int64_t(dn.start_index_map.size()))
+    return InvalidArgument("gather %", instr.name(), ": index vectors do not match start_index_map");
+  auto contains = [](const std::vector<int64_t>& v, int64_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  std::vector<int64_t> window_operand_dims;
+  for (int64_t d = 0; d < orank; ++d)
+    if (!contains(dn.collapsed_slice_dims, d) && !contains(dn.operand_batching_dims, d))
+      window_operand_dims.push_back(d);
+  std::vector<IExpr> batch, window;
+  for (int64_t d = 0; d < rrank; ++d) (contains(dn.offset_dims, d) ? window : batch).push_back(index.dims[d]);
+  if (window.size() != window_operand_dims.size() || int64_t(batch.size()) != irank - (ivd < irank ? 1 : 0))
+    return InvalidArgument("gather %", instr.name(), ": result does not match the dimension numbers");
+  // The indices' batch dimensions (all but index_vector_dim, in order) take the batch coordinates.
+  auto indices_index = [&](int64_t k) {
+    Index ii;
+    int64_t b = 0;
+    for (int64_t d = 0; d < irank; ++d) ii.dims.push_back(d == ivd ? IExpr(k) : batch[b++]);
+    return ii;
+  };
+  auto batch_position = [&](int64_t indices_dim) {
+    int64_t b = 0;
+    for (int64_t d = 0; d < irank; ++d) {
+      if (d == ivd) continue;
+      if (d == indices_dim) return b;
+      ++b;
+    }
+    return int64_t{-1};
+  };
+  std::vector<IExpr> starts(orank, IExpr(0));
+  for (int64_t k = 0; k < vector_size; ++k) {
+    const int64_t d = dn.start_index_map[k];
+    if (d < 0 || d >= orank) return InvalidArgument("gather %", instr.name(), ": bad start_index_map");
+    KILN_ASSIGN_OR_RETURN(Value v, Emit(ind, indices_index(k)));
+    KILN_ASSIGN_OR_RETURN(starts[d], ClampedIndex(instr, v, std::max<int64_t>(0, os.dimensions(d) - slice[d]),
+                                                  instr.name() + "_start" + std::to_string(d)));
+  }
+  for (size_t i = 0; i < dn.operand_batching_dims.size(); ++i) {
+    const int64_t pos = batch_position(dn.start_indices_batching_dims[i]);
+    if (pos < 0) return InvalidArgument("gather %", instr.name(), ": bad start_indices_batching_dims");
+    starts[dn.operand_batching_dims[i]] = batch[pos];
+  }
+  Index oi;
+  oi.dims = starts;
+  for (size_t j = 0; j < window_operand_dims.size(); ++j)
+    oi.dims[window_operand_dims[j]] = starts[window_operand_dims[j]] + window[j];
+  KILN_ASSIGN_OR_RETURN(Value v, Emit(op, oi));
+  return std::vector<Value>{v};
 }
 
 StatusOr<std::vector<Value>> ElementalEmitter::EmitDynamicSlice(const HloInstruction& instr,

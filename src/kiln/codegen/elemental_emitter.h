@@ -157,6 +157,10 @@ class ElementalEmitter {
   StatusOr<std::vector<Value>> EmitReduce(const HloInstruction& instr, const Index& index);
   StatusOr<std::vector<Value>> EmitBitcastConvertResize(const HloInstruction& instr,
                                                         const Index& index);
+  StatusOr<std::vector<Value>> EmitGather(const HloInstruction& instr, const Index& index);
+  // `v` (an integer index) clamped to [0, hi] as an index variable named `name`.
+  StatusOr<IExpr> ClampedIndex(const HloInstruction& instr, const Value& v, int64_t hi,
+                               const std::string& name);
   StatusOr<std::vector<Value>> EmitConstant(const HloInstruction& instr, const Index& index);
   // Emits the value of `instr` into the variable `out` (declared by the caller) inside the
   // current block.

@@ -64,6 +64,8 @@ class KernelAssembler {
   void AddLaunch(const std::string& entry, runtime::LaunchDims dims);
   // Records which leaves the emitters read (KernelParam::read).
   void NoteReads(const ElementalEmitter& em);
+  // Marks operand `i` read (for kernels that read it without the elemental emitter).
+  void MarkRead(int64_t i) { operand_read_[i] = true; }
 
   StatusOr<KernelSpec> Finish();
 

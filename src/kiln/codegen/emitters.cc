@@ -26,6 +26,8 @@ std::string_view EmitterKindName(EmitterKind kind) {
     case EmitterKind::kColumnReduction: return "column_reduction";
     case EmitterKind::kTranspose: return "transpose";
     case EmitterKind::kDynamicUpdateSliceInPlace: return "dus_in_place";
+    case EmitterKind::kScatter: return "scatter";
+    case EmitterKind::kRngBitGenerator: return "rng_bit_generator";
   }
   return "?";
 }
@@ -40,7 +42,7 @@ bool IsElementalOpcode(HloOpcode op) {
     case HloOpcode::kSlice: case HloOpcode::kReverse: case HloOpcode::kIota: case HloOpcode::kCopy:
     case HloOpcode::kPad: case HloOpcode::kConcatenate: case HloOpcode::kDynamicSlice:
     case HloOpcode::kDynamicUpdateSlice: case HloOpcode::kReduce: case HloOpcode::kTuple:
-    case HloOpcode::kGetTupleElement: case HloOpcode::kMap:
+    case HloOpcode::kGetTupleElement: case HloOpcode::kMap: case HloOpcode::kGather:
       return true;
     default:
       return ElementalOps::Supports(op);
@@ -72,6 +74,8 @@ bool IsInPlaceDus(const FusionView& view) {
 }  // namespace
 
 StatusOr<EmitterKind> ChooseEmitter(const HloInstruction& instr) {
+  if (instr.opcode() == HloOpcode::kScatter) return EmitterKind::kScatter;
+  if (instr.opcode() == HloOpcode::kRngBitGenerator) return EmitterKind::kRngBitGenerator;
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
   for (const HloInstruction* i : view.body)
     if (!IsElementalOpcode(i->opcode()))
@@ -105,6 +109,8 @@ StatusOr<KernelSpec> EmitWith(EmitterKind kind, const HloInstruction& instr,
     case EmitterKind::kTranspose: return EmitTranspose(instr, device, config);
     case EmitterKind::kDynamicUpdateSliceInPlace:
       return EmitDynamicUpdateSliceInPlace(instr, device, config);
+    case EmitterKind::kScatter: return EmitScatter(instr, device, config);
+    case EmitterKind::kRngBitGenerator: return EmitRngBitGenerator(instr, device, config);
   }
   return Internal("bad emitter kind");
 }
@@ -141,8 +147,10 @@ StatusOr<KernelConfig> DefaultConfig(EmitterKind kind, const HloInstruction& ins
     }
     case EmitterKind::kTranspose:
       return ResolveTransposeConfig(device, KernelConfig{});
-    case EmitterKind::kDynamicUpdateSliceInPlace: {
-      KILN_ASSIGN_OR_RETURN(KernelSpec spec, EmitDynamicUpdateSliceInPlace(instr, device, KernelConfig{}));
+    case EmitterKind::kDynamicUpdateSliceInPlace:
+    case EmitterKind::kScatter:
+    case EmitterKind::kRngBitGenerator: {
+      KILN_ASSIGN_OR_RETURN(KernelSpec spec, EmitWith(kind, instr, device, KernelConfig{}));
       return spec.config;
     }
   }
@@ -190,6 +198,10 @@ StatusOr<std::vector<KernelConfig>> CandidateConfigs(const HloInstruction& instr
     case EmitterKind::kDynamicUpdateSliceInPlace:
       for (int b : {128, 256, 512})
         for (int v : halves(def.vector_width)) raw.push_back(KernelConfig{b, v, 1, 0, 0, 0});
+      break;
+    case EmitterKind::kScatter:
+    case EmitterKind::kRngBitGenerator:
+      for (int b : {128, 256, 512, 1024}) raw.push_back(KernelConfig{b, 1, 1, 0, 0, 0});
       break;
   }
   std::vector<KernelConfig> out;

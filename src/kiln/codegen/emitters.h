@@ -15,6 +15,14 @@
 //   EmitDynamicUpdateSliceInPlace  a fusion rooted at dynamic-update-slice of a parameter:
 //                      writes only the update window into the operand's buffer (in_place).
 //
+// Standalone instructions the GPU compiler runs as kernels of their own:
+//   EmitScatter        scatter, in place (output i is operand i's buffer): atomic, unique-index
+//                      or serialized (deterministic) combining; see ScatterMode.
+//   EmitRngBitGenerator  rng-bit-generator (Philox, Threefry), bit-exact with the evaluator.
+//   Gather, iota, broadcast of a constant (fill), copy and transpose need no emitter of their
+//   own: the loop (or transpose) emitter takes them as unfused instructions, and gather also
+//   fuses into loop fusions like any other index map.
+//
 // Every emitter returns Unimplemented (with the reason) for a fusion it cannot take; EmitKernel
 // picks the best emitter that can (ChooseEmitter) and falls back to EmitLoop where it can.
 #pragma once
@@ -36,6 +44,8 @@ enum class EmitterKind {
   kColumnReduction,
   kTranspose,
   kDynamicUpdateSliceInPlace,
+  kScatter,
+  kRngBitGenerator,
 };
 std::string_view EmitterKindName(EmitterKind kind);  // "loop", "row_reduction", ...
 
@@ -50,6 +60,27 @@ StatusOr<KernelSpec> EmitTranspose(const HloInstruction& fusion_or_op, const Dev
 StatusOr<KernelSpec> EmitDynamicUpdateSliceInPlace(const HloInstruction& fusion_or_op,
                                                    const DeviceSpec& device,
                                                    const KernelConfig& config);
+
+// How a scatter combines updates (emit_scatter.cc):
+//   kAuto        kUnique when the scatter says unique_indices=true, else kAtomic when it has
+//                one operand of 1, 2, 4 or 8-byte elements, else kSerialized.
+//   kAtomic      one thread per update element, atomic read-modify-write (native atomics for
+//                add/min/max/and/or/xor where the hardware has them, else compare-and-swap
+//                around the combiner); duplicate indices combine in an unspecified order.
+//   kUnique      one thread per update element, plain loads and stores: only correct when no
+//                two updates hit the same element.
+//   kSerialized  one block applies the windows in row-major order: deterministic, the
+//                evaluator's exact order, slow for many windows. A compiler's deterministic
+//                mode asks for it.
+enum class ScatterMode { kAuto, kAtomic, kUnique, kSerialized };
+std::string_view ScatterModeName(ScatterMode mode);
+
+// Knobs: block_size only.
+StatusOr<KernelSpec> EmitScatter(const HloInstruction& scatter, const DeviceSpec& device,
+                                 const KernelConfig& config, ScatterMode mode = ScatterMode::kAuto);
+// Knobs: block_size only. Outputs: the new state, then the bits.
+StatusOr<KernelSpec> EmitRngBitGenerator(const HloInstruction& rng, const DeviceSpec& device,
+                                         const KernelConfig& config);
 
 // The emitter best suited to `instr`, judged from its structure (Unimplemented with a reason
 // when none can run it: the compiler should then not form that fusion).

@@ -438,6 +438,103 @@ KILN_DEVICE u16 kiln_shfl_xor(u16 v, int m) { return (u16)__shfl_xor_sync(0xffff
 KILN_DEVICE s8 kiln_shfl_xor(s8 v, int m) { return (s8)__shfl_xor_sync(0xffffffffu, (int)v, m); }
 KILN_DEVICE u8 kiln_shfl_xor(u8 v, int m) { return (u8)__shfl_xor_sync(0xffffffffu, (int)v, m); }
 KILN_DEVICE bool kiln_shfl_xor(bool v, int m) { return __shfl_xor_sync(0xffffffffu, (int)v, m) != 0; }
+
+// ---- Counter-based random bits (rng-bit-generator; bit-exact with eval/rng.cc) ----
+
+// Threefry-2x32, 20 rounds.
+KILN_DEVICE void kiln_threefry2x32(u32 x[2], u32 k0, u32 k1) {
+  const u32 ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
+  x[0] += ks[0];
+  x[1] += ks[1];
+  #pragma unroll
+  for (int block = 0; block < 5; ++block) {
+    #pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int rot = (block % 2 == 0) ? (r == 0 ? 13 : r == 1 ? 15 : r == 2 ? 26 : 6)
+                                       : (r == 0 ? 17 : r == 1 ? 29 : r == 2 ? 16 : 24);
+      x[0] += x[1];
+      x[1] = (x[1] << rot) | (x[1] >> (32 - rot));
+      x[1] ^= x[0];
+    }
+    x[0] += ks[(block + 1) % 3];
+    x[1] += ks[(block + 2) % 3] + (u32)(block + 1);
+  }
+}
+
+// Philox-4x32, 10 rounds.
+KILN_DEVICE void kiln_philox4x32(u32 x[4], u32 k0, u32 k1) {
+  #pragma unroll
+  for (int round = 0; round < 10; ++round) {
+    const u64 p0 = (u64)x[0] * 0xD2511F53u;
+    const u64 p1 = (u64)x[2] * 0xCD9E8D57u;
+    const u32 y0 = (u32)(p1 >> 32) ^ x[1] ^ k0;
+    const u32 y1 = (u32)p1;
+    const u32 y2 = (u32)(p0 >> 32) ^ x[3] ^ k1;
+    const u32 y3 = (u32)p0;
+    x[0] = y0;
+    x[1] = y1;
+    x[2] = y2;
+    x[3] = y3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+}
+
+// ---- Atomic read-modify-write of one element with any combiner (scatter) ----
+
+// *p = f(*p) atomically, for elements of 1, 2, 4 or 8 bytes (S: the storage type). 1- and
+// 2-byte elements are updated through compare-and-swap on their aligned 32-bit word, leaving
+// the neighbouring bytes as they are.
+template <typename S, typename F>
+KILN_DEVICE void kiln_atomic_update(S* p, F f) {
+  static_assert(sizeof(S) == 1 || sizeof(S) == 2 || sizeof(S) == 4 || sizeof(S) == 8,
+                "kiln_atomic_update: unsupported element size");
+  if constexpr (sizeof(S) == 8) {
+    unsigned long long* w = reinterpret_cast<unsigned long long*>(p);
+    unsigned long long old = *w, assumed;
+    do {
+      assumed = old;
+      S v;
+      memcpy(&v, &assumed, 8);
+      const S n = f(v);
+      unsigned long long bits;
+      memcpy(&bits, &n, 8);
+      if (bits == assumed) break;
+      old = atomicCAS(w, assumed, bits);
+    } while (old != assumed);
+  } else if constexpr (sizeof(S) == 4) {
+    unsigned int* w = reinterpret_cast<unsigned int*>(p);
+    unsigned int old = *w, assumed;
+    do {
+      assumed = old;
+      S v;
+      memcpy(&v, &assumed, 4);
+      const S n = f(v);
+      unsigned int bits;
+      memcpy(&bits, &n, 4);
+      if (bits == assumed) break;
+      old = atomicCAS(w, assumed, bits);
+    } while (old != assumed);
+  } else {
+    const unsigned long long a = reinterpret_cast<unsigned long long>(p);
+    unsigned int* w = reinterpret_cast<unsigned int*>(a & ~3ull);
+    const unsigned int shift = (unsigned int)(a & 3u) * 8u;
+    const unsigned int mask = (sizeof(S) == 1 ? 0xFFu : 0xFFFFu) << shift;
+    unsigned int old = *w, assumed;
+    do {
+      assumed = old;
+      const unsigned int cur = (assumed & mask) >> shift;
+      S v;
+      memcpy(&v, &cur, sizeof(S));
+      const S n = f(v);
+      unsigned int bits = 0;
+      memcpy(&bits, &n, sizeof(S));
+      const unsigned int next = (assumed & ~mask) | ((bits << shift) & mask);
+      if (next == assumed) break;
+      old = atomicCAS(w, assumed, next);
+    } while (old != assumed);
+  }
+}
 )CUDA";
 
 }  // namespace

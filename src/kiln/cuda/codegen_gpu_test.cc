@@ -5,7 +5,8 @@
 // (each extracted into a module of its own). Results must match within eval/tolerance.h's
 // per-type tolerances. Skipped without a GPU.
 //
-// KILN_CODEGEN_GPU_CORPUS=N runs every N-th distinct tests/data kernel (default 2; 0 skips).
+// KILN_CODEGEN_GPU_CORPUS=N runs every N-th distinct tests/data kernel (default 2; 0 skips);
+// KILN_CODEGEN_GPU_FILTER=a,b keeps only kernels whose HLO text contains a or b.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "kiln/base/strings.h"
 #include "kiln/base/thread_pool.h"
 #include "kiln/codegen/codegen_test_util.h"
 #include "kiln/codegen/emitters.h"
@@ -39,6 +41,23 @@ struct Job {
   std::unique_ptr<HloModule> module;
   KernelSpec kernel;
 };
+
+// Whether a scatter combiner gives the same result in any order of application (up to float
+// rounding): a single add/multiply/min/max/and/or/xor of its two parameters.
+bool CommutativeCombiner(const HloComputation& c) {
+  const HloInstruction* r = c.root_instruction();
+  if (c.num_parameters() != 2 || r->operand_count() != 2 ||
+      r->operand(0)->opcode() != HloOpcode::kParameter ||
+      r->operand(1)->opcode() != HloOpcode::kParameter || r->operand(0) == r->operand(1))
+    return false;
+  switch (r->opcode()) {
+    case HloOpcode::kAdd: case HloOpcode::kMultiply: case HloOpcode::kMinimum:
+    case HloOpcode::kMaximum: case HloOpcode::kAnd: case HloOpcode::kOr: case HloOpcode::kXor:
+      return true;
+    default:
+      return false;
+  }
+}
 
 class CodegenGpuTest : public ::testing::Test {
  protected:
@@ -84,7 +103,23 @@ class CodegenGpuTest : public ::testing::Test {
         ++skipped;
         continue;
       }
-      StatusOr<Literal> got = testing::RunKernel(*device_, *stream_, j.kernel, (*cubins)[i].cubin, args);
+      // The kernel's operands: the root's operands, entry parameters or constants.
+      std::vector<Literal> kernel_args;
+      const HloInstruction* root = j.module->entry_computation()->root_instruction();
+      for (const HloInstruction* op : root->operands()) {
+        if (op->opcode() == HloOpcode::kParameter) {
+          kernel_args.push_back(args[op->parameter_number()]);
+        } else if (op->opcode() == HloOpcode::kConstant) {
+          kernel_args.push_back(op->literal());
+        } else {
+          ADD_FAILURE() << j.name << ": operand %" << op->name() << " is computed";
+          ++failures;
+          break;
+        }
+      }
+      if (kernel_args.size() != size_t(root->operand_count())) continue;
+      StatusOr<Literal> got =
+          testing::RunKernel(*device_, *stream_, j.kernel, (*cubins)[i].cubin, kernel_args);
       if (!got.ok()) {
         if (failures++ < 40) ADD_FAILURE() << j.name << ": " << got.status().ToString();
         continue;
@@ -148,6 +183,11 @@ TEST_F(CodegenGpuTest, TestDataKernelsMatchEvaluator) {
   for (const auto& e : fs::recursive_directory_iterator(fs::path(src) / "tests" / "data"))
     if (e.is_regular_file() && e.path().filename() == "module.hlo") paths.push_back(e.path());
   std::sort(paths.begin(), paths.end());
+  // KILN_CODEGEN_GPU_FILTER=" scatter(, gather(": only kernels whose HLO holds one of these.
+  std::vector<std::string> filter;
+  if (const char* env = std::getenv("KILN_CODEGEN_GPU_FILTER"))
+    for (std::string_view f : StrSplit(env, ','))
+      if (!f.empty()) filter.emplace_back(f);
   GpuFusionPolicy policy;
   std::vector<Job> jobs;
   std::set<std::string> sources;
@@ -160,8 +200,19 @@ TEST_F(CodegenGpuTest, TestDataKernelsMatchEvaluator) {
     for (const HloInstruction* i : codegen::testing::KernelInstructions(**m)) {
       StatusOr<std::unique_ptr<HloModule>> one = codegen::testing::ExtractKernelModule(**m, *i);
       if (!one.ok()) continue;
-      StatusOr<KernelSpec> k = codegen::EmitKernel(*(*one)->entry_computation()->root_instruction(), spec_);
+      const HloInstruction& root = *(*one)->entry_computation()->root_instruction();
+      // Random indices repeat: a scatter whose combiner is not commutative (an overwrite) has
+      // no single right answer under atomics, so those run serialized, in the evaluator's order.
+      StatusOr<KernelSpec> k =
+          root.opcode() == HloOpcode::kScatter && !CommutativeCombiner(*root.to_apply())
+              ? codegen::EmitScatter(root, spec_, {}, codegen::ScatterMode::kSerialized)
+              : codegen::EmitKernel(root, spec_);
       if (!k.ok() || !sources.insert(k->source).second) continue;
+      if (!filter.empty()) {
+        bool keep = false;
+        for (const std::string& f : filter) keep |= k->hlo.find(f) != std::string::npos;
+        if (!keep) continue;
+      }
       if (seen++ % stride != 0) continue;
       jobs.push_back(Job{p.parent_path().filename().string() + "." + i->name(), std::move(one).value(),
                          std::move(k).value()});

@@ -1,5 +1,5 @@
-// Test helpers joining codegen/ and the CUDA room: codegen's KernelCompiler over the NVRTC
-// service, and running one generated kernel on a device against host literals. Test code only.
+// Test helpers joining codegen/ and the CUDA room: running one generated kernel on a device
+// against host literals. Test code only.
 #pragma once
 
 #include <cstring>
@@ -11,6 +11,7 @@
 #include "kiln/codegen/elemental_emitter.h"
 #include "kiln/codegen/kernel_spec.h"
 #include "kiln/cuda/nvrtc_compiler.h"
+#include "kiln/cuda/nvrtc_kernel_compiler.h"
 #include "kiln/hlo/literal.h"
 #include "kiln/runtime/allocator.h"
 #include "kiln/runtime/device.h"
@@ -20,25 +21,7 @@
 
 namespace kiln::cuda::testing {
 
-// codegen's compiler interface over NvrtcCompiler (thread-safe as NvrtcCompiler is).
-class NvrtcKernelCompiler : public codegen::KernelCompiler {
- public:
-  explicit NvrtcKernelCompiler(NvrtcCompiler& nvrtc) : nvrtc_(nvrtc) {}
-  StatusOr<codegen::CompiledKernel> Compile(const codegen::KernelSpec& k,
-                                            std::string_view arch) override {
-    NvrtcRequest r;
-    r.source = k.source;
-    r.headers = k.headers;
-    r.arch = std::string(arch);
-    r.program_name = k.name + ".cu";
-    KILN_ASSIGN_OR_RETURN(NvrtcProgram p, nvrtc_.Compile(r));
-    return codegen::CompiledKernel{k.name, p.arch, std::move(p.cubin), std::move(p.log),
-                                   p.from_cache};
-  }
-
- private:
-  NvrtcCompiler& nvrtc_;
-};
+using cuda::NvrtcKernelCompiler;
 
 // Physical offsets (in elements) of each logical row-major element of `shape`.
 inline std::vector<int64_t> PhysicalOffsets(const Shape& shape) {
