@@ -324,46 +324,41 @@ static bool SplitSmallPart(const CodeBuilder& b, const IExpr& e, int64_t d, IExp
   return false;
 }
 
+// Floor division and modulo. Both split off the terms whose coefficients are multiples of d
+// and bring what is left (the rest) into [0, ...) by moving multiples of d between the rest
+// and the quotient: the rest is then divided with unsigned arithmetic, and the result is the
+// exact floor quotient / non-negative remainder for every value of e -- also where e is
+// negative (an index computed outside the guard that makes it valid).
+namespace {
+int64_t FloorDiv(int64_t a, int64_t d) { return a >= 0 ? a / d : -((-a + d - 1) / d); }
+}  // namespace
+
 IExpr CodeBuilder::Div(const IExpr& e, int64_t d, std::string_view name_hint) {
   assert(d > 0);
   if (d == 1) return e;
   if (Min(e) >= 0 && Max(e) < d) return IExpr(0);
-  // Exact part: terms whose coefficient is a multiple of d.
   IExpr quotient, rest;
   for (const auto& [v, k] : e.terms()) {
     if (k % d == 0) quotient = quotient + IExpr::Var(v, k / d);
     else rest = rest + IExpr::Var(v, k);
   }
-  int64_t c = e.constant();
-  if (Min(rest) >= 0 && c >= 0) {
-    quotient = quotient + IExpr(c / d);
-    rest = rest + IExpr(c % d);
-  } else {
-    rest = rest + IExpr(c);
+  const int64_t c = e.constant(), cq = FloorDiv(c, d);
+  quotient = quotient + IExpr(cq);
+  rest = rest + IExpr(c - cq * d);
+  if (Min(rest) < 0) {
+    const int64_t m = (-Min(rest) + d - 1) / d;
+    rest = rest + IExpr(m * d);
+    quotient = quotient - IExpr(m);
   }
-  if (Min(rest) < 0 && Min(e) >= 0) {
-    // Splitting off multiples of d only keeps floor semantics with a non-negative rest.
-    quotient = IExpr();
-    rest = e;
-  }
-  if (rest.is_constant() && rest.constant() >= 0) return quotient + IExpr(rest.constant() / d);
-  if (Min(rest) >= 0 && Max(rest) < d) return quotient;
+  if (rest.is_constant()) return quotient + IExpr(rest.constant() / d);
+  if (Max(rest) < d) return quotient;
   IExpr a, r;
   if (SplitSmallPart(*this, rest, d, &a, &r)) return quotient + Div(a, d, name_hint);
-  const bool nonneg = Min(rest) >= 0;
-  std::string code;
   std::string rendered = RenderNoMaterialize(rest);
-  if (nonneg) {
-    std::string u = wide_index() ? "unsigned long long" : "unsigned";
-    std::string suffix = wide_index() ? "ull" : "u";
-    code = "(" + index_type_ + ")((" + u + ")(" + rendered + ") / " + std::to_string(d) + suffix + ")";
-  } else {
-    code = "(" + rendered + ") / " + IndexLiteral(d);
-  }
-  int64_t lo = Min(rest), hi = Max(rest);
-  auto fdiv = [&](int64_t x) { return x >= 0 ? x / d : -((-x + d - 1) / d); };
-  IExpr q = DefineVar(name_hint, code, VarsOf(rest), nonneg ? lo / d : fdiv(lo),
-                      nonneg ? hi / d : (hi >= 0 ? hi / d : fdiv(hi)), 1);
+  std::string u = wide_index() ? "unsigned long long" : "unsigned";
+  std::string suffix = wide_index() ? "ull" : "u";
+  std::string code = "(" + index_type_ + ")((" + u + ")(" + rendered + ") / " + std::to_string(d) + suffix + ")";
+  IExpr q = DefineVar(name_hint, code, VarsOf(rest), Min(rest) / d, Max(rest) / d, 1);
   return quotient + q;
 }
 
@@ -374,31 +369,19 @@ IExpr CodeBuilder::Mod(const IExpr& e, int64_t d, std::string_view name_hint) {
   IExpr rest;
   for (const auto& [v, k] : e.terms())
     if (k % d != 0) rest = rest + IExpr::Var(v, k);
-  int64_t c = e.constant();
-  bool nonneg = Min(e) >= 0;
-  if (!nonneg) {
-    // Terms dropped above are only harmless for non-negative operands.
-    rest = e;
-  } else {
-    rest = rest + IExpr(c % d);
-    if (Min(rest) < 0) rest = e;
-  }
-  if (rest.is_constant() && rest.constant() >= 0) return IExpr(rest.constant() % d);
-  if (Min(rest) >= 0 && Max(rest) < d) return rest;
+  const int64_t c = e.constant();
+  rest = rest + IExpr(c - FloorDiv(c, d) * d);
+  if (Min(rest) < 0) rest = rest + IExpr((-Min(rest) + d - 1) / d * d);
+  if (rest.is_constant()) return IExpr(rest.constant() % d);
+  if (Max(rest) < d) return rest;
   IExpr a, r;
-  if (nonneg && SplitSmallPart(*this, rest, d, &a, &r)) return Mod(a, d, name_hint) + r;
+  if (SplitSmallPart(*this, rest, d, &a, &r)) return Mod(a, d, name_hint) + r;
   std::string rendered = RenderNoMaterialize(rest);
-  std::string code;
-  if (Min(rest) >= 0) {
-    std::string u = wide_index() ? "unsigned long long" : "unsigned";
-    std::string suffix = wide_index() ? "ull" : "u";
-    code = "(" + index_type_ + ")((" + u + ")(" + rendered + ") % " + std::to_string(d) + suffix + ")";
-  } else {
-    code = "(" + rendered + ") % " + IndexLiteral(d);
-  }
+  std::string u = wide_index() ? "unsigned long long" : "unsigned";
+  std::string suffix = wide_index() ? "ull" : "u";
+  std::string code = "(" + index_type_ + ")((" + u + ")(" + rendered + ") % " + std::to_string(d) + suffix + ")";
   int64_t g = std::gcd(MultipleOf(rest), d);
-  return DefineVar(name_hint, code, VarsOf(rest), Min(rest) >= 0 ? 0 : -(d - 1), d - 1,
-                   g == 0 ? 1 : g);
+  return DefineVar(name_hint, code, VarsOf(rest), 0, d - 1, g == 0 ? 1 : g);
 }
 
 IExpr CodeBuilder::Clamp(const IExpr& e, int64_t lo, int64_t hi, std::string_view name_hint) {

@@ -137,9 +137,8 @@ class CodeBuilder {
   // Depth of the innermost open block defining a variable of `e` (0 for constants).
   int DepthOf(const IExpr& e) const;
 
-  // Non-affine operations (d > 0). Floor semantics for non-negative ranges; for possibly negative
-  // operands the result is C's truncating division (callers only use such results where the
-  // operand is non-negative).
+  // Non-affine operations (d > 0) with floor semantics for every value of e, negative ones
+  // included: Div(e, d) = floor(e / d), Mod(e, d) = e - d * floor(e / d), in [0, d).
   IExpr Div(const IExpr& e, int64_t d, std::string_view name_hint = "q");
   IExpr Mod(const IExpr& e, int64_t d, std::string_view name_hint = "r");
   // min(max(e, lo), hi).
