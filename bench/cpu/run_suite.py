@@ -13,7 +13,8 @@ kiln. Times are medians of wall time per execution (XLA: execute + block_until_r
 Memory: the bytes a run touches as each compiler plans them before running: kiln
 arguments + constants + arena (the arena holds temporaries and outputs: MemoryStats of
 `kiln compile --stats`); XLA arguments + outputs + temporaries - aliased (CompiledMemoryStats).
-Prints a table: kiln ms, XLA ms, kiln/XLA, memory both, and the geometric mean of the ratios.
+Prints a table: kiln ms, XLA ms, kiln/XLA, memory both, the geometric mean of the ratios, and
+for the GEMM modules Eigen's best time for the shape (bench/cpu/eigen_gemm, built with kiln).
 """
 import argparse
 import json
@@ -105,6 +106,21 @@ def kiln_compare(kiln, path, npz, threads):
     return r.returncode == 0, (r.stdout + r.stderr).strip()
 
 
+def eigen_best(eigen, text, iterations, threads):
+    """Eigen's best time for a GEMM module (two parameters [M,K] and [K,N]), or None."""
+    m = re.search(r"entry_computation_layout=\{\(f32\[(\d+),(\d+)\]\{1,0\}, f32\[(\d+),(\d+)\]\{1,0\}\)->", text)
+    if not m or not os.path.exists(eigen):
+        return None
+    mm, k, k2, n = (int(g) for g in m.groups())
+    if k != k2:
+        return None
+    cmd = [eigen, str(mm), str(n), str(k), "--iterations", str(iterations)]
+    if threads:
+        cmd += ["--threads", str(threads)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return json.loads(r.stdout)["best_ms"] if r.returncode == 0 else None
+
+
 def mib(b):
     return f"{b / 2**20:.1f}"
 
@@ -113,6 +129,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln", default=os.path.join(ROOT, "build/src/kiln/tools/kiln"))
     ap.add_argument("--modules", default=os.path.join(HERE, "modules"))
+    ap.add_argument("--eigen", default=os.path.join(ROOT, "build/bench/cpu/eigen_gemm"),
+                    help="eigen_gemm binary (GEMM modules: Eigen's best time beside kiln's)")
     ap.add_argument("--only", default="")
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
@@ -151,23 +169,30 @@ def main():
             k_ms, k_cpu, k_mem = float("nan"), float("nan"), 0
         if a.cpu_time:
             k_ms, x_ms = k_cpu, x_cpu
-        rows.append((name, k_ms, x_ms, k_ms / x_ms, k_mem, x_mem, ok))
+        e_ms = None if a.cpu_time else eigen_best(a.eigen, text, a.iterations, a.threads)
+        rows.append((name, k_ms, x_ms, k_ms / x_ms, k_mem, x_mem, ok, e_ms))
         if not ok:
             print(f"{name}: kiln differs from XLA:\n{msg}", file=sys.stderr)
         print(f"{name:18s} kiln {k_ms:9.3f} ms  xla {x_ms:9.3f} ms  ratio {k_ms / x_ms:5.2f}", file=sys.stderr,
               flush=True)
     ratios = [r[3] for r in rows if r[3] == r[3]]
     geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else float("nan")
+    def eig(k, e):
+        return (f"{e:.3f}", f"{k / e:.2f}") if e else ("", "")
     if a.markdown:
-        print("| workload | kiln ms | XLA ms | kiln/XLA | kiln MiB | XLA MiB | outputs match XLA |")
-        print("|---|---:|---:|---:|---:|---:|---|")
-        for n, k, x, r, km, xm, ok in rows:
-            print(f"| {n} | {k:.3f} | {x:.3f} | {r:.2f} | {mib(km)} | {mib(xm)} | {'yes' if ok else 'NO'} |")
-        print(f"| geometric mean | | | {geo:.2f} | | | |")
+        print("| workload | kiln ms | XLA ms | kiln/XLA | kiln MiB | XLA MiB | outputs match XLA | Eigen best ms | kiln/Eigen |")
+        print("|---|---:|---:|---:|---:|---:|---|---:|---:|")
+        for n, k, x, r, km, xm, ok, e in rows:
+            es, er = eig(k, e)
+            print(f"| {n} | {k:.3f} | {x:.3f} | {r:.2f} | {mib(km)} | {mib(xm)} | {'yes' if ok else 'NO'} | {es} | {er} |")
+        print(f"| geometric mean | | | {geo:.2f} | | | | | |")
     else:
-        print(f"{'workload':18s} {'kiln ms':>10s} {'XLA ms':>10s} {'kiln/XLA':>9s} {'kiln MiB':>9s} {'XLA MiB':>8s}  match")
-        for n, k, x, r, km, xm, ok in rows:
-            print(f"{n:18s} {k:10.3f} {x:10.3f} {r:9.2f} {mib(km):>9s} {mib(xm):>8s}  {'yes' if ok else 'NO'}")
+        print(f"{'workload':18s} {'kiln ms':>10s} {'XLA ms':>10s} {'kiln/XLA':>9s} {'kiln MiB':>9s} {'XLA MiB':>8s}  match"
+              f" {'Eigen ms':>9s} {'kiln/Eigen':>10s}")
+        for n, k, x, r, km, xm, ok, e in rows:
+            es, er = eig(k, e)
+            print(f"{n:18s} {k:10.3f} {x:10.3f} {r:9.2f} {mib(km):>9s} {mib(xm):>8s}  {'yes' if ok else 'NO ':3s}"
+                  f"   {es:>9s} {er:>10s}")
         print(f"{'geometric mean':18s} {'':10s} {'':10s} {geo:9.2f}")
 
 

@@ -4,6 +4,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/divide_to_multiply.h"
+#include "kiln/cpu/dot_transpose_folding.h"
 #include "kiln/cpu/layout_normalization.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/verifier.h"
@@ -106,6 +107,7 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   SimplificationOptions so;
   so.canonicalize_dots = options.canonicalize_dots;
   AddSimplificationPasses(pipeline, so);
+  if (options.canonicalize_dots) pipeline.AddPass<DotTransposeFolding>();
   pipeline.AddPass<FlattenCallGraph>();
   if (options.fusion) {
     pipeline.AddPass<FusionPass>(/*multi_output=*/false);

@@ -13,6 +13,8 @@
 //                       simplification, algebraic simplification, constant folding, CSE, DCE,
 //                       while-loop simplification; then dot canonicalization ([B,M,K]x[B,K,N],
 //                       canonicalize_dots) with a clean-up round
+//   dot-transpose-folding  transposes of a canonical dot's operands that swap the two minor
+//                       dimensions are read by the dot kernel in place (dot_transpose_folding.h)
 //   flatten-call-graph  one call site per while body / branch (buffer assignment needs it)
 //   fusion              InstructionFusion + MultiOutputFusion with CpuFusionPolicy (`fusion`)
 //   dce
