@@ -96,11 +96,15 @@ std::unique_ptr<Backend> CreateInterpreterBackend() { return std::make_unique<In
 void RegisterBuiltinBackends(BackendRegistry& registry) {
   // Best first: compiled backends go above the interpreter as they land, each guarded by its
   // build option where it has one (#if KILN_HAVE_CUDA ...). The CPU backend is always built.
+#if defined(KILN_HAVE_CUDA_COMPILER)
+  registry.Register(CreateCudaBackend());
+#endif
   registry.Register(CreateCpuBackend());
   registry.Register(CreateInterpreterBackend());
 }
 
-StatusOr<DeviceSelection> SelectDevice(const BackendRegistry& registry, std::string_view spec) {
+StatusOr<DeviceSelection> SelectDevice(const BackendRegistry& registry, std::string_view spec,
+                                       bool require_device) {
   std::string_view name = spec;
   int ordinal = 0;
   if (size_t colon = spec.find(':'); colon != std::string_view::npos) {
@@ -117,6 +121,10 @@ StatusOr<DeviceSelection> SelectDevice(const BackendRegistry& registry, std::str
         return Unavailable("device '", name, "' is not built yet (available: ", registry.AvailableNames(), ")");
     return InvalidArgument("unknown device '", name, "' (known: ", StrJoin(KnownPlatformNames(), ", "),
                            "; available: ", registry.AvailableNames(), ")");
+  }
+  if (!require_device) {
+    StatusOr<std::vector<DeviceInfo>> d = backend->Devices();
+    if (!d.ok() || d->empty()) return DeviceSelection{backend, ordinal};
   }
   KILN_ASSIGN_OR_RETURN(std::vector<DeviceInfo> devices, backend->Devices());
   if (ordinal >= static_cast<int>(devices.size()))

@@ -39,12 +39,15 @@ struct BackendRunOptions {
   int threads = 0;
   // Collect a per-kernel profile (PreparedModule::Report), where the backend can.
   bool profile = false;
+  // With profile: write a Chrome/Perfetto trace of the last profiled run here (cuda).
+  std::string trace_path;
 };
 
 struct BackendCompileOptions {
   int device_ordinal = 0;
   int threads = 0;              // as BackendRunOptions::threads
   std::string dump_passes_dir;  // write the module after every pass that changed it
+  std::string dump_kernels_dir;  // write generated kernel sources here (cuda)
   bool stats = false;           // per-pass timing, fusion summary, memory statistics
 };
 
@@ -74,6 +77,13 @@ class Backend {
   // (one per entry parameter). Returns the root's value (a tuple literal for a tuple root).
   virtual StatusOr<Literal> Run(const HloModule& module, std::span<const Literal> args,
                                 const BackendRunOptions& options) = 0;
+  // Whether this backend computes some of the module's f32/c64 dots or convolutions with
+  // TF32 products (as XLA does on NVIDIA GPUs below HIGHEST precision): comparisons against
+  // the evaluator then use the TF32 tolerance (eval/tolerance.h). Default: no.
+  virtual bool RunsF32ProductsInTf32(const HloModule& module) const {
+    (void)module;
+    return false;
+  }
   // Compiles the module without running it and describes the result (`kiln compile`).
   // Default: Unimplemented (the backend does not compile).
   virtual StatusOr<std::string> Compile(const HloModule& module, const BackendCompileOptions& options);
@@ -111,6 +121,8 @@ void RegisterBuiltinBackends(BackendRegistry& registry);
 std::unique_ptr<Backend> CreateInterpreterBackend();
 // The CPU backend (src/kiln/cpu; cpu_backend.cc).
 std::unique_ptr<Backend> CreateCpuBackend();
+// The CUDA backend (src/kiln/cuda/compiler; cuda_backend.cc), where it is built.
+std::unique_ptr<Backend> CreateCudaBackend();
 
 // Resolves a --device value ("interpreter", "cuda:1") to a backend and device ordinal. Errors:
 // an unknown name lists the known ones; a known but unregistered one says it is not built yet.
@@ -118,6 +130,9 @@ struct DeviceSelection {
   Backend* backend = nullptr;
   int ordinal = 0;
 };
-StatusOr<DeviceSelection> SelectDevice(const BackendRegistry& registry, std::string_view spec);
+// With require_device false (`kiln compile`), a backend that sees no device is still selected:
+// compiling for a GPU needs no GPU.
+StatusOr<DeviceSelection> SelectDevice(const BackendRegistry& registry, std::string_view spec,
+                                       bool require_device = true);
 
 }  // namespace kiln

@@ -23,6 +23,7 @@ struct BenchFlags {
   int iterations = 20;
   int threads = 0;
   bool profile = false;
+  std::string trace;
   bool cast = false;
   bool fill_elided_constants = false;
   bool no_verify = false;
@@ -99,6 +100,7 @@ int Bench(const BenchFlags& f, BackendRegistry& registry) {
   ro.seed = f.seed;
   ro.threads = f.threads;
   ro.profile = f.profile;
+  ro.trace_path = f.trace;
   auto t0 = std::chrono::steady_clock::now();
   auto prepared = device.backend->Prepare(**module, *args, ro);
   double prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -165,7 +167,9 @@ void AddBenchCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
   cmd->add_option("--warmup", flags->warmup, "untimed runs first")->capture_default_str();
   cmd->add_option("--iterations", flags->iterations, "timed runs")->capture_default_str();
   cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)");
-  cmd->add_flag("--profile", flags->profile, "print the time spent in each kernel (cpu)");
+  cmd->add_flag("--profile", flags->profile, "print the time spent in each kernel / thunk");
+  cmd->add_option("--trace", flags->trace,
+                  "with --profile: write a Chrome/Perfetto trace of the last run (cuda)");
   cmd->add_flag("--cast", flags->cast, "convert inputs that do not fit the parameter type exactly");
   cmd->add_flag("--fill-elided-constants", flags->fill_elided_constants,
                 "fill constants printed as {...} with random values");

@@ -69,7 +69,7 @@ check unverified 2 'inferred shape f32\[2\] of negate' -- "$KILN" run "$DATA/unv
 check missing_file 2 'cannot open' -- "$KILN" run "$TMP/none.hlo"
 
 # Devices.
-check device_not_built 2 "kiln: device 'rocm' is not built yet \(available: cpu, interpreter\)" -- \
+check device_not_built 2 "kiln: device 'rocm' is not built yet \(available: (cuda, )?cpu, interpreter\)" -- \
   "$KILN" run "$DATA/small.hlo" --device rocm
 check run_default_cpu 0 'ran on cpu:0' -- "$KILN" run "$DATA/small.hlo" --threads 2
 check compare_cpu 0 'OK: 2 outputs match' -- \

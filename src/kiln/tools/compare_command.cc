@@ -117,7 +117,8 @@ int Compare(const CompareFlags& f, BackendRegistry& registry) {
   CompareOptions co;
   co.rtol = f.rtol;
   co.atol = f.atol;
-  co.reference_tf32 = f.reference_tf32;
+  co.reference_tf32 = f.reference_tf32 || device->backend->RunsF32ProductsInTf32(**module) ||
+                      (reference && reference->backend->RunsF32ProductsInTf32(**module));
   // A compiled backend against the evaluator: reassociation slack (tolerance.h).
   co.backend_vs_evaluator = reference && reference->backend->name() == "interpreter" &&
                             device->backend->name() != "interpreter";

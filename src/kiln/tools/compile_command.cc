@@ -15,6 +15,7 @@ struct CompileFlags {
   std::string module;
   std::string device;
   std::string dump_passes;
+  std::string dump_kernels;
   bool stats = false;
   int threads = 0;
   bool fill_elided_constants = false;
@@ -26,7 +27,7 @@ int CompileModule(const CompileFlags& f, BackendRegistry& registry) {
   if (f.device.empty()) {
     device.backend = registry.Best();
   } else {
-    auto sel = SelectDevice(registry, f.device);
+    auto sel = SelectDevice(registry, f.device, /*require_device=*/false);
     if (!sel.ok()) {
       PrintError(sel.status().message());
       return kExitUsage;
@@ -45,6 +46,7 @@ int CompileModule(const CompileFlags& f, BackendRegistry& registry) {
   co.device_ordinal = device.ordinal;
   co.threads = f.threads;
   co.dump_passes_dir = f.dump_passes;
+  co.dump_kernels_dir = f.dump_kernels;
   co.stats = f.stats;
   auto report = device.backend->Compile(**module, co);
   if (!report.ok()) {
@@ -67,6 +69,8 @@ void AddCompileCommand(CLI::App& app, BackendRegistry& registry, int* exit_code)
   CLI::App* cmd = app.add_subcommand("compile", "Compile a module for a device and describe the result");
   cmd->add_option("module", flags->module, "HLO text file")->required();
   cmd->add_option("--device", flags->device, "a compiling backend: cpu (default: the best available)");
+  cmd->add_option("--dump-kernels", flags->dump_kernels,
+                  "write the generated kernel sources into this directory (cuda)");
   cmd->add_flag("--stats", flags->stats, "per-pass timing, fusion summary, memory statistics");
   cmd->add_option("--dump-passes", flags->dump_passes,
                   "write the module after every pass that changed it into this directory");

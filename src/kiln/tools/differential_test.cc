@@ -183,6 +183,8 @@ void RunDifferential(const Param& p) {
   ASSERT_TRUE(actual.ok()) << p.backend << ": " << actual.status().message();
   CompareOptions co;
   co.backend_vs_evaluator = true;
+  // Backends that run f32 products in TF32 (cuda, as XLA) are held to the TF32 tolerance there.
+  co.reference_tf32 = backend->RunsF32ProductsInTf32(**module);
   Comparison cmp = CompareLiterals(*actual, *expected, co);
   EXPECT_TRUE(cmp.ok()) << p.backend << " vs evaluator on " << p.c.module.string() << ":\n" << cmp.ToString();
 }

@@ -176,6 +176,7 @@ StatusOr<bool> RewriteConv(HloInstruction* conv, const ConvRewriterOptions& opti
     const int64_t feature = dn.output_feature_dimension;
     HloInstruction* bias = nullptr;
     HloInstruction* side = nullptr;
+    HloInstruction* scale = nullptr;
     while (value->user_count() == 1 && !value->IsRoot()) {
       HloInstruction* u = value->users()[0];
       if (u->shape().element_type() != t || u->shape().dimensions() != value->shape().dimensions() ||
@@ -183,6 +184,15 @@ StatusOr<bool> RewriteConv(HloInstruction* conv, const ConvRewriterOptions& opti
         break;
       HloInstruction* other = u->operand(u->operand(0) == value ? 1 : 0);
       if (other == value) break;
+      // conv(x, w) * s[K] == conv(x, w * s[K]): a per-output-feature scale folds into the
+      // filter (first, before anything else was taken).
+      if (u->opcode() == HloOpcode::kMultiply && !scale && !bias && !side && !c.relu &&
+          other->opcode() == HloOpcode::kBroadcast && other->attrs().dimensions == std::vector<int64_t>{feature} &&
+          other->operand(0)->shape().element_type() == t) {
+        scale = other->operand(0);
+        value = u;
+        continue;
+      }
       if (u->opcode() == HloOpcode::kAdd && !c.relu) {
         if (!bias && other->opcode() == HloOpcode::kBroadcast &&
             other->attrs().dimensions == std::vector<int64_t>{feature} &&
@@ -209,6 +219,10 @@ StatusOr<bool> RewriteConv(HloInstruction* conv, const ConvRewriterOptions& opti
         break;
       }
       break;
+    }
+    if (scale) {
+      KILN_ASSIGN_OR_RETURN(HloInstruction * sb, ed.Broadcast(scale, wt->shape(), {0}, conv));
+      KILN_ASSIGN_OR_RETURN(wt, ed.Binary(HloOpcode::kMultiply, wt, sb, nullptr, conv));
     }
     // cuDNN's fused call needs a bias (it is the bias-activation call).
     if (c.has_bias || c.relu || side) {

@@ -24,6 +24,8 @@
 //
 // Epilogue fusion (forward, f32/f16/bf16): following the custom call's result (through the
 // layout transpose, which must then be the identity), in order, each with that single use:
+//   multiply by broadcast(s[K]) along the feature dimension (first only)
+//                                                      -> folded into the filter: w * s[K]
 //   add broadcast(bias[K]) along the feature dimension -> bias
 //   add a value of the result's shape                  -> side input (scale 1)
 //   max(x, 0)                                          -> relu

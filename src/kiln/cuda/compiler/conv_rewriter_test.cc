@@ -108,6 +108,35 @@ ENTRY e {
   EXPECT_EQ(CheckValues(text), 1u);
 }
 
+TEST(ConvRewriterTest, PerFeatureScaleFoldsIntoTheFilter) {
+  // The residual block's conv * s + b -> relu: one fused cuDNN call on a scaled filter.
+  const char* text = R"(HloModule m
+ENTRY e {
+  x = f32[2,8,8,4] parameter(0)
+  w = f32[3,3,4,4] parameter(1)
+  s = f32[4] parameter(2)
+  b = f32[4] parameter(3)
+  c = f32[2,8,8,4] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  sb = f32[2,8,8,4] broadcast(s), dimensions={3}
+  m = f32[2,8,8,4] multiply(c, sb)
+  bb = f32[2,8,8,4] broadcast(b), dimensions={3}
+  a = f32[2,8,8,4] add(m, bb)
+  z = f32[] constant(0)
+  zb = f32[2,8,8,4] broadcast(z), dimensions={}
+  ROOT y = f32[2,8,8,4] maximum(a, zb)
+})";
+  auto m = Rewrite(text);
+  ASSERT_TRUE(m);
+  auto c = Convs(*m);
+  ASSERT_EQ(c.size(), 1u);
+  auto cfg = GetConvConfig(*c[0]);
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_TRUE(cfg->has_bias && cfg->relu);
+  EXPECT_EQ(c[0]->operand(1)->opcode(), HloOpcode::kMultiply);
+  EXPECT_EQ(m->entry_computation()->root_instruction(), c[0]) << m->ToString();
+  EXPECT_EQ(CheckValues(text), 1u);
+}
+
 TEST(ConvRewriterTest, NchwStaysChannelsFirst) {
   const char* text = R"(HloModule m
 ENTRY e {

@@ -274,6 +274,29 @@ StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& option
     return v->user_count() == 1 && !v->IsRoot() ? v->users()[0] : nullptr;
   };
   if (HloInstruction* u = single_user(value); u && IsByteView(u)) value = u;
+  // An output transpose (of the two matrix dimensions) is the product of the swapped,
+  // transposed operands: (lhs . rhs)^T = rhs^T . lhs^T.
+  if (options.fold_transposes) {
+    HloInstruction* u = single_user(value);
+    const int64_t r = value->shape().rank();
+    if (u && u->opcode() == HloOpcode::kTranspose && RowMajor(u->shape()) && r >= 2 &&
+        (r == 2 || (r == 3 && value->shape().dimensions(0) == c.batch)) && u->control_predecessors().empty()) {
+      std::vector<int64_t> swap(r);
+      for (int64_t i = 0; i < r; ++i) swap[i] = i;
+      std::swap(swap[r - 2], swap[r - 1]);
+      if (u->attrs().dimensions == swap && value->shape().dimensions(r - 2) == c.m &&
+          value->shape().dimensions(r - 1) == c.n) {
+        std::swap(ls, rs);
+        ls.transposed = !ls.transposed;
+        rs.transposed = !rs.transposed;
+        std::swap(c.m, c.n);
+        std::swap(c.lhs_broadcast, c.rhs_broadcast);
+        c.lhs_transposed = ls.transposed;
+        c.rhs_transposed = rs.transposed;
+        value = u;
+      }
+    }
+  }
   if (options.fuse_epilogues) {
     const int64_t rank = value->shape().rank();
     const bool last_dim_is_n = rank >= 1 && value->shape().dimensions(rank - 1) == c.n;
@@ -318,6 +341,19 @@ StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& option
           continue;
         }
         break;
+      }
+      // w - v (an SGD update of a weight gradient): out = -alpha AB + w, before anything that
+      // the sign change would not apply to (bias, activation) was taken; v - w: beta = -1.
+      if (u->opcode() == HloOpcode::kSubtract && !residual && other->opcode() != HloOpcode::kBroadcast &&
+          RowMajor(other->shape()) && !DependsOn(other, dot)) {
+        const bool value_is_lhs = u->operand(0) == value;
+        if (!value_is_lhs && (bias || c.activation != GemmActivation::kNone)) break;
+        if (!value_is_lhs) c.alpha = -c.alpha;
+        residual = other;
+        c.beta = value_is_lhs ? -1.0 : 1.0;
+        alpha_allowed = false;
+        value = u;
+        continue;
       }
       if (u->opcode() == HloOpcode::kMaximum && EpilogueType(out_type)) {
         std::optional<double> z = ScalarConstantValue(other);

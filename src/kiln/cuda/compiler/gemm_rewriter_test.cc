@@ -197,6 +197,33 @@ ENTRY e {
   CheckValues(text, *m);
 }
 
+TEST(GemmRewriterTest, OutputTransposeSwapsTheOperands) {
+  // (x^T . dy)^T, as a weight gradient feeding an update: no transpose kernel is left.
+  const char* text = R"(HloModule m
+ENTRY e {
+  x = f32[16,8] parameter(0)
+  dy = f32[16,12] parameter(1)
+  w = f32[12,8] parameter(2)
+  d = f32[8,12] dot(x, dy), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  t = f32[12,8] transpose(d), dimensions={1,0}
+  ROOT u = f32[12,8] subtract(w, t)
+})";
+  auto m = Rewrite(text);
+  ASSERT_TRUE(m);
+  auto g = Gemms(*m);
+  ASSERT_EQ(g.size(), 1u);
+  auto c = GetGemmConfig(*g[0]);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->m, 12);
+  EXPECT_EQ(c->n, 8);
+  EXPECT_EQ(testing::EntryOps(*m).find("transpose"), std::string::npos) << m->ToString();
+  // w - t: the update is the GEMM's c with alpha -1.
+  EXPECT_EQ(c->beta, 1.0);
+  EXPECT_EQ(c->alpha, -1.0);
+  EXPECT_EQ(m->entry_computation()->root_instruction(), g[0]) << m->ToString();
+  CheckValues(text, *m);
+}
+
 TEST(GemmRewriterTest, UnsupportedTypesStayDots) {
   const char* text = R"(HloModule m
 ENTRY e {

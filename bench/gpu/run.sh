@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# kiln vs XLA (JAX) vs PyTorch on the ten workloads of the shared bench suite, in one device call.
+#
+#   bench/gpu/run.sh OUT_DIR [BUILD_DIR]
+#
+# Runs `kiln bench MODULE.hlo --device cuda` on each workload's module.hlo (the HLO JAX hands
+# an HLO compiler), then the shared scripts xla_workloads.py (XLA's own compile of the same
+# function) and torch_workloads.py (eager and torch.compile), and writes to OUT_DIR:
+#   kiln.txt     every kiln bench report (wall and device times, CUDA graph, memory)
+#   xla.jsonl    XLA's rows        torch.jsonl  PyTorch's rows      bench_py.log  their stderr
+#   table.md     the comparison: median wall ms per system, kiln/XLA and kiln/best-torch
+#                ratios, kiln's % of the workload's floor (report.py says how floors are made)
+# The bench scripts and suite are found in $KILN_BENCH_DIR, else .device-deps/bench (what
+# ../shared/device/stage.sh copies), else ../shared/bench. BUILD_DIR holds a built `kiln`
+# (default build-gpu; or point KILN at the binary). KILN_BENCH_ONLY=name,name limits the workloads; KILN_BENCH_SKIP_TORCH=1
+# and KILN_BENCH_SKIP_XLA=1 skip those systems.
+set -u
+out="${1:?usage: bench/gpu/run.sh OUT_DIR [BUILD_DIR]}"
+src="$(cd "$(dirname "$0")/../.." && pwd)"
+build="${2:-$src/build-gpu}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+kiln="${KILN:-$(find "$build" -name kiln -type f -perm -u+x | grep tools/kiln | head -1)}"
+[ -n "$kiln" ] || { echo "no kiln binary under $build"; exit 1; }
+benchdir="${KILN_BENCH_DIR:-}"
+for d in "$src/.device-deps/bench" "$src/../shared/bench"; do
+  [ -z "$benchdir" ] && [ -f "$d/xla_workloads.py" ] && benchdir="$d"
+done
+[ -n "$benchdir" ] || { echo "no bench scripts (xla_workloads.py) found"; exit 1; }
+names="gemm_bf16 gemm_f32 mlp_bf16 transformer_bf16 resblock_bf16 resblock_f32 softmax_f32 layernorm_f32 mlp_train_f32"
+[ -n "${KILN_BENCH_ONLY:-}" ] && names="${KILN_BENCH_ONLY//,/ }"
+csv="${names// /,}"
+
+: > "$out/kiln.txt"
+for w in $names; do
+  echo "=== $w" >> "$out/kiln.txt"
+  "$kiln" bench "$benchdir/suite/$w/module.hlo" --device cuda --warmup 3 --iterations 30 \
+    >> "$out/kiln.txt" 2>&1 || echo "FAILED: kiln bench $w" >> "$out/kiln.txt"
+done
+if [ "${KILN_BENCH_SKIP_XLA:-0}" != 1 ]; then
+  python3 "$benchdir/xla_workloads.py" "$(mktemp -d)" "$csv" > "$out/xla.jsonl" 2> "$out/bench_py.log" || true
+fi
+if [ "${KILN_BENCH_SKIP_TORCH:-0}" != 1 ]; then
+  python3 "$benchdir/torch_workloads.py" "$csv" > "$out/torch.jsonl" 2>> "$out/bench_py.log" || true
+fi
+python3 "$src/bench/gpu/report.py" "$out" "$benchdir/suite" | tee "$out/table.md"

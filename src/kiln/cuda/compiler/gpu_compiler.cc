@@ -1,0 +1,240 @@
+#include "kiln/cuda/compiler/gpu_compiler.h"
+
+#include <chrono>
+#include <thread>
+
+#include "kiln/base/strings.h"
+#include "kiln/base/thread_pool.h"
+#include "kiln/codegen/emitters.h"
+#include "kiln/cpu/layout_normalization.h"
+#include "kiln/cuda/compiler/thunk_emitter.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/hlo/verifier.h"
+#include "kiln/passes/algebraic_simplifier.h"
+#include "kiln/passes/buffer_assignment_checker.h"
+#include "kiln/passes/call_graph.h"
+#include "kiln/passes/compile_summary.h"
+#include "kiln/passes/fusion_passes.h"
+#include "kiln/passes/fusion_utils.h"
+#include "kiln/passes/simple_passes.h"
+#include "kiln/passes/simplification_pipeline.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+// Inlines every fusion of the module's sequential computations.
+class UnfuseAll : public HloPass {
+ public:
+  std::string_view name() const override { return "unfuse"; }
+  StatusOr<bool> Run(HloModule& module) override {
+    bool changed = false;
+    for (bool again = true; again;) {
+      again = false;
+      CallGraph graph(module);
+      for (HloComputation* c : module.computations()) {
+        if (graph.context(c) != CallContext::kSequential) continue;
+        for (HloInstruction* instr : c->MakeInstructionPostOrder()) {
+          if (instr->opcode() != HloOpcode::kFusion) continue;
+          KILN_RETURN_IF_ERROR(Unfuse(instr));
+          again = changed = true;
+        }
+      }
+    }
+    if (changed) module.RemoveUnreachableComputations();
+    return changed;
+  }
+};
+
+class FusionPass : public HloPass {
+ public:
+  FusionPass(GpuFusionOptions options, bool multi_output) : policy_(options), multi_output_(multi_output) {}
+  std::string_view name() const override { return multi_output_ ? "multi-output-fusion" : "instruction-fusion"; }
+  StatusOr<bool> Run(HloModule& module) override {
+    if (multi_output_) {
+      MultiOutputFusion pass(policy_);
+      return pass.Run(module);
+    }
+    InstructionFusion pass(policy_);
+    return pass.Run(module);
+  }
+
+ private:
+  GpuFusionPolicy policy_;
+  bool multi_output_;
+};
+
+// Note [Normalization fusion] in gpu_fusion_policy.h: fusions the kernel emitters cannot take
+// are undone and re-fused without normalization fusion; what still fails is left unfused (each
+// op its own kernel, or a host fallback).
+class FusionLegalization : public HloPass {
+ public:
+  FusionLegalization(GpuFusionOptions options, codegen::DeviceSpec device)
+      : options_(options), device_(std::move(device)) {}
+  std::string_view name() const override { return "fusion-legalization"; }
+  StatusOr<bool> Run(HloModule& module) override {
+    KILN_ASSIGN_OR_RETURN(bool changed, UnfuseRejected(module));
+    if (!changed) return false;
+    GpuFusionOptions conservative = options_;
+    conservative.normalization_fusion = false;
+    GpuFusionPolicy policy(conservative);
+    InstructionFusion fusion(policy);
+    KILN_RETURN_IF_ERROR(fusion.Run(module).status());
+    KILN_RETURN_IF_ERROR(UnfuseRejected(module).status());
+    return true;
+  }
+
+ private:
+  StatusOr<bool> UnfuseRejected(HloModule& module) {
+    bool changed = false;
+    CallGraph graph(module);
+    for (HloComputation* c : graph.sequential_computations())
+      for (HloInstruction* instr : c->MakeInstructionPostOrder()) {
+        if (instr->opcode() != HloOpcode::kFusion) continue;
+        StatusOr<codegen::KernelSpec> spec = codegen::EmitKernel(*instr, device_);
+        if (spec.ok() || spec.status().code() != StatusCode::kUnimplemented) continue;
+        KILN_RETURN_IF_ERROR(Unfuse(instr));
+        changed = true;
+      }
+    if (changed) module.RemoveUnreachableComputations();
+    return changed;
+  }
+
+  GpuFusionOptions options_;
+  codegen::DeviceSpec device_;
+};
+
+void AppendListing(const GpuThunk& t, int depth, std::string& out) {
+  out += std::string(2 * depth, ' ') + t.ToString() + "\n";
+  for (const GpuThunk* n : t.nested()) AppendListing(*n, depth + 1, out);
+}
+
+}  // namespace
+
+std::string GpuCompileStats::ToString() const {
+  std::string s = "passes:\n";
+  for (const PassStats& p : passes)
+    s += StrCat("  ", p.name, ": ", RoundTripDouble(std::round(p.seconds * 1e5) / 100), " ms", p.changed ? " (changed)" : "",
+                ", ", p.instructions_before, " -> ", p.instructions_after, " instructions\n");
+  s += fusion_summary;
+  if (!s.empty() && s.back() != '\n') s += "\n";
+  s += memory.ToString() + "\n";
+  s += StrCat("thunks: ", thunks, " (");
+  bool first = true;
+  for (const auto& [k, n] : thunks_by_kind) {
+    s += StrCat(first ? "" : ", ", k, " ", n);
+    first = false;
+  }
+  s += StrCat(")\nkernels: ", kernels, " generated, ", kernels_from_cache, " from the NVRTC cache\n");
+  if (!host_fallbacks.empty()) {
+    s += "on the host (evaluator):";
+    for (const auto& [k, n] : host_fallbacks) s += StrCat(" ", k, " x", n);
+    s += "\n";
+  }
+  s += StrCat("compile time: ", RoundTripDouble(std::round(compile_seconds * 1e5) / 100), " ms\n");
+  return s;
+}
+
+std::string CompiledGpuModule::ThunkListing() const {
+  std::string out;
+  for (const auto& t : entry.thunks()) AppendListing(*t, 0, out);
+  return out;
+}
+
+StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_ptr<HloModule> module,
+                                                                  const GpuCompileOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  if (!module || !module->entry_computation()) return InvalidArgument("gpu compiler: no module or no entry computation");
+  if (options.verify_input) {
+    Status s = VerifyModule(*module);
+    if (!s.ok()) return InvalidArgument("gpu compiler: the module does not verify:\n", s.message());
+  }
+  PipelineOptions po;
+  po.dump_dir = options.dump_dir;
+  if (options.verify_between_passes) po.verifier = [](const HloModule& m) { return VerifyModule(m); };
+  HloPassPipeline pipeline("gpu", po);
+  pipeline.AddPass<UnfuseAll>();
+  pipeline.AddPass<cpu::LayoutNormalization>();
+  SimplificationOptions so;
+  so.canonicalize_dots = true;
+  AddSimplificationPasses(pipeline, so);
+  pipeline.AddPass<GemmRewriter>(options.gemm);
+  pipeline.AddPass<ConvRewriter>(options.conv);
+  pipeline.AddPass<AlgebraicSimplifier>();
+  pipeline.AddPass<CommonSubexpressionElimination>();
+  pipeline.AddPass<DeadCodeElimination>();
+  pipeline.AddPass<FlattenCallGraph>();
+  if (options.fusion) {
+    pipeline.AddPass<FusionPass>(options.fusion_options, /*multi_output=*/false);
+    pipeline.AddPass<FusionPass>(options.fusion_options, /*multi_output=*/true);
+    pipeline.AddPass<FusionLegalization>(options.fusion_options, options.device);
+  }
+  pipeline.AddPass<DeadCodeElimination>();
+  KILN_RETURN_IF_ERROR(pipeline.Run(*module).status());
+
+  auto out = std::make_unique<CompiledGpuModule>();
+  std::vector<PassStats> steps = pipeline.stats();
+  auto step_start = std::chrono::steady_clock::now();
+  auto step_done = [&](std::string name) {
+    auto now = std::chrono::steady_clock::now();
+    PassStats st;
+    st.name = StrCat("gpu/", name);
+    st.seconds = std::chrono::duration<double>(now - step_start).count();
+    st.instructions_before = st.instructions_after = CountInstructions(*module);
+    steps.push_back(std::move(st));
+    step_start = now;
+  };
+  auto schedule = std::make_unique<HloSchedule>(options.memory_aware_schedule ? MemoryAwareSchedule(*module)
+                                                                              : PostOrderSchedule(*module));
+  KILN_RETURN_IF_ERROR(schedule->Verify(*module).WithContext("gpu compiler: schedule"));
+  step_done(options.memory_aware_schedule ? "memory-aware-schedule" : "post-order-schedule");
+  BufferAssignmentOptions bo;
+  bo.schedule = schedule.get();
+  bo.alignment = 256;
+  bo.use_donated_parameters = false;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<BufferAssignment> assignment, BufferAssignment::Run(*module, bo));
+  step_done("buffer-assignment");
+  if (options.check_buffer_assignment) {
+    BufferCheckOptions co;
+    co.schedule = schedule.get();
+    co.alignment = bo.alignment;
+    KILN_RETURN_IF_ERROR(VerifyBufferAssignment(*module, *assignment, co).WithContext("gpu compiler"));
+    step_done("buffer-assignment-checker");
+  }
+
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<NvrtcCompiler> nvrtc, NvrtcCompiler::Create(options.nvrtc));
+  const int threads = options.compile_threads > 0
+                          ? options.compile_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::unique_ptr<ThreadPool> pool;
+  if (threads > 1) pool = std::make_unique<ThreadPool>(threads - 1);
+  ThunkEmitterOptions eo;
+  eo.device = options.device;
+  eo.nvrtc = nvrtc.get();
+  eo.pool = pool.get();
+  eo.allow_host_fallback = options.allow_host_fallback;
+  KILN_ASSIGN_OR_RETURN(EmittedThunks thunks, EmitGpuThunks(*module, *assignment, *schedule, eo));
+  step_done("thunk-emission");
+  if (!options.kernel_dump_dir.empty())
+    KILN_RETURN_IF_ERROR(codegen::DumpKernels(thunks.kernels, options.kernel_dump_dir));
+
+  out->stats.passes = std::move(steps);
+  out->stats.fusion_summary = FusionSummary(*module);
+  out->stats.memory = assignment->stats();
+  for (const GpuThunk* t : thunks.entry.Flatten()) {
+    ++out->stats.thunks;
+    ++out->stats.thunks_by_kind[std::string(ThunkKindName(t->kind()))];
+  }
+  out->stats.kernels = static_cast<int64_t>(thunks.kernels.size());
+  out->stats.kernels_from_cache = thunks.kernels_from_cache;
+  out->stats.host_fallbacks = thunks.host_fallbacks;
+  out->module = std::move(module);
+  out->schedule = std::move(schedule);
+  out->assignment = std::move(assignment);
+  out->entry = std::move(thunks.entry);
+  out->kernels = std::move(thunks.kernels);
+  out->stats.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace kiln::cuda

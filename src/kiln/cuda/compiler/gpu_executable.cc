@@ -1,0 +1,312 @@
+#include "kiln/cuda/compiler/gpu_executable.h"
+
+#include <algorithm>
+#include <fstream>
+
+#include "kiln/base/logging.h"
+#include "kiln/base/strings.h"
+#include "kiln/cuda/driver_api.h"
+#include "kiln/hlo/computation.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+// The driver's graph functions (not in driver_api.h's list: only the executable uses them).
+struct GraphApi {
+  decltype(&::cuStreamBeginCapture) cuStreamBeginCapture = nullptr;
+  decltype(&::cuStreamEndCapture) cuStreamEndCapture = nullptr;
+  decltype(&::cuGraphInstantiateWithFlags) cuGraphInstantiateWithFlags = nullptr;
+  decltype(&::cuGraphLaunch) cuGraphLaunch = nullptr;
+  decltype(&::cuGraphExecDestroy) cuGraphExecDestroy = nullptr;
+  decltype(&::cuGraphDestroy) cuGraphDestroy = nullptr;
+};
+
+StatusOr<const GraphApi*> LoadGraphApi(const DriverApi& api) {
+  static std::mutex mu;
+  static std::unique_ptr<GraphApi> loaded;
+  static Status error;
+  std::lock_guard<std::mutex> lock(mu);
+  if (loaded) return loaded.get();
+  if (!error.ok()) return error;
+  auto g = std::make_unique<GraphApi>();
+  Status s = [&]() -> Status {
+    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuStreamBeginCapture), &g->cuStreamBeginCapture));
+    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuStreamEndCapture), &g->cuStreamEndCapture));
+    KILN_RETURN_IF_ERROR(
+        api.library.Load(KILN_CUDA_STRINGIFY(cuGraphInstantiateWithFlags), &g->cuGraphInstantiateWithFlags));
+    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuGraphLaunch), &g->cuGraphLaunch));
+    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuGraphExecDestroy), &g->cuGraphExecDestroy));
+    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuGraphDestroy), &g->cuGraphDestroy));
+    return OkStatus();
+  }();
+  if (!s.ok()) {
+    error = s;
+    return s;
+  }
+  loaded = std::move(g);
+  return loaded.get();
+}
+
+Literal* LeafOf(Literal& l, const ShapeIndex& index) {
+  Literal* x = &l;
+  for (int64_t i : index) x = &x->mutable_tuple_element(i);
+  return x;
+}
+const Literal* LeafOf(const Literal& l, const ShapeIndex& index) {
+  const Literal* x = &l;
+  for (int64_t i : index) x = &x->tuple_element(i);
+  return x;
+}
+
+Shape Logical(Shape s) {
+  s.clear_layout();
+  return s;
+}
+
+}  // namespace
+
+GpuExecutable::GpuExecutable(std::unique_ptr<CompiledGpuModule> compiled, CudaDevice& device,
+                             GpuExecutableOptions options)
+    : compiled_(std::move(compiled)), device_(device), options_(options) {}
+
+GpuExecutable::~GpuExecutable() {
+  if (stream_) (void)stream_->Synchronize();
+  auto api = LoadGraphApi(device_.api());
+  if (api.ok()) {
+    if (graph_exec_) (*api)->cuGraphExecDestroy(graph_exec_);
+    if (graph_) (*api)->cuGraphDestroy(graph_);
+  }
+}
+
+StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(std::unique_ptr<CompiledGpuModule> compiled,
+                                                               CudaDevice& device, GpuExecutableOptions options) {
+  if (!compiled || !compiled->module || !compiled->assignment) return InvalidArgument("gpu executable: nothing compiled");
+  std::unique_ptr<GpuExecutable> e(new GpuExecutable(std::move(compiled), device, options));
+  KILN_RETURN_IF_ERROR(e->Initialize());
+  return e;
+}
+
+Status GpuExecutable::Initialize() {
+  runtime::BfcOptions bo;
+  bo.name = "gpu-executable";
+  KILN_ASSIGN_OR_RETURN(allocator_, runtime::CreateBfcDeviceAllocator(device_, bo));
+  KILN_ASSIGN_OR_RETURN(stream_, device_.CreateStream({}));
+  runtime::EventOptions eo;
+  eo.enable_timing = true;
+  KILN_ASSIGN_OR_RETURN(start_, device_.CreateEvent(eo));
+  KILN_ASSIGN_OR_RETURN(stop_, device_.CreateEvent(eo));
+
+  const BufferAssignment& ba = *compiled_->assignment;
+  buffers_.bases.assign(ba.allocations().size(), {});
+  parameter_leaves_.assign(ba.allocations().size(), {-1, {}});
+  for (const BufferAllocation& a : ba.allocations()) {
+    if (a.size == 0) continue;
+    const char* tag = a.kind == BufferAllocation::Kind::kParameter ? "parameter"
+                      : a.kind == BufferAllocation::Kind::kConstant ? "constant"
+                                                                     : "arena";
+    KILN_ASSIGN_OR_RETURN(runtime::OwnedDeviceMemory m,
+                          runtime::OwnedDeviceMemory::Allocate(*allocator_, static_cast<uint64_t>(a.size), tag));
+    buffers_.bases[a.index] = m.get();
+    if (a.kind == BufferAllocation::Kind::kParameter) parameter_leaves_[a.index] = {a.parameter_number, a.parameter_index};
+    if (a.kind == BufferAllocation::Kind::kConstant && a.constant && a.constant->has_literal()) {
+      const Literal& l = a.constant->literal();
+      if (!a.constant->literal_elided() && l.size_bytes() > 0) {
+        if (l.size_bytes() > m.get().size) return Internal("constant %", a.constant->name(), " exceeds its allocation");
+        KILN_RETURN_IF_ERROR(stream_->MemcpyHostToDevice(m.get(), l.untyped_data(), l.size_bytes()));
+      }
+    }
+    owned_.push_back(std::move(m));
+  }
+  ThunkInitParams ip;
+  ip.device = &device_;
+  ip.stream = stream_.get();
+  KILN_RETURN_IF_ERROR(compiled_->entry.Initialize(ip));
+  const uint64_t ws = compiled_->entry.WorkspaceBytes();
+  if (ws > 0) {
+    KILN_ASSIGN_OR_RETURN(runtime::OwnedDeviceMemory m, runtime::OwnedDeviceMemory::Allocate(*allocator_, ws, "workspace"));
+    workspace_ = m.get();
+    owned_.push_back(std::move(m));
+  }
+  KILN_RETURN_IF_ERROR(stream_->Synchronize());
+  result_shape_ = Logical(compiled_->module->entry_computation()->root_instruction()->shape());
+  graph_eligible_ = options_.use_cuda_graph && !compiled_->entry.SyncsHost();
+  return OkStatus();
+}
+
+Status GpuExecutable::SetArguments(std::span<const Literal> arguments) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const HloComputation* entry = compiled_->module->entry_computation();
+  if (static_cast<int64_t>(arguments.size()) != entry->num_parameters())
+    return InvalidArgument("module ", compiled_->module->name(), " takes ", entry->num_parameters(),
+                           " arguments, got ", arguments.size());
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const Shape& want = entry->parameter_instruction(static_cast<int64_t>(i))->shape();
+    if (!Shape::Compatible(Logical(want), Logical(arguments[i].shape())))
+      return InvalidArgument("argument ", i, " has shape ", arguments[i].shape().ToString(false), ", parameter ", i,
+                             " is ", want.ToString(false));
+  }
+  for (size_t a = 0; a < parameter_leaves_.size(); ++a) {
+    const auto& [p, index] = parameter_leaves_[a];
+    if (p < 0 || buffers_.bases[a].is_null()) continue;
+    const Literal* leaf = LeafOf(arguments[p], index);
+    const uint64_t bytes = std::min<uint64_t>(leaf->size_bytes(), buffers_.bases[a].size);
+    if (bytes > 0) KILN_RETURN_IF_ERROR(stream_->MemcpyHostToDevice(buffers_.bases[a], leaf->untyped_data(), bytes));
+  }
+  return stream_->Synchronize();
+}
+
+Status GpuExecutable::Capture() {
+  KILN_ASSIGN_OR_RETURN(const GraphApi* g, LoadGraphApi(device_.api()));
+  CUstream s = static_cast<CudaStream*>(stream_.get())->handle();
+  KILN_RETURN_IF_ERROR(device_.Activate());
+  const DriverApi& api = device_.api();
+  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), "cuStreamBeginCapture"));
+  ThunkExecuteParams p;
+  p.buffers = &buffers_;
+  p.stream = stream_.get();
+  p.workspace = workspace_;
+  Status run = compiled_->entry.Execute(p);
+  CUgraph graph = nullptr;
+  Status end = CuStatus(api, g->cuStreamEndCapture(s, &graph), "cuStreamEndCapture");
+  if (!run.ok() || !end.ok()) {
+    if (graph) g->cuGraphDestroy(graph);
+    return run.ok() ? end : run;
+  }
+  CUgraphExec exec = nullptr;
+  Status inst = CuStatus(api, g->cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+  if (!inst.ok()) {
+    g->cuGraphDestroy(graph);
+    return inst;
+  }
+  graph_ = graph;
+  graph_exec_ = exec;
+  return OkStatus();
+}
+
+Status GpuExecutable::ExecuteLocked(const GpuRunOptions& options) {
+  ThunkExecuteParams p;
+  p.buffers = &buffers_;
+  p.stream = stream_.get();
+  p.workspace = workspace_;
+  if (options.profile && !profiler_) {
+    KILN_ASSIGN_OR_RETURN(profiler_, ThunkProfiler::Create(device_));
+  }
+  if (options.profile) p.profiler = profiler_.get();
+  if (graph_eligible_ && !options.profile && eager_runs_ > 0 && !graph_exec_) {
+    Status s = Capture();
+    if (!s.ok()) {
+      KILN_LOG(Warning) << "cuda: CUDA graph capture of " << compiled_->module->name()
+                        << " failed, running without graphs: " << s.message();
+      graph_eligible_ = false;
+      // A failed capture may leave the stream in error: start over on a fresh one.
+      KILN_ASSIGN_OR_RETURN(stream_, device_.CreateStream({}));
+      p.stream = stream_.get();
+    }
+  }
+  if (options.poison) {
+    const int64_t arena = compiled_->assignment->temp_allocation();
+    if (arena >= 0 && !buffers_.bases[arena].is_null()) KILN_RETURN_IF_ERROR(stream_->Memset8(buffers_.bases[arena], 0xff));
+    if (!workspace_.is_null()) KILN_RETURN_IF_ERROR(stream_->Memset8(workspace_, 0xff));
+  }
+  KILN_RETURN_IF_ERROR(stream_->RecordEvent(*start_));
+  if (graph_exec_ && !options.profile) {
+    KILN_ASSIGN_OR_RETURN(const GraphApi* g, LoadGraphApi(device_.api()));
+    CUstream s = static_cast<CudaStream*>(stream_.get())->handle();
+    KILN_RETURN_IF_ERROR(device_.Activate());
+    KILN_RETURN_IF_ERROR(CuStatus(device_.api(), g->cuGraphLaunch(graph_exec_, s), "cuGraphLaunch"));
+  } else {
+    KILN_RETURN_IF_ERROR(compiled_->entry.Execute(p));
+    ++eager_runs_;
+  }
+  KILN_RETURN_IF_ERROR(stream_->RecordEvent(*stop_));
+  KILN_RETURN_IF_ERROR(stream_->Synchronize());
+  KILN_ASSIGN_OR_RETURN(float ms, stop_->ElapsedMillisSince(*start_));
+  last_device_ms_ = ms;
+  if (options.profile) KILN_RETURN_IF_ERROR(profiler_->Collect());
+  return OkStatus();
+}
+
+Status GpuExecutable::Execute(const GpuRunOptions& options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ExecuteLocked(options);
+}
+
+StatusOr<Literal> GpuExecutable::FetchResult() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Literal result(result_shape_);
+  const std::vector<ShapeIndex> leaves = ArrayLeafIndices(result_shape_);
+  const std::vector<BufferSlice>& slices = compiled_->assignment->output_slices();
+  if (leaves.size() != slices.size())
+    return Internal("result has ", leaves.size(), " array leaves, buffer assignment ", slices.size());
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    Literal* leaf = LeafOf(result, leaves[i]);
+    if (leaf->size_bytes() == 0) continue;
+    runtime::DeviceMemory src = buffers_.Get(slices[i]);
+    if (src.size < leaf->size_bytes()) return Internal("output ", i, " slice ", slices[i].ToString(), " is too small");
+    KILN_RETURN_IF_ERROR(stream_->MemcpyDeviceToHost(leaf->untyped_data(), src, leaf->size_bytes()));
+  }
+  KILN_RETURN_IF_ERROR(stream_->Synchronize());
+  return result;
+}
+
+StatusOr<Literal> GpuExecutable::Run(std::span<const Literal> arguments, const GpuRunOptions& options) {
+  KILN_RETURN_IF_ERROR(SetArguments(arguments));
+  KILN_RETURN_IF_ERROR(Execute(options));
+  return FetchResult();
+}
+
+std::string GpuExecutable::ProfileReport(int max_rows) const {
+  if (!profiler_) return "no profile (run with profiling on)\n";
+  const runtime::DeviceDescription& d = device_.description();
+  const double bw = d.memory_bandwidth_bytes_per_s > 0 ? d.memory_bandwidth_bytes_per_s : 4.8e12;
+  std::vector<ThunkProfiler::Entry> rows = profiler_->entries();
+  double top_total = 0;
+  for (const ThunkProfiler::Entry& e : rows)
+    if (e.thunk->kind() != GpuThunk::Kind::kWhile && e.thunk->kind() != GpuThunk::Kind::kConditional)
+      top_total += e.total_ms;
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.total_ms > b.total_ms; });
+  std::string s = StrCat("per-thunk device time (", rows.empty() ? 0 : rows[0].count, " runs; floor = max(bytes / ",
+                         RoundTripDouble(std::round(bw / 1e9)), " GB/s, FLOPs / peak)):\n");
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "  %-34s %-7s %10s %6s %10s %10s %9s %9s %7s\n", "thunk", "kind", "ms/run", "%",
+                "MB", "GFLOP", "GB/s", "TFLOP/s", "%floor");
+  s += buf;
+  int n = 0;
+  for (const ThunkProfiler::Entry& e : rows) {
+    if (n++ >= max_rows) break;
+    const double ms = e.count ? e.total_ms / static_cast<double>(e.count) : 0;
+    const double bytes = static_cast<double>(e.thunk->bytes());
+    const double flops = static_cast<double>(e.thunk->flops());
+    const double peak = e.thunk->PeakFlops(d);
+    const double floor_ms = std::max(bytes / bw, peak > 0 ? flops / peak : 0.0) * 1e3;
+    std::string name = e.thunk->name();
+    if (name.size() > 34) name = name.substr(0, 31) + "...";
+    std::snprintf(buf, sizeof buf, "  %-34s %-7s %10.4f %5.1f%% %10.2f %10.2f %9.1f %9.2f %6.1f%%\n", name.c_str(),
+                  std::string(ThunkKindName(e.thunk->kind())).c_str(), ms,
+                  top_total > 0 ? 100.0 * e.total_ms / top_total : 0.0, bytes / 1e6, flops / 1e9,
+                  ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0, ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0,
+                  ms > 0 ? 100.0 * floor_ms / ms : 0.0);
+    s += buf;
+  }
+  return s;
+}
+
+Status GpuExecutable::WriteChromeTrace(const std::string& path) const {
+  if (!profiler_) return FailedPrecondition("no profiled run to trace");
+  std::ofstream out(path);
+  if (!out) return InvalidArgument("cannot write ", path);
+  out << "{\"traceEvents\":[\n";
+  bool first = true;
+  for (const ThunkProfiler::Span& sp : profiler_->last_run()) {
+    out << (first ? "" : ",\n") << "{\"name\":\"" << sp.thunk->name() << "\",\"cat\":\""
+        << ThunkKindName(sp.thunk->kind()) << "\",\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":" << sp.start_ms * 1e3
+        << ",\"dur\":" << sp.duration_ms * 1e3 << ",\"args\":{\"bytes\":" << sp.thunk->bytes()
+        << ",\"flops\":" << sp.thunk->flops() << "}}";
+    first = false;
+  }
+  out << "\n],\"displayTimeUnit\":\"ms\"}\n";
+  return out ? OkStatus() : Internal("writing ", path, " failed");
+}
+
+}  // namespace kiln::cuda

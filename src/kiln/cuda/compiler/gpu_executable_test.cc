@@ -1,0 +1,265 @@
+// The GPU executable on a device, against the reference evaluator: generated kernels, GEMMs
+// with epilogues, convolutions, control flow, sorts, host fallbacks, CUDA graph replay.
+// Skips (visibly) without a CUDA device.
+#include "kiln/cuda/compiler/gpu_executable.h"
+
+#include <gtest/gtest.h>
+
+#include "kiln/cuda/cuda_platform.h"
+#include "kiln/eval/compare.h"
+#include "kiln/eval/evaluator.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/hlo/parser.h"
+#include "kiln/hlo/random_literal.h"
+
+namespace kiln::cuda {
+namespace {
+
+CudaDevice* TheDevice() {
+  static runtime::Platform* platform = [] {
+    auto p = CreateCudaPlatform();
+    return p.ok() ? p->release() : nullptr;
+  }();
+  if (!platform || platform->device_count() == 0) return nullptr;
+  auto d = platform->GetDevice(0);
+  return d.ok() ? static_cast<CudaDevice*>(*d) : nullptr;
+}
+
+#define REQUIRE_DEVICE()                                      \
+  CudaDevice* device = TheDevice();                           \
+  if (!device) GTEST_SKIP() << "no CUDA device";
+
+struct Result {
+  Literal actual, expected;
+  std::unique_ptr<GpuExecutable> exe;
+};
+
+// Compiles and runs `text` (twice when `runs` is 2: the second run replays the graph) on seeded
+// random inputs; returns both results.
+Result RunBoth(const std::string& text, int runs = 1, uint64_t seed = 3) {
+  Result r;
+  CudaDevice* device = TheDevice();
+  auto m = ParseHloModule(text);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok()) return r;
+  std::vector<Shape> shapes;
+  for (const HloInstruction* p : (*m)->entry_computation()->parameter_instructions()) shapes.push_back(p->shape());
+  std::vector<Literal> args = MakeRandomArguments(shapes, seed);
+  auto expected = EvaluateModule(**m, args);
+  EXPECT_TRUE(expected.ok()) << expected.status().ToString();
+  GpuCompileOptions o;
+  o.device = codegen::DeviceSpec::FromDescription(device->description());
+  auto compiled = GpuCompiler::Compile(std::move(*m), o);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
+  if (!compiled.ok() || !expected.ok()) return r;
+  auto exe = GpuExecutable::Create(std::move(*compiled), *device);
+  EXPECT_TRUE(exe.ok()) << exe.status().ToString();
+  if (!exe.ok()) return r;
+  GpuRunOptions ro;
+  ro.poison = true;
+  for (int i = 0; i < runs; ++i) {
+    auto got = (*exe)->Run(args, ro);
+    EXPECT_TRUE(got.ok()) << got.status().ToString();
+    if (!got.ok()) return r;
+    r.actual = std::move(*got);
+  }
+  r.expected = std::move(*expected);
+  r.exe = std::move(*exe);
+  return r;
+}
+
+void ExpectClose(const Result& r, bool tf32 = false) {
+  if (!r.exe) return;
+  CompareOptions co;
+  co.backend_vs_evaluator = true;
+  co.reference_tf32 = tf32;
+  Comparison c = CompareLiterals(r.actual, r.expected, co);
+  EXPECT_TRUE(c.ok()) << c.ToString() << "\n" << r.exe->compiled().ThunkListing();
+}
+
+TEST(GpuExecutableTest, SoftmaxIsOneKernelAndCorrect) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule softmax
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[300,1000] parameter(0)
+  ninf = f32[] constant(-inf)
+  mx = f32[300] reduce(x, ninf), dimensions={1}, to_apply=max_f32
+  bm = f32[300,1000] broadcast(mx), dimensions={0}
+  sub = f32[300,1000] subtract(x, bm)
+  ex = f32[300,1000] exponential(sub)
+  zero = f32[] constant(0)
+  sm = f32[300] reduce(ex, zero), dimensions={1}, to_apply=add_f32
+  bs = f32[300,1000] broadcast(sm), dimensions={0}
+  ROOT out = f32[300,1000] divide(ex, bs)
+})", 3);
+  ExpectClose(r);
+  ASSERT_TRUE(r.exe);
+  EXPECT_EQ(r.exe->compiled().stats.kernels, 1);
+  EXPECT_TRUE(r.exe->graph_captured());
+}
+
+TEST(GpuExecutableTest, GemmEpiloguesAndTransposedOperands) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule g
+ENTRY e {
+  x = f32[64,96] parameter(0)
+  w = f32[80,96] parameter(1)
+  b = f32[80] parameter(2)
+  r = f32[64,80] parameter(3)
+  d = f32[64,80] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}, operand_precision={highest,highest}
+  bb = f32[64,80] broadcast(b), dimensions={1}
+  a = f32[64,80] add(d, bb)
+  a2 = f32[64,80] add(a, r)
+  z = f32[] constant(0)
+  zb = f32[64,80] broadcast(z), dimensions={}
+  ROOT y = f32[64,80] maximum(a2, zb)
+})", 2);
+  ExpectClose(r);
+  ASSERT_TRUE(r.exe);
+  EXPECT_EQ(r.exe->compiled().stats.thunks_by_kind.count("kernel"), 0u) << r.exe->compiled().ThunkListing();
+}
+
+TEST(GpuExecutableTest, Bf16GeluMlp) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule mlp
+ENTRY e {
+  x = bf16[32,64] parameter(0)
+  w = bf16[64,128] parameter(1)
+  b = bf16[128] parameter(2)
+  d = bf16[32,128] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  bb = bf16[32,128] broadcast(b), dimensions={1}
+  v = bf16[32,128] add(d, bb)
+  v2 = bf16[32,128] multiply(v, v)
+  v3 = bf16[32,128] multiply(v2, v)
+  c1 = bf16[] constant(0.04468)
+  c1b = bf16[32,128] broadcast(c1), dimensions={}
+  t1 = bf16[32,128] multiply(v3, c1b)
+  t2 = bf16[32,128] add(v, t1)
+  c2 = bf16[] constant(0.7969)
+  c2b = bf16[32,128] broadcast(c2), dimensions={}
+  t3 = bf16[32,128] multiply(t2, c2b)
+  th = bf16[32,128] tanh(t3)
+  one = bf16[] constant(1)
+  oneb = bf16[32,128] broadcast(one), dimensions={}
+  t4 = bf16[32,128] add(th, oneb)
+  half = bf16[] constant(0.5)
+  halfb = bf16[32,128] broadcast(half), dimensions={}
+  t5 = bf16[32,128] multiply(t4, halfb)
+  ROOT g = bf16[32,128] multiply(v, t5)
+})");
+  ExpectClose(r);
+}
+
+TEST(GpuExecutableTest, ConvolutionWithBiasReluResidual) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule conv
+ENTRY e {
+  x = f32[2,10,10,8] parameter(0)
+  w = f32[3,3,8,8] parameter(1)
+  b = f32[8] parameter(2)
+  c = f32[2,10,10,8] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, operand_precision={highest,highest}
+  bb = f32[2,10,10,8] broadcast(b), dimensions={3}
+  a = f32[2,10,10,8] add(c, bb)
+  a2 = f32[2,10,10,8] add(a, x)
+  z = f32[] constant(0)
+  zb = f32[2,10,10,8] broadcast(z), dimensions={}
+  ROOT y = f32[2,10,10,8] maximum(a2, zb)
+})", 2);
+  ExpectClose(r);
+}
+
+TEST(GpuExecutableTest, StridedConvolutionGradientForms) {
+  REQUIRE_DEVICE();
+  // Gradient with respect to the input of a stride-2 convolution (lhs dilation) and with
+  // respect to the filter (batch contracted), as JAX writes them.
+  Result r = RunBoth(R"(HloModule grads
+ENTRY e {
+  dy = f32[2,4,4,6] parameter(0)
+  w = f32[3,3,5,6] parameter(1)
+  x = f32[2,9,9,5] parameter(2)
+  wr = f32[3,3,5,6] reverse(w), dimensions={0,1}
+  dx = f32[2,9,9,5] convolution(dy, wr), window={size=3x3 pad=2_2x2_2 lhs_dilate=2x2}, dim_labels=b01f_01oi->b01f, operand_precision={highest,highest}
+  dw = f32[3,3,5,6] convolution(x, dy), window={size=4x4 rhs_dilate=2x2}, dim_labels=f01b_i01o->01bf, operand_precision={highest,highest}
+  ROOT t = (f32[2,9,9,5], f32[3,3,5,6]) tuple(dx, dw)
+})");
+  ExpectClose(r);
+}
+
+TEST(GpuExecutableTest, WhileLoopAndConditional) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule loop
+cond {
+  s = (s32[], f32[16]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(5)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[16]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  v = f32[16] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  two = f32[] constant(1.5)
+  tb = f32[16] broadcast(two), dimensions={}
+  v2 = f32[16] multiply(v, tb)
+  ROOT t = (s32[], f32[16]) tuple(i2, v2)
+}
+yes {
+  p = f32[16] parameter(0)
+  ROOT n = f32[16] negate(p)
+}
+no {
+  p = f32[16] parameter(0)
+  ROOT e = f32[16] exponential(p)
+}
+ENTRY e {
+  x = f32[16] parameter(0)
+  zero = s32[] constant(0)
+  init = (s32[], f32[16]) tuple(zero, x)
+  w = (s32[], f32[16]) while(init), condition=cond, body=body
+  v = f32[16] get-tuple-element(w), index=1
+  k = f32[] constant(0)
+  s = f32[] reduce-precision(k), exponent_bits=8, mantissa_bits=23
+  c0 = f32[1] slice(v), slice={[0:1]}
+  c1 = f32[] reshape(c0)
+  p = pred[] compare(c1, s), direction=GT
+  ROOT c = f32[16] conditional(p, v, v), true_computation=yes, false_computation=no
+})");
+  ExpectClose(r);
+}
+
+TEST(GpuExecutableTest, SortTopKAndHostFallback) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule s
+lt {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT l = pred[] compare(a, b), direction=LT, type=TOTALORDER
+}
+ENTRY e {
+  x = f32[8,100] parameter(0)
+  io = s32[8,100] iota(), iota_dimension=1
+  s = (f32[8,100], s32[8,100]) sort(x, io), dimensions={1}, is_stable=true, to_apply=lt
+  k = (f32[8,5], s32[8,5]) topk(x), k=5, largest=true
+  idx = s32[3,1] parameter(1)
+  g = f32[3,100] gather(x, idx), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,100}
+  ROOT t = ((f32[8,100], s32[8,100]), (f32[8,5], s32[8,5]), f32[3,100]) tuple(s, k, g)
+})");
+  ExpectClose(r);
+}
+
+}  // namespace
+}  // namespace kiln::cuda

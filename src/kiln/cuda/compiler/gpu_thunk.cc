@@ -1,0 +1,140 @@
+#include "kiln/cuda/compiler/gpu_thunk.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "kiln/base/strings.h"
+#include "kiln/runtime/device.h"
+#include "kiln/runtime/event.h"
+
+namespace kiln::cuda {
+
+std::string_view ThunkKindName(GpuThunk::Kind kind) {
+  switch (kind) {
+    case GpuThunk::Kind::kKernel: return "kernel";
+    case GpuThunk::Kind::kGemm: return "gemm";
+    case GpuThunk::Kind::kConv: return "conv";
+    case GpuThunk::Kind::kCopy: return "copy";
+    case GpuThunk::Kind::kSort: return "sort";
+    case GpuThunk::Kind::kFft: return "fft";
+    case GpuThunk::Kind::kHost: return "host";
+    case GpuThunk::Kind::kWhile: return "while";
+    case GpuThunk::Kind::kConditional: return "conditional";
+  }
+  return "?";
+}
+
+std::string GpuThunk::ToString() const { return StrCat(ThunkKindName(kind_), " %", name_); }
+
+Status ThunkSequence::Initialize(const ThunkInitParams& params) {
+  for (const auto& t : thunks_) KILN_RETURN_IF_ERROR(t->Initialize(params).WithContext(StrCat("%", t->name())));
+  return OkStatus();
+}
+
+Status ThunkSequence::Execute(const ThunkExecuteParams& params) const {
+  for (const auto& t : thunks_) {
+    if (params.profiler) KILN_RETURN_IF_ERROR(params.profiler->Begin(*t, *params.stream));
+    Status s = t->Execute(params);
+    if (!s.ok()) return s.WithContext(StrCat("%", t->name()));
+    if (params.profiler) KILN_RETURN_IF_ERROR(params.profiler->End(*t, *params.stream));
+  }
+  return OkStatus();
+}
+
+bool ThunkSequence::SyncsHost() const {
+  for (const GpuThunk* t : Flatten())
+    if (t->SyncsHost()) return true;
+  return false;
+}
+
+uint64_t ThunkSequence::WorkspaceBytes() const {
+  uint64_t w = 0;
+  for (const GpuThunk* t : Flatten()) w = std::max(w, t->workspace_bytes());
+  return w;
+}
+
+std::vector<const GpuThunk*> ThunkSequence::Flatten() const {
+  std::vector<const GpuThunk*> out;
+  std::vector<const GpuThunk*> stack;
+  for (auto it = thunks_.rbegin(); it != thunks_.rend(); ++it) stack.push_back(it->get());
+  while (!stack.empty()) {
+    const GpuThunk* t = stack.back();
+    stack.pop_back();
+    out.push_back(t);
+    std::vector<const GpuThunk*> n = t->nested();
+    for (auto it = n.rbegin(); it != n.rend(); ++it) stack.push_back(*it);
+  }
+  return out;
+}
+
+// ---- ThunkProfiler ----
+
+StatusOr<std::unique_ptr<ThunkProfiler>> ThunkProfiler::Create(runtime::Device& device) {
+  return std::unique_ptr<ThunkProfiler>(new ThunkProfiler(device));
+}
+
+StatusOr<runtime::Event*> ThunkProfiler::NextEvent() {
+  if (used_ == events_.size()) {
+    runtime::EventOptions o;
+    o.enable_timing = true;
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Event> e, device_.CreateEvent(o));
+    events_.push_back(std::move(e));
+  }
+  return events_[used_++].get();
+}
+
+Status ThunkProfiler::Begin(const GpuThunk& thunk, runtime::Stream& stream) {
+  KILN_ASSIGN_OR_RETURN(runtime::Event * e, NextEvent());
+  KILN_RETURN_IF_ERROR(stream.RecordEvent(*e));
+  open_.push_back({&thunk, e, nullptr});
+  return OkStatus();
+}
+
+Status ThunkProfiler::End(const GpuThunk& thunk, runtime::Stream& stream) {
+  if (open_.empty() || open_.back().thunk != &thunk) return Internal("profiler: unbalanced End for %", thunk.name());
+  KILN_ASSIGN_OR_RETURN(runtime::Event * e, NextEvent());
+  KILN_RETURN_IF_ERROR(stream.RecordEvent(*e));
+  Pending p = open_.back();
+  open_.pop_back();
+  p.end = e;
+  pending_.push_back(p);
+  return OkStatus();
+}
+
+Status ThunkProfiler::Collect() {
+  last_run_.clear();
+  // The run's first recorded event is events_[0]: the timeline's origin.
+  const runtime::Event* origin = pending_.empty() ? nullptr : events_[0].get();
+  const bool count = runs_++ > 0;
+  std::unordered_map<const GpuThunk*, size_t> index;
+  for (size_t i = 0; i < entries_.size(); ++i) index[entries_[i].thunk] = i;
+  for (const Pending& p : pending_) {
+    KILN_ASSIGN_OR_RETURN(float ms, p.end->ElapsedMillisSince(*p.begin));
+    KILN_ASSIGN_OR_RETURN(float start, p.begin->ElapsedMillisSince(*origin));
+    last_run_.push_back({p.thunk, start, ms});
+    if (!count) continue;
+    auto it = index.find(p.thunk);
+    if (it == index.end()) {
+      index[p.thunk] = entries_.size();
+      entries_.push_back({p.thunk, 0, 0});
+      it = index.find(p.thunk);
+    }
+    entries_[it->second].total_ms += ms;
+    entries_[it->second].count += 1;
+  }
+  pending_.clear();
+  open_.clear();
+  used_ = 0;
+  return OkStatus();
+}
+
+void ThunkProfiler::Reset() {
+  runs_ = 0;
+  entries_.clear();
+  last_run_.clear();
+  pending_.clear();
+  open_.clear();
+  used_ = 0;
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,435 @@
+#include "kiln/cuda/compiler/library_thunks.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "kiln/base/logging.h"
+#include "kiln/base/strings.h"
+#include "kiln/cuda/cuda_device.h"
+#include "kiln/eval/evaluator.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/passes/fusion_policy.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+bool Declined(const Status& s) {
+  return s.code() == StatusCode::kUnimplemented || s.code() == StatusCode::kInvalidArgument;
+}
+
+}  // namespace
+
+// ---- GEMM ----
+
+double PeakMatmulFlops(const runtime::DeviceDescription& device, PrimitiveType type, bool highest) {
+  // Dense FLOPs per clock per SM (tensor cores where the type uses them): Hopper (sm_90) and
+  // Ampere (sm_80) data-sheet rates; other architectures are estimated as Ampere.
+  const bool hopper = device.compute_capability_major >= 9;
+  double per_clock;
+  switch (type) {
+    case PrimitiveType::kBF16: case PrimitiveType::kF16: per_clock = hopper ? 4096 : 2048; break;
+    case PrimitiveType::kF8E4M3FN: case PrimitiveType::kF8E5M2: per_clock = hopper ? 8192 : 2048; break;
+    case PrimitiveType::kF32: per_clock = highest ? 256 : (hopper ? 2048 : 1024); break;
+    case PrimitiveType::kF64: per_clock = hopper ? 512 : 256; break;
+    case PrimitiveType::kS8: per_clock = hopper ? 8192 : 4096; break;
+    default: per_clock = 256; break;
+  }
+  const double clock = device.core_clock_khz > 0 ? static_cast<double>(device.core_clock_khz) * 1e3 : 1.755e9;
+  const double sms = device.multiprocessor_count > 0 ? device.multiprocessor_count : 132;
+  return per_clock * sms * clock;
+}
+
+StatusOr<libs::GemmDesc> MakeGemmDesc(const HloInstruction& gemm, uint64_t min_alignment) {
+  KILN_ASSIGN_OR_RETURN(GemmConfig c, GetGemmConfig(gemm));
+  libs::GemmDesc d;
+  d.batch = c.batch;
+  d.m = c.m;
+  d.n = c.n;
+  d.k = c.k;
+  d.lhs.dtype = gemm.operand(0)->shape().element_type();
+  d.lhs.transposed = c.lhs_transposed;
+  d.lhs.batch_stride = c.lhs_broadcast ? 0 : -1;
+  d.rhs.dtype = gemm.operand(1)->shape().element_type();
+  d.rhs.transposed = c.rhs_transposed;
+  d.rhs.batch_stride = c.rhs_broadcast ? 0 : -1;
+  d.out.dtype = gemm.shape().element_type();
+  d.precision = c.precision;
+  d.alpha = c.alpha;
+  d.beta = c.beta;
+  const bool relu = c.activation == GemmActivation::kRelu, gelu = c.activation == GemmActivation::kGelu;
+  if (c.has_bias) d.epilogue = relu ? libs::GemmEpilogue::kBiasRelu : gelu ? libs::GemmEpilogue::kBiasGelu : libs::GemmEpilogue::kBias;
+  else d.epilogue = relu ? libs::GemmEpilogue::kRelu : gelu ? libs::GemmEpilogue::kGelu : libs::GemmEpilogue::kNone;
+  d.min_alignment_bytes = min_alignment;
+  return d;
+}
+
+GemmThunk::GemmThunk(std::string name, libs::GemmDesc desc, std::vector<BufferSlice> operands, BufferSlice output,
+                     std::unique_ptr<GpuThunk> fallback)
+    : GpuThunk(Kind::kGemm, std::move(name),
+               [&] {
+                 int64_t b = output.size;
+                 for (const BufferSlice& s : operands) b += s.size;
+                 return b;
+               }(),
+               2 * desc.batch * desc.m * desc.n * desc.k),
+      desc_(desc),
+      operands_(std::move(operands)),
+      output_(output),
+      fallback_(std::move(fallback)) {}
+
+std::string GemmThunk::ToString() const {
+  return StrCat("gemm %", name(), " ", desc_.ToString(), use_fallback_ ? " [host fallback]" : "",
+                plan_ ? StrCat(" ", algorithm_.description) : "");
+}
+
+Status GemmThunk::Initialize(const ThunkInitParams& params) {
+  Status s = [&]() -> Status {
+    KILN_ASSIGN_OR_RETURN(plan_, libs::GemmPlan::Create(desc_, *params.device));
+    KILN_ASSIGN_OR_RETURN(std::vector<libs::GemmAlgorithm> algos, plan_->ListAlgorithms(8));
+    algorithm_ = algos.front();
+    return OkStatus();
+  }();
+  if (s.ok()) return OkStatus();
+  if (!Declined(s) || !fallback_) return s;
+  KILN_LOG(Warning) << "gemm %" << name() << " runs on the host: " << s.message();
+  plan_.reset();
+  use_fallback_ = true;
+  return fallback_->Initialize(params);
+}
+
+double GemmThunk::PeakFlops(const runtime::DeviceDescription& device) const {
+  return PeakMatmulFlops(device, desc_.lhs.dtype, desc_.precision == Precision::kHighest);
+}
+
+uint64_t GemmThunk::workspace_bytes() const {
+  if (use_fallback_) return fallback_->workspace_bytes();
+  return plan_ ? algorithm_.workspace_bytes : 0;
+}
+
+Status GemmThunk::Execute(const ThunkExecuteParams& params) const {
+  if (use_fallback_) return fallback_->Execute(params);
+  if (!plan_) return FailedPrecondition("gemm %", name(), " is not initialized");
+  libs::GemmBuffers b;
+  b.lhs = params.buffers->Get(operands_[0]);
+  b.rhs = params.buffers->Get(operands_[1]);
+  b.out = params.buffers->Get(output_);
+  size_t next = 2;
+  if (desc_.beta != 0) b.c = params.buffers->Get(operands_[next++]);
+  if (libs::GemmEpilogueHasBias(desc_.epilogue)) b.bias = params.buffers->Get(operands_[next++]);
+  runtime::DeviceMemory ws = params.workspace;
+  if (ws.size > algorithm_.workspace_bytes) ws.size = algorithm_.workspace_bytes;
+  return plan_->Run(algorithm_, b, ws, *params.stream);
+}
+
+// ---- Convolution ----
+
+StatusOr<libs::ConvDesc> MakeConvDesc(const HloInstruction& conv) {
+  KILN_ASSIGN_OR_RETURN(ConvConfig c, GetConvConfig(conv));
+  libs::ConvDesc d;
+  d.kind = libs::ConvKind::kForward;
+  d.dtype = conv.shape().element_type();
+  d.precision = c.precision;
+  const libs::ConvLayout layout = c.channels_last ? libs::ConvLayout::kChannelsLast : libs::ConvLayout::kChannelsFirst;
+  d.input_layout = d.filter_layout = d.output_layout = layout;
+  d.batch = c.batch;
+  d.input_features = c.input_features;
+  d.output_features = c.output_features;
+  d.input_spatial = c.input_spatial;
+  d.filter_spatial = c.filter_spatial;
+  d.output_spatial = c.output_spatial;
+  d.strides = c.strides;
+  d.padding_low = c.padding_low;
+  d.padding_high = c.padding_high;
+  d.dilations = c.dilations;
+  d.feature_group_count = c.feature_group_count;
+  d.alpha = c.alpha;
+  d.has_bias = c.has_bias;
+  d.side_input_scale = c.side_input_scale;
+  d.activation = c.relu ? libs::ConvActivation::kRelu : libs::ConvActivation::kNone;
+  return d;
+}
+
+ConvThunk::ConvThunk(std::string name, libs::ConvDesc desc, std::vector<BufferSlice> operands, BufferSlice output,
+                     std::unique_ptr<GpuThunk> fallback)
+    : GpuThunk(Kind::kConv, std::move(name),
+               [&] {
+                 int64_t b = output.size;
+                 for (const BufferSlice& s : operands) b += s.size;
+                 return b;
+               }(),
+               [&] {
+                 int64_t f = 2 * desc.batch * desc.output_features *
+                             (desc.input_features / std::max<int64_t>(1, desc.feature_group_count));
+                 for (int64_t s : desc.output_spatial) f *= s;
+                 for (int64_t s : desc.filter_spatial) f *= s;
+                 return f;
+               }()),
+      desc_(std::move(desc)),
+      operands_(std::move(operands)),
+      output_(output),
+      fallback_(std::move(fallback)) {}
+
+std::string ConvThunk::ToString() const {
+  return StrCat("conv %", name(), " ", desc_.ToString(), use_fallback_ ? " [host fallback]" : "",
+                plan_ ? StrCat(" ", algorithm_.description) : "");
+}
+
+Status ConvThunk::Initialize(const ThunkInitParams& params) {
+  Status s = [&]() -> Status {
+    KILN_ASSIGN_OR_RETURN(plan_, libs::ConvPlan::Create(desc_, *params.device));
+    KILN_ASSIGN_OR_RETURN(std::vector<libs::ConvAlgorithm> algos, plan_->ListAlgorithms());
+    algorithm_ = algos.front();
+    return OkStatus();
+  }();
+  if (s.ok()) return OkStatus();
+  if (!Declined(s) || !fallback_) return s;
+  KILN_LOG(Warning) << "convolution %" << name() << " runs on the host: " << s.message();
+  plan_.reset();
+  use_fallback_ = true;
+  return fallback_->Initialize(params);
+}
+
+double ConvThunk::PeakFlops(const runtime::DeviceDescription& device) const {
+  return PeakMatmulFlops(device, desc_.dtype, desc_.precision == Precision::kHighest);
+}
+
+uint64_t ConvThunk::workspace_bytes() const {
+  if (use_fallback_) return fallback_->workspace_bytes();
+  return plan_ ? algorithm_.workspace_bytes : 0;
+}
+
+Status ConvThunk::Execute(const ThunkExecuteParams& params) const {
+  if (use_fallback_) return fallback_->Execute(params);
+  if (!plan_) return FailedPrecondition("conv %", name(), " is not initialized");
+  libs::ConvBuffers b;
+  b.x = params.buffers->Get(operands_[0]);
+  b.w = params.buffers->Get(operands_[1]);
+  b.y = params.buffers->Get(output_);
+  size_t next = 2;
+  if (desc_.has_bias) b.bias = params.buffers->Get(operands_[next++]);
+  if (desc_.side_input_scale != 0) b.side_input = params.buffers->Get(operands_[next++]);
+  runtime::DeviceMemory ws = params.workspace;
+  if (ws.size > algorithm_.workspace_bytes) ws.size = algorithm_.workspace_bytes;
+  return plan_->Run(algorithm_, b, ws, *params.stream);
+}
+
+// ---- Sort ----
+
+SortThunk::SortThunk(std::string name, libs::SortDesc desc, BufferSlice key_in, BufferSlice key_out,
+                     std::vector<BufferSlice> values_in, std::vector<BufferSlice> values_out, BufferSlice indices_out)
+    : GpuThunk(Kind::kSort, std::move(name),
+               [&] {
+                 int64_t b = key_in.size + key_out.size + indices_out.size;
+                 for (const BufferSlice& s : values_in) b += s.size;
+                 for (const BufferSlice& s : values_out) b += s.size;
+                 return b;
+               }()),
+      desc_(std::move(desc)),
+      key_in_(key_in),
+      key_out_(key_out),
+      values_in_(std::move(values_in)),
+      values_out_(std::move(values_out)),
+      indices_out_(indices_out) {}
+
+std::string SortThunk::ToString() const { return StrCat("sort %", name(), " ", desc_.ToString()); }
+
+Status SortThunk::Initialize(const ThunkInitParams& params) {
+  if (plan_) return OkStatus();
+  KILN_ASSIGN_OR_RETURN(plan_, libs::SortPlan::Create(desc_, *params.device));
+  return OkStatus();
+}
+
+uint64_t SortThunk::workspace_bytes() const { return plan_ ? plan_->workspace_bytes() : 0; }
+
+Status SortThunk::Execute(const ThunkExecuteParams& params) const {
+  if (!plan_) return FailedPrecondition("sort %", name(), " is not initialized");
+  libs::SortBuffers b;
+  b.keys_in = params.buffers->Get(key_in_);
+  b.keys_out = params.buffers->Get(key_out_);
+  for (const BufferSlice& s : values_in_) b.values_in.push_back(params.buffers->Get(s));
+  for (const BufferSlice& s : values_out_) b.values_out.push_back(params.buffers->Get(s));
+  if (indices_out_.valid()) b.indices_out = params.buffers->Get(indices_out_);
+  runtime::DeviceMemory ws = params.workspace;
+  if (ws.size > plan_->workspace_bytes()) ws.size = plan_->workspace_bytes();
+  return plan_->Run(b, ws, *params.stream);
+}
+
+namespace {
+
+struct SortOrderGuess {
+  libs::SortOrder order;
+  bool canonicalize;
+};
+
+// Sample keys of type t, and their rank in XLA's total order (ties share a rank).
+struct Sample {
+  double value;
+  int rank;            // total order
+  int canonical_rank;  // total order after -0 -> +0, NaN -> +NaN
+};
+
+std::vector<Sample> SampleKeys(PrimitiveType t) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  if (IsFloatingPointType(t)) {
+    // -NaN < -inf < -2.5 < -1 < -0 < +0 < 0.25 < 1 < 3 < +inf < +NaN
+    return {{-nan, 0, 10},  {-inf, 1, 1}, {-2.5, 2, 2}, {-1.0, 3, 3}, {-0.0, 4, 5}, {0.0, 5, 5},
+            {0.25, 6, 6},   {1.0, 7, 7},  {3.0, 8, 8},  {inf, 9, 9},  {nan, 10, 10}};
+  }
+  if (t == PrimitiveType::kPred) return {{0, 0, 0}, {1, 1, 1}};
+  if (IsUnsignedIntegralType(t)) return {{0, 0, 0}, {1, 1, 1}, {7, 2, 2}, {100, 3, 3}};
+  return {{-100, 0, 0}, {-1, 1, 1}, {0, 2, 2}, {1, 3, 3}, {7, 4, 4}, {100, 5, 5}};
+}
+
+Literal ScalarLiteral(PrimitiveType t, double v) {
+  Literal l(Shape::Scalar(t));
+  l.SetFromDouble(0, v);
+  return l;
+}
+
+// Which operand the comparator orders by, and how; nullopt when it is not a single-key total
+// order the sort kernels implement.
+std::optional<std::pair<int64_t, SortOrderGuess>> ClassifyComparator(const HloInstruction& sort) {
+  const HloComputation* cmp = sort.to_apply();
+  if (!cmp) return std::nullopt;
+  const int64_t n = sort.operand_count();
+  if (cmp->num_parameters() != 2 * n) return std::nullopt;
+  Evaluator ev;
+  std::mt19937 rng(7);
+  for (int64_t key = 0; key < n; ++key) {
+    const PrimitiveType kt = sort.operand(key)->shape().element_type();
+    if (IsComplexType(kt) || IsSubByteType(kt)) continue;
+    std::vector<Sample> samples = SampleKeys(kt);
+    // The comparator's answers for every pair of samples, with the other operands' parameters
+    // set two different ways (they must not matter).
+    bool consistent = true;
+    std::vector<std::vector<bool>> less(samples.size(), std::vector<bool>(samples.size()));
+    for (int trial = 0; trial < 2 && consistent; ++trial) {
+      std::vector<Literal> others(2 * n);
+      for (int64_t j = 0; j < n; ++j) {
+        if (j == key) continue;
+        const PrimitiveType t = sort.operand(j)->shape().element_type();
+        for (int s = 0; s < 2; ++s)
+          others[2 * j + s] = IsComplexType(t) ? Literal(Shape::Scalar(t)) : ScalarLiteral(t, static_cast<double>(rng() % 5));
+      }
+      for (size_t a = 0; a < samples.size() && consistent; ++a)
+        for (size_t b = 0; b < samples.size() && consistent; ++b) {
+          others[2 * key] = ScalarLiteral(kt, samples[a].value);
+          others[2 * key + 1] = ScalarLiteral(kt, samples[b].value);
+          std::vector<const Literal*> args;
+          for (const Literal& l : others) args.push_back(&l);
+          StatusOr<Literal> r = ev.EvaluateScalar(*cmp, args);
+          if (!r.ok() || !r->shape().IsScalar() || r->shape().element_type() != PrimitiveType::kPred) return std::nullopt;
+          bool v = r->GetAsBool(0);
+          if (trial == 0) less[a][b] = v;
+          else if (less[a][b] != v) consistent = false;
+        }
+    }
+    if (!consistent) continue;
+    for (bool canonicalize : {false, true})
+      for (libs::SortOrder order : {libs::SortOrder::kAscending, libs::SortOrder::kDescending}) {
+        bool match = true;
+        for (size_t a = 0; a < samples.size() && match; ++a)
+          for (size_t b = 0; b < samples.size() && match; ++b) {
+            int ra = canonicalize ? samples[a].canonical_rank : samples[a].rank;
+            int rb = canonicalize ? samples[b].canonical_rank : samples[b].rank;
+            bool want = order == libs::SortOrder::kAscending ? ra < rb : ra > rb;
+            match = less[a][b] == want;
+          }
+        if (match) return std::make_pair(key, SortOrderGuess{order, canonicalize});
+      }
+  }
+  return std::nullopt;
+}
+
+int64_t RowsOf(const Shape& s) {
+  int64_t r = 1;
+  for (int64_t i = 0; i + 1 < s.rank(); ++i) r *= s.dimensions(i);
+  return r;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<GpuThunk>> MakeSortThunk(const HloInstruction& instr, const std::vector<BufferSlice>& inputs,
+                                                  const std::vector<BufferSlice>& outputs) {
+  const bool topk = instr.opcode() == HloOpcode::kTopK ||
+                    (instr.opcode() == HloOpcode::kCustomCall && instr.attrs().custom_call_target == "TopK");
+  if (instr.operand_count() < 1) return InvalidArgument("sort without operands");
+  const Shape& key_shape = instr.operand(0)->shape();
+  if (!key_shape.IsArray() || key_shape.rank() < 1)
+    return Unimplemented("sort %", instr.name(), ": keys must be an array of rank >= 1");
+  libs::SortDesc d;
+  d.rows = RowsOf(key_shape);
+  d.row_length = key_shape.dimensions(key_shape.rank() - 1);
+  if (topk) {
+    if (outputs.size() != 2 || inputs.size() != 1) return Unimplemented("topk %", instr.name(), ": expected 1 operand and 2 outputs");
+    d.key_type = key_shape.element_type();
+    const bool largest = instr.opcode() == HloOpcode::kTopK ? instr.attrs().largest : true;
+    d.order = largest ? libs::SortOrder::kDescending : libs::SortOrder::kAscending;
+    const Shape& out0 = instr.shape().tuple_shapes(0);
+    d.k = out0.dimensions(out0.rank() - 1);
+    d.index_type = instr.shape().tuple_shapes(1).element_type();
+    KILN_RETURN_IF_ERROR(libs::ValidateSortDesc(d));
+    return std::unique_ptr<GpuThunk>(
+        new SortThunk(instr.name(), d, inputs[0], outputs[0], {}, {}, outputs[1]));
+  }
+  const std::vector<int64_t>& dims = instr.attrs().dimensions;
+  if (dims.size() != 1 || dims[0] != key_shape.rank() - 1)
+    return Unimplemented("sort %", instr.name(), ": only sorts along the minor dimension run on the device");
+  auto guess = ClassifyComparator(instr);
+  if (!guess) return Unimplemented("sort %", instr.name(), ": the comparator is not a single-key total order");
+  const int64_t key = guess->first;
+  d.key_type = instr.operand(key)->shape().element_type();
+  d.order = guess->second.order;
+  d.canonicalize_floats = guess->second.canonicalize && IsFloatingPointType(d.key_type);
+  std::vector<BufferSlice> vin, vout;
+  for (int64_t j = 0; j < instr.operand_count(); ++j) {
+    if (j == key) continue;
+    d.value_types.push_back(instr.operand(j)->shape().element_type());
+    vin.push_back(inputs[j]);
+    vout.push_back(outputs[j]);
+  }
+  KILN_RETURN_IF_ERROR(libs::ValidateSortDesc(d));
+  return std::unique_ptr<GpuThunk>(
+      new SortThunk(instr.name(), d, inputs[key], outputs[key], std::move(vin), std::move(vout), BufferSlice{}));
+}
+
+// ---- FFT ----
+
+StatusOr<libs::FftDesc> MakeFftDesc(const HloInstruction& fft) {
+  libs::FftDesc d;
+  d.type = fft.attrs().fft_type;
+  const PrimitiveType in = fft.operand(0)->shape().element_type();
+  d.precision = (in == PrimitiveType::kF64 || in == PrimitiveType::kC128) ? PrimitiveType::kF64 : PrimitiveType::kF32;
+  d.fft_length = fft.attrs().fft_length;
+  const Shape& s = fft.operand(0)->shape();
+  const int64_t lead = s.rank() - static_cast<int64_t>(d.fft_length.size());
+  if (lead < 0) return InvalidArgument("fft %", fft.name(), ": more fft dimensions than operand dimensions");
+  d.batch = 1;
+  for (int64_t i = 0; i < lead; ++i) d.batch *= s.dimensions(i);
+  KILN_RETURN_IF_ERROR(libs::ValidateFftDesc(d));
+  return d;
+}
+
+FftThunk::FftThunk(std::string name, libs::FftDesc desc, BufferSlice input, BufferSlice output)
+    : GpuThunk(Kind::kFft, std::move(name), input.size + output.size), desc_(std::move(desc)), input_(input),
+      output_(output) {}
+
+Status FftThunk::Initialize(const ThunkInitParams& params) {
+  if (plan_) return OkStatus();
+  KILN_ASSIGN_OR_RETURN(plan_, libs::FftPlan::GetOrCreate(desc_, *params.device));
+  return OkStatus();
+}
+
+uint64_t FftThunk::workspace_bytes() const { return plan_ ? plan_->workspace_bytes() : 0; }
+
+Status FftThunk::Execute(const ThunkExecuteParams& params) const {
+  if (!plan_) return FailedPrecondition("fft %", name(), " is not initialized");
+  runtime::DeviceMemory ws = params.workspace;
+  if (ws.size > plan_->workspace_bytes()) ws.size = plan_->workspace_bytes();
+  return plan_->Run(params.buffers->Get(input_), params.buffers->Get(output_), ws, *params.stream);
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,120 @@
+// Thunks that call the vendor-library layer (src/kiln/cuda/libs): GEMMs on cuBLASLt,
+// convolutions on cuDNN, sorts and top-k on kiln's sort kernels, FFTs on cuFFT.
+//
+// Each builds its library descriptor at compile time, creates the plan and picks the
+// algorithm in Initialize (the library's heuristic favourite: the autotuner replaces that
+// choice later), and only enqueues in Execute. A GEMM or convolution the library turns down at
+// Initialize (Unimplemented / InvalidArgument: a layout or alignment it cannot take) runs its
+// host fallback instead -- the expanded HLO on the evaluator -- with a warning; any other
+// failure is an error.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/cuda/compiler/conv_config.h"
+#include "kiln/cuda/compiler/gemm_config.h"
+#include "kiln/cuda/compiler/gpu_thunk.h"
+#include "kiln/cuda/libs/conv.h"
+#include "kiln/cuda/libs/fft.h"
+#include "kiln/cuda/libs/gemm.h"
+#include "kiln/cuda/libs/sort.h"
+
+namespace kiln::cuda {
+
+class GemmThunk : public GpuThunk {
+ public:
+  // `operands`: lhs, rhs[, c][, bias] slices as the config orders them.
+  GemmThunk(std::string name, libs::GemmDesc desc, std::vector<BufferSlice> operands, BufferSlice output,
+            std::unique_ptr<GpuThunk> fallback);
+  Status Initialize(const ThunkInitParams& params) override;
+  Status Execute(const ThunkExecuteParams& params) const override;
+  bool SyncsHost() const override { return use_fallback_; }
+  uint64_t workspace_bytes() const override;
+  std::string ToString() const override;
+  double PeakFlops(const runtime::DeviceDescription& device) const override;
+  const libs::GemmDesc& desc() const { return desc_; }
+
+ private:
+  libs::GemmDesc desc_;
+  std::vector<BufferSlice> operands_;
+  BufferSlice output_;
+  std::unique_ptr<GpuThunk> fallback_;
+  bool use_fallback_ = false;
+  std::unique_ptr<libs::GemmPlan> plan_;
+  libs::GemmAlgorithm algorithm_;
+};
+
+// The GemmDesc of a GEMM custom call (gemm_config.h) whose buffers are `min_alignment` aligned.
+// Dense peak FLOP/s of `device` for products of `type` (f32 counted as TF32 unless `highest`).
+double PeakMatmulFlops(const runtime::DeviceDescription& device, PrimitiveType type, bool highest);
+
+StatusOr<libs::GemmDesc> MakeGemmDesc(const HloInstruction& gemm, uint64_t min_alignment);
+
+class ConvThunk : public GpuThunk {
+ public:
+  // `operands`: x, w[, bias][, side].
+  ConvThunk(std::string name, libs::ConvDesc desc, std::vector<BufferSlice> operands, BufferSlice output,
+            std::unique_ptr<GpuThunk> fallback);
+  Status Initialize(const ThunkInitParams& params) override;
+  Status Execute(const ThunkExecuteParams& params) const override;
+  bool SyncsHost() const override { return use_fallback_; }
+  uint64_t workspace_bytes() const override;
+  std::string ToString() const override;
+  double PeakFlops(const runtime::DeviceDescription& device) const override;
+
+ private:
+  libs::ConvDesc desc_;
+  std::vector<BufferSlice> operands_;
+  BufferSlice output_;
+  std::unique_ptr<GpuThunk> fallback_;
+  bool use_fallback_ = false;
+  std::unique_ptr<libs::ConvPlan> plan_;
+  libs::ConvAlgorithm algorithm_;
+};
+
+StatusOr<libs::ConvDesc> MakeConvDesc(const HloInstruction& conv);
+
+class SortThunk : public GpuThunk {
+ public:
+  // Keys from `key_in` to `key_out`; `values_in[i]` permuted into `values_out[i]`; the
+  // permutation written to `indices_out` when it is valid (desc.index_type set).
+  SortThunk(std::string name, libs::SortDesc desc, BufferSlice key_in, BufferSlice key_out,
+            std::vector<BufferSlice> values_in, std::vector<BufferSlice> values_out, BufferSlice indices_out);
+  Status Initialize(const ThunkInitParams& params) override;
+  Status Execute(const ThunkExecuteParams& params) const override;
+  uint64_t workspace_bytes() const override;
+  std::string ToString() const override;
+
+ private:
+  libs::SortDesc desc_;
+  BufferSlice key_in_, key_out_;
+  std::vector<BufferSlice> values_in_, values_out_;
+  BufferSlice indices_out_;
+  std::unique_ptr<libs::SortPlan> plan_;
+};
+
+// The sort of `instr` (sort, topk, or the TopK custom call) as a SortThunk, or Unimplemented
+// when the sort kernels cannot run it (multi-key comparators, a sort dimension that is not the
+// minor one, unsupported key types).
+// `inputs`: one slice per operand; `outputs`: one per array leaf of the result.
+StatusOr<std::unique_ptr<GpuThunk>> MakeSortThunk(const HloInstruction& instr, const std::vector<BufferSlice>& inputs,
+                                                  const std::vector<BufferSlice>& outputs);
+
+class FftThunk : public GpuThunk {
+ public:
+  FftThunk(std::string name, libs::FftDesc desc, BufferSlice input, BufferSlice output);
+  Status Initialize(const ThunkInitParams& params) override;
+  Status Execute(const ThunkExecuteParams& params) const override;
+  uint64_t workspace_bytes() const override;
+
+ private:
+  libs::FftDesc desc_;
+  BufferSlice input_, output_;
+  std::shared_ptr<libs::FftPlan> plan_;
+};
+
+StatusOr<libs::FftDesc> MakeFftDesc(const HloInstruction& fft);
+
+}  // namespace kiln::cuda

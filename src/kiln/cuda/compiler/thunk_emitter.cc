@@ -1,0 +1,358 @@
+#include "kiln/cuda/compiler/thunk_emitter.h"
+
+#include <atomic>
+#include <unordered_map>
+
+#include "kiln/base/logging.h"
+#include "kiln/base/strings.h"
+#include "kiln/codegen/emitters.h"
+#include "kiln/cuda/compiler/control_flow_thunks.h"
+#include "kiln/cuda/compiler/conv_config.h"
+#include "kiln/cuda/compiler/gemm_config.h"
+#include "kiln/cuda/compiler/kernel_thunk.h"
+#include "kiln/cuda/compiler/library_thunks.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/passes/fusion_utils.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+enum class How { kNone, kKernel, kGemm, kConv, kSort, kFft, kCopy, kWhile, kConditional, kCall, kHost };
+
+bool RowMajor(const Shape& s) { return !s.has_layout() || s.layout().IsDefaultFor(s.rank()); }
+
+bool IsIdentityCustomCall(const HloInstruction& i) {
+  const std::string& t = i.attrs().custom_call_target;
+  return i.opcode() == HloOpcode::kCustomCall && i.operand_count() == 1 &&
+         (t == "Sharding" || t == "SPMDFullToShardShape" || t == "SPMDShardToFullShape" || t == "MoveToHost" ||
+          t == "MoveToDevice" || t == "annotate_device_placement") &&
+         Shape::Equal(i.shape(), i.operand(0)->shape(), false);
+}
+
+class Emitter {
+ public:
+  Emitter(const HloModule& module, const BufferAssignment& assignment, const HloSchedule& schedule,
+          const ThunkEmitterOptions& options)
+      : module_(module), assignment_(assignment), schedule_(schedule), options_(options) {}
+
+  StatusOr<EmittedThunks> Run() {
+    const HloComputation* entry = module_.entry_computation();
+    KILN_RETURN_IF_ERROR(CollectKernels(*entry));
+    KILN_RETURN_IF_ERROR(CompileAll());
+    KILN_ASSIGN_OR_RETURN(ThunkSequence seq, EmitComputation(*entry));
+    EmittedThunks out;
+    out.entry = std::move(seq);
+    for (Pending& p : pending_)
+      if (p.compiled) out.kernels.push_back(std::move(p.spec));
+    out.kernels_from_cache = from_cache_;
+    out.host_fallbacks = std::move(host_fallbacks_);
+    int64_t id = 0;
+    for (const GpuThunk* t : out.entry.Flatten()) const_cast<GpuThunk*>(t)->set_id(id++);
+    return out;
+  }
+
+ private:
+  struct Pending {
+    const HloInstruction* instr;
+    codegen::KernelSpec spec;
+    std::string cubin;
+    bool compiled = false;
+    std::string error;
+  };
+
+  StatusOr<BufferSlice> Slice(const HloInstruction& instr, const ShapeIndex& index = {}) {
+    KILN_ASSIGN_OR_RETURN(BufferSlice s, assignment_.GetSlice(instr, index));
+    const auto& allocs = assignment_.allocations();
+    if (s.allocation < 0 || s.allocation >= static_cast<int64_t>(allocs.size()) || s.offset < 0 ||
+        s.offset + s.size > allocs[s.allocation].size)
+      return Internal("slice ", s.ToString(), " of %", instr.name(), " lies outside its allocation");
+    return s;
+  }
+
+  StatusOr<std::vector<BufferSlice>> Leaves(const HloInstruction& instr) {
+    std::vector<BufferSlice> out;
+    for (const ShapeIndex& leaf : ArrayLeafIndices(instr.shape())) {
+      KILN_ASSIGN_OR_RETURN(BufferSlice s, Slice(instr, leaf));
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  StatusOr<bool> IsView(const HloInstruction& instr) {
+    if (instr.opcode() != HloOpcode::kReshape) return false;
+    for (const ShapeIndex& leaf : ArrayLeafIndices(instr.shape())) {
+      KILN_ASSIGN_OR_RETURN(BufferSlice a, Slice(instr, leaf));
+      KILN_ASSIGN_OR_RETURN(BufferSlice b, Slice(*instr.operand(0), leaf));
+      if (a != b) return false;
+    }
+    return true;
+  }
+
+  StatusOr<How> Classify(const HloInstruction& instr) {
+    switch (instr.opcode()) {
+      case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kTuple:
+      case HloOpcode::kGetTupleElement: case HloOpcode::kBitcast: case HloOpcode::kOptimizationBarrier:
+      case HloOpcode::kDomain: case HloOpcode::kAddDependency: case HloOpcode::kAfterAll:
+        return How::kNone;
+      case HloOpcode::kInfeed: case HloOpcode::kOutfeed: case HloOpcode::kSend: case HloOpcode::kSendDone:
+      case HloOpcode::kRecv: case HloOpcode::kRecvDone:
+        return Unimplemented("cuda: ", HloOpcodeString(instr.opcode()), " (%", instr.name(),
+                             ") is not supported: the GPU runtime has no host channels");
+      case HloOpcode::kWhile: return How::kWhile;
+      case HloOpcode::kConditional: return How::kConditional;
+      case HloOpcode::kCall: return How::kCall;
+      case HloOpcode::kSort: case HloOpcode::kTopK: return How::kSort;
+      case HloOpcode::kFft: return How::kFft;
+      case HloOpcode::kCustomCall:
+        if (IsGemmCall(instr)) return How::kGemm;
+        if (IsConvCall(instr)) return How::kConv;
+        if (instr.attrs().custom_call_target == "TopK") return How::kSort;
+        if (IsIdentityCustomCall(instr)) return How::kCopy;
+        return How::kHost;
+      case HloOpcode::kReshape: {
+        KILN_ASSIGN_OR_RETURN(bool view, IsView(instr));
+        if (view) return How::kNone;
+        if (RowMajor(instr.shape()) && RowMajor(instr.operand(0)->shape())) return How::kCopy;
+        break;
+      }
+      case HloOpcode::kCopy:
+        if (RowMajor(instr.shape()) && RowMajor(instr.operand(0)->shape())) return How::kCopy;
+        break;
+      default:
+        break;
+    }
+    if (ArrayLeafIndices(instr.shape()).empty()) return How::kNone;  // token plumbing
+    if (codegen::ChooseEmitter(instr).ok()) return How::kKernel;
+    return How::kHost;
+  }
+
+  Status CollectKernels(const HloComputation& c) {
+    if (!schedule_.has_sequence(&c)) return Internal("cuda: computation ", c.name(), " has no schedule");
+    for (const HloInstruction* instr : schedule_.sequence(&c)) {
+      KILN_ASSIGN_OR_RETURN(How how, Classify(*instr));
+      switch (how) {
+        case How::kKernel: {
+          Pending p{instr, {}, {}, false, ""};
+          StatusOr<codegen::KernelSpec> spec = codegen::EmitKernel(*instr, options_.device);
+          if (spec.ok()) p.spec = std::move(*spec);
+          else p.error = spec.status().message();
+          index_[instr] = pending_.size();
+          pending_.push_back(std::move(p));
+          break;
+        }
+        case How::kWhile:
+          KILN_RETURN_IF_ERROR(CollectKernels(*instr->while_condition()));
+          KILN_RETURN_IF_ERROR(CollectKernels(*instr->while_body()));
+          break;
+        case How::kConditional:
+          for (const HloComputation* b : instr->branch_computations()) KILN_RETURN_IF_ERROR(CollectKernels(*b));
+          break;
+        case How::kCall:
+          KILN_RETURN_IF_ERROR(CollectKernels(*instr->to_apply()));
+          break;
+        default:
+          break;
+      }
+    }
+    return OkStatus();
+  }
+
+  Status CompileAll() {
+    if (!options_.nvrtc) return InvalidArgument("cuda: no NVRTC compiler");
+    const std::string arch = options_.device.arch();
+    auto compile = [&](int64_t i) {
+      Pending& p = pending_[i];
+      if (!p.error.empty()) return;
+      NvrtcRequest r;
+      r.source = p.spec.source;
+      r.headers = p.spec.headers;
+      r.arch = arch;
+      r.program_name = StrCat(p.spec.name, ".cu");
+      StatusOr<NvrtcProgram> prog = options_.nvrtc->Compile(r);
+      if (!prog.ok()) {
+        p.error = prog.status().message();
+        return;
+      }
+      p.cubin = std::move(prog->cubin);
+      p.compiled = true;
+      if (prog->from_cache) cached_.fetch_add(1);
+    };
+    const int64_t n = static_cast<int64_t>(pending_.size());
+    if (options_.pool && n > 1) {
+      options_.pool->ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) compile(i);
+      });
+    } else {
+      for (int64_t i = 0; i < n; ++i) compile(i);
+    }
+    from_cache_ = cached_.load();
+    return OkStatus();
+  }
+
+  Status AddHost(const HloInstruction& instr, const std::string& why, std::vector<std::unique_ptr<GpuThunk>>& out) {
+    std::string what(HloOpcodeString(instr.opcode()));
+    if (instr.opcode() == HloOpcode::kCustomCall) what = StrCat("custom-call ", instr.attrs().custom_call_target);
+    if (!options_.allow_host_fallback)
+      return Unimplemented("cuda: %", instr.name(), " (", what, ") has no device implementation: ", why);
+    if (host_fallbacks_[what]++ == 0) {
+      KILN_LOG(Warning) << "cuda: " << what << " (%" << instr.name() << ") runs on the host (evaluator): " << why;
+    }
+    KILN_ASSIGN_OR_RETURN(auto thunk, MakeHost(instr));
+    out.push_back(std::move(thunk));
+    return OkStatus();
+  }
+
+  StatusOr<std::unique_ptr<HostThunk>> MakeHost(const HloInstruction& instr) {
+    std::vector<std::vector<BufferSlice>> ops;
+    for (const HloInstruction* o : instr.operands()) {
+      KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> l, Leaves(*o));
+      ops.push_back(std::move(l));
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> outs, Leaves(instr));
+    return HostThunk::Create(instr, std::move(ops), std::move(outs));
+  }
+
+  StatusOr<std::vector<BufferSlice>> OperandSlices(const HloInstruction& instr) {
+    std::vector<BufferSlice> out;
+    for (const HloInstruction* o : instr.operands()) {
+      if (!o->shape().IsArray()) return Unimplemented("operand %", o->name(), " is not an array");
+      KILN_ASSIGN_OR_RETURN(BufferSlice s, Slice(*o));
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  uint64_t Alignment(const std::vector<BufferSlice>& slices) {
+    uint64_t a = 256;
+    for (const BufferSlice& s : slices)
+      while (a > 1 && s.offset % static_cast<int64_t>(a) != 0) a /= 2;
+    return a;
+  }
+
+  StatusOr<ThunkSequence> EmitComputation(const HloComputation& c) {
+    std::vector<std::unique_ptr<GpuThunk>> out;
+    for (const HloInstruction* instr : schedule_.sequence(&c)) KILN_RETURN_IF_ERROR(EmitInstruction(*instr, out));
+    return ThunkSequence(std::move(out));
+  }
+
+  Status EmitInstruction(const HloInstruction& instr, std::vector<std::unique_ptr<GpuThunk>>& out) {
+    KILN_ASSIGN_OR_RETURN(How how, Classify(instr));
+    switch (how) {
+      case How::kNone:
+        return OkStatus();
+      case How::kHost:
+        return AddHost(instr, "no device implementation", out);
+      case How::kKernel: {
+        Pending& p = pending_[index_.at(&instr)];
+        if (!p.compiled) return AddHost(instr, p.error, out);
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> ops, OperandSlices(instr));
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> outs, Leaves(instr));
+        out.push_back(std::make_unique<KernelThunk>(instr.name(), p.spec, std::move(p.cubin), std::move(ops),
+                                                    std::move(outs)));
+        p.cubin.clear();
+        return OkStatus();
+      }
+      case How::kCopy: {
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> src, Leaves(*instr.operand(0)));
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> dst, Leaves(instr));
+        if (src.size() != dst.size()) return Internal("copy %", instr.name(), ": leaf counts differ");
+        std::vector<CopyThunk::Copy> copies;
+        for (size_t i = 0; i < src.size(); ++i)
+          if (src[i] != dst[i]) copies.push_back({src[i], dst[i]});
+        if (!copies.empty()) out.push_back(std::make_unique<CopyThunk>(instr.name(), std::move(copies)));
+        return OkStatus();
+      }
+      case How::kGemm:
+      case How::kConv: {
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> ops, OperandSlices(instr));
+        KILN_ASSIGN_OR_RETURN(BufferSlice o, Slice(instr));
+        KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostThunk> fallback, MakeHost(instr));
+        if (how == How::kGemm) {
+          std::vector<BufferSlice> all = ops;
+          all.push_back(o);
+          KILN_ASSIGN_OR_RETURN(libs::GemmDesc d, MakeGemmDesc(instr, Alignment(all)));
+          out.push_back(std::make_unique<GemmThunk>(instr.name(), d, std::move(ops), o, std::move(fallback)));
+        } else {
+          KILN_ASSIGN_OR_RETURN(libs::ConvDesc d, MakeConvDesc(instr));
+          out.push_back(std::make_unique<ConvThunk>(instr.name(), d, std::move(ops), o, std::move(fallback)));
+        }
+        return OkStatus();
+      }
+      case How::kSort: {
+        StatusOr<std::vector<BufferSlice>> ops = OperandSlices(instr);
+        if (!ops.ok()) return AddHost(instr, ops.status().message(), out);
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> outs, Leaves(instr));
+        StatusOr<std::unique_ptr<GpuThunk>> t = MakeSortThunk(instr, *ops, outs);
+        if (!t.ok()) return AddHost(instr, t.status().message(), out);
+        out.push_back(std::move(*t));
+        return OkStatus();
+      }
+      case How::kFft: {
+        StatusOr<libs::FftDesc> d = MakeFftDesc(instr);
+        if (!d.ok()) return AddHost(instr, d.status().message(), out);
+        KILN_ASSIGN_OR_RETURN(BufferSlice in, Slice(*instr.operand(0)));
+        KILN_ASSIGN_OR_RETURN(BufferSlice o, Slice(instr));
+        out.push_back(std::make_unique<FftThunk>(instr.name(), std::move(*d), in, o));
+        return OkStatus();
+      }
+      case How::kWhile: {
+        KILN_ASSIGN_OR_RETURN(ThunkSequence condition, EmitComputation(*instr.while_condition()));
+        KILN_ASSIGN_OR_RETURN(ThunkSequence body, EmitComputation(*instr.while_body()));
+        KILN_ASSIGN_OR_RETURN(BufferSlice pred, Slice(*instr.while_condition()->root_instruction()));
+        KILN_ASSIGN_OR_RETURN(WhileCopyPlan plan, assignment_.GetWhileCopyPlan(instr));
+        out.push_back(std::make_unique<WhileThunk>(instr.name(), std::move(condition), std::move(body), pred,
+                                                   std::move(plan)));
+        return OkStatus();
+      }
+      case How::kConditional: {
+        const HloInstruction* index = instr.operand(0);
+        KILN_ASSIGN_OR_RETURN(BufferSlice index_slice, Slice(*index));
+        std::vector<ShapeIndex> leaves = ArrayLeafIndices(instr.shape());
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> results, Leaves(instr));
+        std::vector<ThunkSequence> branches;
+        std::vector<std::vector<ConditionalThunk::Copy>> copies;
+        for (const HloComputation* b : instr.branch_computations()) {
+          KILN_ASSIGN_OR_RETURN(ThunkSequence seq, EmitComputation(*b));
+          branches.push_back(std::move(seq));
+          copies.emplace_back();
+          for (size_t j = 0; j < leaves.size(); ++j) {
+            KILN_ASSIGN_OR_RETURN(BufferSlice src, Slice(*b->root_instruction(), leaves[j]));
+            if (src != results[j]) copies.back().push_back({src, results[j]});
+          }
+        }
+        out.push_back(std::make_unique<ConditionalThunk>(instr.name(), index_slice, index->shape().element_type(),
+                                                         std::move(branches), std::move(copies)));
+        return OkStatus();
+      }
+      case How::kCall: {
+        KILN_ASSIGN_OR_RETURN(ThunkSequence callee, EmitComputation(*instr.to_apply()));
+        // A call's value is its callee's root (buffer assignment aliases them): run inline.
+        for (auto& t : std::move(callee).TakeThunks()) out.push_back(std::move(t));
+        return OkStatus();
+      }
+    }
+    return Internal("unreachable");
+  }
+
+  const HloModule& module_;
+  const BufferAssignment& assignment_;
+  const HloSchedule& schedule_;
+  const ThunkEmitterOptions& options_;
+  std::vector<Pending> pending_;
+  std::unordered_map<const HloInstruction*, size_t> index_;
+  std::atomic<int64_t> cached_{0};
+  int64_t from_cache_ = 0;
+  std::map<std::string, int64_t> host_fallbacks_;
+};
+
+}  // namespace
+
+StatusOr<EmittedThunks> EmitGpuThunks(const HloModule& module, const BufferAssignment& assignment,
+                                      const HloSchedule& schedule, const ThunkEmitterOptions& options) {
+  if (!module.entry_computation()) return InvalidArgument("cuda: module ", module.name(), " has no entry");
+  Emitter e(module, assignment, schedule, options);
+  return e.Run();
+}
+
+}  // namespace kiln::cuda
