@@ -43,4 +43,4 @@ fi
 if [ "${KILN_BENCH_SKIP_TORCH:-0}" != 1 ]; then
   python3 "$benchdir/torch_workloads.py" "$csv" > "$out/torch.jsonl" 2>> "$out/bench_py.log" || true
 fi
-python3 "$src/bench/gpu/report.py" "$out" "$benchdir/suite" | tee "$out/table.md"
+python3 "$(dirname "$0")/report.py" "$out" "$benchdir/suite" | tee "$out/table.md"
