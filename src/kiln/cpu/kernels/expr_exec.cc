@@ -194,16 +194,17 @@ struct Elem {
 
 template <class U>
 inline void GatherRun(const uint8_t* src, uint8_t* dst, const ExprRun& r) {
+  // Locals: d may alias r's fields (int32/uint32), which would keep the bound in memory.
   const U* s = reinterpret_cast<const U*>(src) + r.base;
-  U* d = reinterpret_cast<U*>(dst) + r.pos;
-  if (r.stride == 1) {
-    std::memcpy(d, s, static_cast<size_t>(r.len) * sizeof(U));
-  } else if (r.stride == 0) {
+  U* __restrict d = reinterpret_cast<U*>(dst) + r.pos;
+  const int64_t len = r.len, st = r.stride;
+  if (st == 1) {
+    std::memcpy(d, s, static_cast<size_t>(len) * sizeof(U));
+  } else if (st == 0) {
     const U v = *s;
-    for (int32_t t = 0; t < r.len; ++t) d[t] = v;
+    for (int64_t t = 0; t < len; ++t) d[t] = v;
   } else {
-    const int64_t st = r.stride;
-    for (int32_t t = 0; t < r.len; ++t) d[t] = s[t * st];
+    for (int64_t t = 0; t < len; ++t) d[t] = s[t * st];
   }
 }
 
@@ -241,8 +242,11 @@ inline void Fill(uint8_t* dst, const void* value, int width, int64_t n) {
 template <class T>
 void IotaRuns(uint8_t* dst, const std::vector<ExprRun>& runs) {
   T* d = reinterpret_cast<T*>(dst);
-  for (const ExprRun& r : runs)
-    for (int32_t t = 0; t < r.len; ++t) d[r.pos + t] = FromInt64<T>(r.base + r.stride * t);
+  for (const ExprRun& r : runs) {
+    T* __restrict dr = d + r.pos;
+    const int64_t len = r.len, base = r.base, st = r.stride;
+    for (int64_t t = 0; t < len; ++t) dr[t] = FromInt64<T>(base + st * t);
+  }
 }
 
 }  // namespace
