@@ -136,6 +136,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--threads", type=int, default=0, help="kiln's threads (XLA always uses every core)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="rounds per workload (interleaved); the best median of each side is kept")
     ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     ap.add_argument("--keep", default="", help="write the .npz files (inputs, XLA's outputs) here")
     ap.add_argument("--single-core", action="store_true",
@@ -164,6 +166,12 @@ def main():
         ok, msg = kiln_compare(a.kiln, path, npz, a.threads)
         try:
             k_ms, k_cpu, k_mem = kiln_bench(a.kiln, path, npz, a.warmup, a.iterations, a.threads)
+            # --repeat: more (XLA, kiln) rounds, interleaved; each side keeps its best median
+            # (on a shared machine, the round least disturbed by other work).
+            for _ in range(a.repeat - 1):
+                x2, xc2, _, _ = xla_bench(exe, dev, args, a.warmup, a.iterations)
+                k2, kc2, _ = kiln_bench(a.kiln, path, npz, a.warmup, a.iterations, a.threads)
+                x_ms, x_cpu, k_ms, k_cpu = min(x_ms, x2), min(x_cpu, xc2), min(k_ms, k2), min(k_cpu, kc2)
         except RuntimeError as e:
             print(f"{name}: {e}", file=sys.stderr)
             k_ms, k_cpu, k_mem = float("nan"), float("nan"), 0

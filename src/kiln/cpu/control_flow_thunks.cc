@@ -60,6 +60,23 @@ std::vector<const Thunk*> WhileThunk::nested() const {
   return out;
 }
 
+std::string WhileThunk::ToString() const {
+  int64_t in = 0, in_bytes = 0, per = 0, per_bytes = 0;
+  for (size_t j = 0; j < plan_.leaves.size(); ++j) {
+    if (plan_.copy_init[j] && plan_.init[j].valid()) {
+      ++in;
+      in_bytes += plan_.state[j].size;
+    }
+    if (plan_.copy_body_result[j] && plan_.body_result[j].valid()) {
+      ++per;
+      per_bytes += plan_.state[j].size;
+    }
+  }
+  return StrCat("while %", name(), ": copies in ", in, in == 1 ? " leaf (" : " leaves (",
+                HumanBytes(in_bytes), "), per iteration ", per, per == 1 ? " leaf (" : " leaves (",
+                HumanBytes(per_bytes), ")");
+}
+
 Status WhileThunk::Execute(const ExecuteParams& params) const {
   const size_t n = plan_.leaves.size();
   for (size_t j = 0; j < n; ++j)

@@ -41,6 +41,8 @@ class WhileThunk : public Thunk {
   const ThunkSequence& condition() const { return condition_; }
   const ThunkSequence& body() const { return body_; }
   std::vector<const Thunk*> nested() const override;
+  // "while %w: copies in 2 leaves (1.50 MiB), per iteration 1 leaf (16.00 KiB)".
+  std::string ToString() const override;
   Status Execute(const ExecuteParams& params) const override;
 
  private:

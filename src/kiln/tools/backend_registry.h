@@ -49,6 +49,7 @@ struct BackendCompileOptions {
   std::string dump_passes_dir;  // write the module after every pass that changed it
   std::string dump_kernels_dir;  // write generated kernel sources here (cuda)
   bool stats = false;           // per-pass timing, fusion summary, memory statistics
+  bool thunks = false;          // list the executable's thunks (cpu)
 };
 
 // A module compiled once, with its arguments prepared once, run many times (`kiln bench`).

@@ -1,6 +1,6 @@
 // kiln compile MODULE.hlo: compile for a device without running; --stats prints per-pass
-// timing, the fusion summary and the memory statistics, --dump-passes DIR the module after
-// every pass.
+// timing, the fusion summary and the memory statistics, --thunks the executable's thunks,
+// --dump-passes DIR the module after every pass.
 #include <iostream>
 
 #include "kiln/base/strings.h"
@@ -17,6 +17,7 @@ struct CompileFlags {
   std::string dump_passes;
   std::string dump_kernels;
   bool stats = false;
+  bool thunks = false;
   int threads = 0;
   bool fill_elided_constants = false;
   bool no_verify = false;
@@ -48,6 +49,7 @@ int CompileModule(const CompileFlags& f, BackendRegistry& registry) {
   co.dump_passes_dir = f.dump_passes;
   co.dump_kernels_dir = f.dump_kernels;
   co.stats = f.stats;
+  co.thunks = f.thunks;
   auto report = device.backend->Compile(**module, co);
   if (!report.ok()) {
     PrintError(StrCat(device.backend->name(), ": ", report.status().message()));
@@ -72,6 +74,8 @@ void AddCompileCommand(CLI::App& app, BackendRegistry& registry, int* exit_code)
   cmd->add_option("--dump-kernels", flags->dump_kernels,
                   "write the generated kernel sources into this directory (cuda)");
   cmd->add_flag("--stats", flags->stats, "per-pass timing, fusion summary, memory statistics");
+  cmd->add_flag("--thunks", flags->thunks,
+                "list the executable's thunks (kernels, copies, loops) with their buffer slices");
   cmd->add_option("--dump-passes", flags->dump_passes,
                   "write the module after every pass that changed it into this directory");
   cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)");
@@ -81,7 +85,8 @@ void AddCompileCommand(CLI::App& app, BackendRegistry& registry, int* exit_code)
   cmd->footer(
       "Examples:\n"
       "  kiln compile model.hlo --device cpu --stats\n"
-      "  kiln compile model.hlo --device cpu --dump-passes /tmp/passes\n");
+      "  kiln compile model.hlo --device cpu --dump-passes /tmp/passes\n"
+      "  kiln compile model.hlo --device cpu --thunks\n");
   cmd->callback([flags, &registry, exit_code] { *exit_code = CompileModule(*flags, registry); });
 }
 

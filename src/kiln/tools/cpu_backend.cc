@@ -118,10 +118,11 @@ class CpuBackend : public Backend {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<cpu::CpuExecutable> exe,
                           CompileForCpu(module, options.threads, options.dump_passes_dir));
     const cpu::CpuCompileStats& st = exe->compile_stats();
-    if (options.stats) return st.ToString();
+    std::string thunks = options.thunks ? StrCat("thunks:\n", exe->ThunkListing()) : "";
+    if (options.stats) return StrCat(st.ToString(), thunks);
     return StrCat("compiled ", module.name(), " in ", RoundTripDouble(std::round(st.compile_seconds * 1e5) / 100),
                   " ms: ", st.thunks, " thunks (", st.kernel_thunks, " kernels), ", st.threads, " threads\n",
-                  st.memory.ToString(), "\n");
+                  st.memory.ToString(), "\n", thunks);
   }
   StatusOr<std::unique_ptr<PreparedModule>> Prepare(const HloModule& module, std::span<const Literal> args,
                                                     const BackendRunOptions& options) override {
