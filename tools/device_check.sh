@@ -16,6 +16,8 @@
 #   gpu_bench  bench/gpu/run.sh OUT_DIR/gpu_bench (kiln vs XLA vs PyTorch), only with
 #              KILN_DEVICE_CHECK_GPU_BENCH=1 and when the script exists
 #   cpu_tests  ctest -L cpu, only with KILN_DEVICE_CHECK_CPU=1
+#   cpu_bench  bench/cpu/run_suite.py (kiln's cpu backend vs XLA's CPU backend through the jax
+#              installed there) on that machine's cores, only with KILN_DEVICE_CHECK_CPU_BENCH=1
 # Dependencies missing on the GPU machine (GoogleTest...) come from .device-deps/env.sh when the
 # checkout carries it. Exit status: 0 when every step passed, 1 otherwise (all steps run).
 #
@@ -113,6 +115,17 @@ fi
 
 if [ "${KILN_DEVICE_CHECK_CPU:-0}" = 1 ]; then
   step cpu_tests ctest --test-dir "$build" -L cpu --output-on-failure -j "$jobs"
+fi
+
+if [ "${KILN_DEVICE_CHECK_CPU_BENCH:-0}" = 1 ]; then
+  cpu_bench() {
+    local kiln eigen
+    kiln="$(find "$build" -name kiln -type f -perm -u+x | head -1)"
+    eigen="$(find "$build" -name eigen_gemm -type f -perm -u+x | head -1)"
+    JAX_PLATFORMS=cpu timeout 300 python3 "$src/bench/cpu/run_suite.py" --kiln "$kiln" \
+      ${eigen:+--eigen "$eigen"} --iterations 20 --repeat 2 --markdown
+  }
+  step cpu_bench cpu_bench
 fi
 
 echo "logs in $out" | tee -a "$summary"
