@@ -377,6 +377,10 @@ struct ExprCompiler {
       op.in_width[k] = PrimitiveByteWidth(os.element_type());
     }
     op.fn = ResolveElementwiseBlockFn(*node);
+    if (op.fn && node->operand_count() == 2) {
+      op.fn_sa = ResolveUniformOperandBlockFn(*node, 0);
+      op.fn_sb = ResolveUniformOperandBlockFn(*node, 1);
+    }
     if (!op.fn) {
       StatusOr<eval_internal::ElementFn> efn = eval_internal::ResolveElementFn(*node);
       if (!efn.ok()) return NotCompilable(*node, efn.status().message());
@@ -394,6 +398,27 @@ StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
   p->loop_dims_ = loop_dims;
   p->loop_elements_ = 1;
   for (int64_t d : loop_dims) p->loop_elements_ *= d;
+  // Blocks that tile the innermost dimension's rows: a value broadcast along the rows is then
+  // one element per block (Note [Uniform block values], expr_exec.cc) and a row vector one
+  // contiguous run. Rows of 256+ elements make blocks long enough for that to pay.
+  {
+    int64_t inner = 1;
+    for (size_t i = loop_dims.size(); i-- > 0;)
+      if (loop_dims[i] > 1) {
+        inner = loop_dims[i];
+        break;
+      }
+    if (inner >= 256 && inner <= p->block_) {
+      p->block_ = inner;
+    } else if (inner > p->block_) {
+      const int64_t k0 = (inner + p->block_ - 1) / p->block_;
+      for (int64_t k = k0; k < k0 + 8; ++k)
+        if (inner % k == 0) {
+          p->block_ = inner / k;
+          break;
+        }
+    }
+  }
   ExprCompiler c{*p, leaves, {}, {}, {}, -1};
 
   // Map 0: the loop space.

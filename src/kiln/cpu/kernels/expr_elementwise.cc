@@ -63,6 +63,23 @@ void BinaryLoop(const ExprOp& op, int64_t n, void* const* p) {
   for (int64_t i = 0; i < n; ++i) o[i] = Down<O>(F::Apply(c, Up(a[i]), Up(b[i])));
 }
 
+// BinaryLoop with operand kU read once (element 0): Note [Uniform block values].
+template <class F, class T, int kU>
+void UniformOperandLoop(const ExprOp& op, int64_t n, void* const* p) {
+  using O = BinaryOut<F, T>;
+  const T* __restrict a = static_cast<const T*>(p[op.in[0]]);
+  const T* __restrict b = static_cast<const T*>(p[op.in[1]]);
+  O* __restrict o = static_cast<O*>(p[op.out]);
+  const HloInstruction* c = op.instr;
+  if constexpr (kU == 0) {
+    const auto s = Up(a[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = Down<O>(F::Apply(c, s, Up(b[i])));
+  } else {
+    const auto s = Up(b[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = Down<O>(F::Apply(c, Up(a[i]), s));
+  }
+}
+
 // clamp(lo, x, hi) = min(hi, max(x, lo)); a NaN operand propagates (lo first), as the
 // evaluator's clamp.
 struct ClampFn {
@@ -303,6 +320,38 @@ BlockFn ResolveConvertBlockFn(PrimitiveType from, PrimitiveType to) {
             []() -> BlockFn { return nullptr; });
       },
       []() -> BlockFn { return nullptr; });
+}
+
+BlockFn ResolveUniformOperandBlockFn(const HloInstruction& instr, int uniform) {
+  if (instr.operand_count() != 2 || !instr.operand(0)->shape().IsArray() ||
+      !instr.operand(1)->shape().IsArray())
+    return nullptr;
+  const PrimitiveType t = instr.operand(0)->shape().element_type();
+  if (instr.operand(1)->shape().element_type() != t || instr.shape().element_type() != t)
+    return nullptr;
+  auto pick = [&](auto f, auto tag) -> BlockFn {
+    using F = decltype(f);
+    using T = decltype(tag);
+    return uniform == 0 ? &UniformOperandLoop<F, T, 0> : &UniformOperandLoop<F, T, 1>;
+  };
+  auto for_type = [&](auto f) -> BlockFn {
+    switch (t) {
+      case PrimitiveType::kF32: return pick(f, float{});
+      case PrimitiveType::kF64: return pick(f, double{});
+      case PrimitiveType::kBF16: return pick(f, bfloat16{});
+      case PrimitiveType::kS32: return pick(f, int32_t{});
+      default: return nullptr;
+    }
+  };
+  switch (instr.opcode()) {
+    case HloOpcode::kAdd: return for_type(AddOp{});
+    case HloOpcode::kSubtract: return for_type(SubtractOp{});
+    case HloOpcode::kMultiply: return for_type(MultiplyOp{});
+    case HloOpcode::kDivide: return for_type(DivideOp{});
+    case HloOpcode::kMaximum: return for_type(MaximumOp{});
+    case HloOpcode::kMinimum: return for_type(MinimumOp{});
+    default: return nullptr;
+  }
 }
 
 BlockFn ResolveElementwiseBlockFn(const HloInstruction& instr) {

@@ -74,17 +74,38 @@ inline void ForEachPiece(const ExprMap& m, const ExprRun& r, Emit&& emit) {
       }
     }
   }
+  // cur is a linear index into the merged consumer shape (< its size): one division per dim
+  // down the remainder chain, in 32 bits when the shape allows (these divisions dominate the
+  // per-block cost of short blocks).
+  const bool small = rank == 0 || m.c_strides[0] * m.c_dims[0] <= int64_t{0xffffffff};
   int64_t t = 0;
   while (t < r.len) {
     const int64_t cur = r.base + stride * t;
-    for (int c = 0; c < rank; ++c) j[c] = (cur / m.c_strides[c]) % m.c_dims[c];
+    if (small) {
+      uint32_t rem = static_cast<uint32_t>(cur);
+      for (int c = 0; c < rank; ++c) {
+        const uint32_t st = static_cast<uint32_t>(m.c_strides[c]);
+        const uint32_t q = rem / st;
+        j[c] = q;
+        rem -= q * st;
+      }
+    } else {
+      int64_t rem = cur;
+      for (int c = 0; c < rank; ++c) {
+        j[c] = rem / m.c_strides[c];
+        rem -= j[c] * m.c_strides[c];
+      }
+    }
+    if (rank > 0 && j[0] >= m.c_dims[0]) j[0] %= m.c_dims[0];
     int64_t len;
     if (stride == 0) {
       len = r.len - t;
     } else if (a < 0) {
       len = 1;
     } else {
-      const int64_t left = f > 0 ? (m.c_dims[a] - 1 - j[a]) / f + 1 : j[a] / (-f) + 1;
+      const int64_t left = f == 1  ? m.c_dims[a] - j[a]
+                           : f > 0 ? (m.c_dims[a] - 1 - j[a]) / f + 1
+                                   : j[a] / (-f) + 1;
       len = std::min<int64_t>(r.len - t, left);
     }
     emit(r.pos + t, len, j, len > 1 ? a : -1, f);
@@ -252,11 +273,35 @@ void IotaRuns(uint8_t* dst, const std::vector<ExprRun>& runs) {
 }  // namespace
 
 // Runs ops of one phase. `runs` are the per-map run lists of this phase.
+//
+// Note [Uniform block values]
+//   With `u` (per value id; EvalBlock passes the scratch's), a value whose block is one element
+//   repeated -- a read along a single stride-0 run covering the block (a per-row value broadcast
+//   along a row that holds the whole block), or an op of such values only -- is not
+//   materialized: ptrs[v] points to that one element and u[v] == kUniform. An op of uniform
+//   values only computes one element; a binary op with one uniform operand runs its scalar loop
+//   (fn_sa / fn_sb) when it has one; any other consumer first fills the value's buffer
+//   (Materialize). Invariants are uniform and already filled (kUniformFull). Roots are
+//   materialized at the end of the block. Without `u` (Prepare, NewScratch) every value is full.
 struct ExprExec {
+  static constexpr uint8_t kFull = 0, kUniformFull = 1, kUniform = 3;
+
+  static void Materialize(int v, int width, int64_t n, std::vector<void*>& ptrs,
+                          const std::vector<void*>& buffers, uint8_t* u, void* target = nullptr) {
+    if (u == nullptr || u[v] != kUniform) return;
+    uint8_t* dst = static_cast<uint8_t*>(target ? target : buffers[v]);
+    alignas(16) uint8_t value[16];
+    std::memcpy(value, ptrs[v], width);
+    Fill(dst, value, width, n);
+    ptrs[v] = dst;
+    u[v] = kUniformFull;
+  }
+
   static void Run(const ExprProgram& p, const std::vector<ExprOp>& ops, int64_t start, int64_t n,
                   std::span<const void* const> inputs, const std::vector<void*>& inv,
                   std::vector<std::vector<ExprRun>>& runs, std::vector<void*>& ptrs,
-                  const std::vector<void*>& buffers) {
+                  const std::vector<void*>& buffers, uint8_t* u = nullptr) {
+    auto width_of = [&](int v) { return PrimitiveByteWidth(p.value_types_[v]); };
     for (const ExprOp& op : ops) {
       switch (op.kind) {
         case ExprOp::Kind::kMap: {
@@ -268,8 +313,13 @@ struct ExprExec {
         case ExprOp::Kind::kRead: {
           const uint8_t* src = static_cast<const uint8_t*>(op.input >= 0 ? inputs[op.input] : op.data);
           const std::vector<ExprRun>& rs = runs[op.map];
-          if (rs.size() == 1 && rs[0].pos == 0 && rs[0].len == n && (rs[0].stride == 1 || n == 1)) {
+          const bool one = rs.size() == 1 && rs[0].pos == 0 && rs[0].len == n;
+          if (u) u[op.out] = kFull;
+          if (one && (rs[0].stride == 1 || n == 1)) {
             ptrs[op.out] = const_cast<uint8_t*>(src) + rs[0].base * op.width;
+          } else if (one && rs[0].stride == 0 && u) {
+            ptrs[op.out] = const_cast<uint8_t*>(src) + rs[0].base * op.width;
+            u[op.out] = kUniform;
           } else {
             ptrs[op.out] = buffers[op.out];
             GatherRuns(src, static_cast<uint8_t*>(ptrs[op.out]), op.width, rs);
@@ -277,6 +327,7 @@ struct ExprExec {
           break;
         }
         case ExprOp::Kind::kIota: {
+          if (u) u[op.out] = kFull;
           uint8_t* dst = static_cast<uint8_t*>(ptrs[op.out]);
           ArrayTypeSwitch(op.type, [&](auto tag) {
             using T = NativeTypeOf<decltype(tag)::value>;
@@ -284,11 +335,41 @@ struct ExprExec {
           });
           break;
         }
-        case ExprOp::Kind::kCompute:
+        case ExprOp::Kind::kCompute: {
+          if (u) {
+            bool all = true;
+            for (int k = 0; k < op.num_in; ++k) all &= u[op.in[k]] != kFull;
+            if (all && op.num_in > 0) {
+              // One element: uniform inputs have their value at element 0.
+              if (op.fn) op.fn(op, 1, ptrs.data());
+              else GenericElementwiseBlock(op, 1, ptrs.data());
+              u[op.out] = kUniform;
+              break;
+            }
+            u[op.out] = kFull;
+            if (op.num_in == 2) {
+              if (op.fn_sa && u[op.in[0]] != kFull && u[op.in[1]] == kFull) {
+                op.fn_sa(op, n, ptrs.data());
+                break;
+              }
+              if (op.fn_sb && u[op.in[1]] != kFull && u[op.in[0]] == kFull) {
+                op.fn_sb(op, n, ptrs.data());
+                break;
+              }
+            }
+            for (int k = 0; k < op.num_in; ++k)
+              Materialize(op.in[k], op.in_width[k] ? op.in_width[k] : width_of(op.in[k]), n, ptrs,
+                          buffers, u);
+          }
           if (op.fn) op.fn(op, n, ptrs.data());
           else GenericElementwiseBlock(op, n, ptrs.data());
           break;
+        }
         case ExprOp::Kind::kPad: {
+          if (u) {
+            u[op.out] = kFull;
+            if (op.values[0] >= 0) Materialize(op.values[0], op.width, n, ptrs, buffers, u);
+          }
           uint8_t* dst = static_cast<uint8_t*>(ptrs[op.out]);
           Fill(dst, inv[op.values[1]], op.width, n);
           if (op.values[0] >= 0)
@@ -297,6 +378,10 @@ struct ExprExec {
           break;
         }
         case ExprOp::Kind::kConcat: {
+          if (u) {
+            u[op.out] = kFull;
+            for (int v : op.values) Materialize(v, op.width, n, ptrs, buffers, u);
+          }
           uint8_t* dst = static_cast<uint8_t*>(ptrs[op.out]);
           for (size_t k = 0; k < op.values.size(); ++k)
             SelectRuns(static_cast<const uint8_t*>(ptrs[op.values[k]]), dst, op.width,
@@ -304,6 +389,7 @@ struct ExprExec {
           break;
         }
         case ExprOp::Kind::kSplat:
+          if (u) u[op.out] = kUniformFull;
           Fill(static_cast<uint8_t*>(ptrs[op.out]), inv[op.in[0]], op.width, n);
           break;
       }
@@ -355,6 +441,10 @@ ExprScratch ExprProgram::NewScratch(const ExprRunState& state) const {
   s.runs_.assign(maps_.size(), {});
   ExprExec::Run(*this, splat_ops_, 0, block_, state.inputs_, state.ptrs_, s.runs_, s.ptrs_,
                 s.buffers_);
+  s.uniform_.assign(num_values_, ExprExec::kFull);
+  for (int64_t v = 0; v < num_values_; ++v)
+    if (value_invariant_[v]) s.uniform_[v] = ExprExec::kUniformFull;
+  for (const ExprOp& op : splat_ops_) s.uniform_[op.out] = ExprExec::kUniformFull;
   return s;
 }
 
@@ -368,9 +458,15 @@ void ExprProgram::EvalBlock(ExprScratch& s, int64_t start, int64_t n, std::span<
     s.ptrs_[v] = (!dest.empty() && dest[r] && root_direct_[r]) ? dest[r] : s.buffers_[v];
   }
   ExprExec::Run(*this, block_ops_, start, n, s.state_->inputs_, s.state_->ptrs_, s.runs_, s.ptrs_,
-                s.buffers_);
+                s.buffers_, s.uniform_.data());
   for (int r = 0; r < nr; ++r) {
     const int v = root_block_values_[r];
+    if (s.uniform_[v] == ExprExec::kUniform) {
+      // Fill the destination (or the value's buffer) straight from the one element.
+      void* target = !dest.empty() && dest[r] ? dest[r] : s.buffers_[v];
+      ExprExec::Materialize(v, PrimitiveByteWidth(value_types_[v]), n, s.ptrs_, s.buffers_,
+                            s.uniform_.data(), target);
+    }
     void* src = s.ptrs_[v];
     if (!dest.empty() && dest[r]) {
       if (src != dest[r])

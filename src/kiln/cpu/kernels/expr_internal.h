@@ -74,6 +74,9 @@ struct ExprOp {
   int in[3] = {-1, -1, -1};
   int in_width[3] = {0, 0, 0};
   BlockFn fn = nullptr;
+  // Binary ops: the loop with operand 0 (fn_sa) or 1 (fn_sb) block-uniform, read at element 0
+  // (Note [Uniform block values]); nullptr when there is none.
+  BlockFn fn_sa = nullptr, fn_sb = nullptr;
   eval_internal::ElementFn efn = nullptr;
   int map = -1;
   int input = -1;
@@ -85,6 +88,9 @@ struct ExprOp {
 // The typed block loop of an elementwise instruction (operands given by their element types),
 // or nullptr when there is none (then the generic per-element ElementFn path is used).
 BlockFn ResolveElementwiseBlockFn(const HloInstruction& instr);
+// The loop of a binary elementwise instruction whose operand `uniform` (0 or 1) is one value
+// for the whole block (read at element 0), or nullptr when there is none.
+BlockFn ResolveUniformOperandBlockFn(const HloInstruction& instr, int uniform);
 // The typed block loop of convert from `from` to `to`, or nullptr.
 BlockFn ResolveConvertBlockFn(PrimitiveType from, PrimitiveType to);
 

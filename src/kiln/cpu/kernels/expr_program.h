@@ -76,6 +76,7 @@ class ExprScratch {
   std::vector<void*> ptrs_;       // per value id (block values: current pointers)
   std::vector<void*> buffers_;    // per value id: its own buffer (nullptr when none)
   std::vector<std::vector<struct ExprRun>> runs_;  // per map id
+  std::vector<uint8_t> uniform_;  // per value id: Note [Uniform block values] (expr_exec.cc)
 };
 
 struct ExprRun {

@@ -343,3 +343,98 @@ ENTRY e {
 
 }  // namespace
 }  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// Rows of 256+ elements make a block one row (or an even part of one): values broadcast along
+// the rows are then one element per block (Note [Uniform block values]). Every consumer kind of
+// such values: scalar-operand loops on either side, chains of uniform values, generic
+// per-element ops, select/clamp/compare, pad and concatenate operands, uniform roots.
+TEST(LoopKernelTest, UniformRowValues) {
+  for (const char* t : {"f32", "f64", "bf16", "s32", "f16"}) {
+    const std::string hlo = StrCat(R"(
+HloModule m
+fused {
+  x = $T[6,300] parameter(0)
+  v = $T[6] parameter(1)
+  w = $T[6] parameter(2)
+  vb = $T[6,300] broadcast(v), dimensions={0}
+  wb = $T[6,300] broadcast(w), dimensions={0}
+  u = $T[6,300] multiply(vb, wb)
+  u2 = $T[6,300] maximum(u, vb)
+  a = $T[6,300] subtract(x, u2)
+  b = $T[6,300] divide(vb, x)
+  c = $T[6,300] minimum(a, b)
+  p = pred[6,300] compare(vb, x), direction=LT
+  s = $T[6,300] select(p, c, wb)
+  cl = $T[6,300] clamp(wb, s, u)
+  ROOT r = $T[6,300] add(cl, x)
+}
+ENTRY e {
+  x = $T[6,300] parameter(0)
+  v = $T[6] parameter(1)
+  w = $T[6] parameter(2)
+  ROOT f = $T[6,300] fusion(x, v, w), kind=kLoop, calls=fused
+})");
+    SCOPED_TRACE(t);
+    std::string text = hlo;
+    for (size_t p = text.find("$T"); p != std::string::npos; p = text.find("$T"))
+      text.replace(p, 2, t);
+    CheckHlo(text);
+    if (HasFailure()) return;
+  }
+}
+
+TEST(LoopKernelTest, UniformRootsPadConcatAndMultiOutput) {
+  CheckHlo(R"(
+HloModule m
+fused {
+  x = f32[4,512] parameter(0)
+  v = f32[4] parameter(1)
+  vb = f32[4,512] broadcast(v), dimensions={0}
+  e = f32[4,512] exponential(vb)
+  l = f32[4,512] log(e)
+  neg = f32[4,512] negate(l)
+  ROOT t = (f32[4,512], f32[4,512], f32[4,512]) tuple(neg, vb, x)
+}
+ENTRY e {
+  x = f32[4,512] parameter(0)
+  v = f32[4] parameter(1)
+  ROOT f = (f32[4,512], f32[4,512], f32[4,512]) fusion(x, v), kind=kLoop, calls=fused
+})");
+  CheckHlo(R"(
+HloModule m
+fused {
+  v = f32[3] parameter(0)
+  x = f32[3,200] parameter(1)
+  vb = f32[3,100] broadcast(v), dimensions={0}
+  z = f32[] constant(-2)
+  pd = f32[3,300] pad(vb, z), padding=0_0x50_150
+  cc = f32[3,300] concatenate(vb, x), dimensions={1}
+  ROOT r = f32[3,300] add(pd, cc)
+}
+ENTRY e {
+  v = f32[3] parameter(0)
+  x = f32[3,200] parameter(1)
+  ROOT f = f32[3,300] fusion(v, x), kind=kLoop, calls=fused
+})");
+  // Rows longer than a block: blocks are an even split of a row.
+  CheckHlo(R"(
+HloModule m
+fused {
+  x = f32[3,5000] parameter(0)
+  v = f32[3] parameter(1)
+  vb = f32[3,5000] broadcast(v), dimensions={0}
+  s = f32[3,5000] subtract(vb, x)
+  ROOT r = f32[3,5000] multiply(s, vb)
+}
+ENTRY e {
+  x = f32[3,5000] parameter(0)
+  v = f32[3] parameter(1)
+  ROOT f = f32[3,5000] fusion(x, v), kind=kLoop, calls=fused
+})");
+}
+
+}  // namespace
+}  // namespace kiln::cpu

@@ -189,3 +189,37 @@ TEST(ReduceKernelTest, LargeSumAccuracy) {
 
 }  // namespace
 }  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// A row reduction over rows of 256+ elements whose inputs involve row-broadcast (uniform) values,
+// with a loop output beside it (softmax's middle kernel).
+TEST(ReduceKernelTest, UniformRowValuesSoftmaxMiddle) {
+  testing::CheckHlo(R"(
+HloModule m
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT r = f32[] add(a, b) }
+fused {
+  x = f32[5,700] parameter(0)
+  m = f32[5] parameter(1)
+  mb = f32[5,700] broadcast(m), dimensions={0}
+  d = f32[5,700] subtract(x, mb)
+  e = f32[5,700] exponential(d)
+  z = f32[] constant(0)
+  s = f32[5] reduce(e, z), dimensions={1}, to_apply=add
+  ROOT t = (f32[5], f32[5,700]) tuple(s, e)
+}
+ENTRY e {
+  x = f32[5,700] parameter(0)
+  m = f32[5] parameter(1)
+  ROOT f = (f32[5], f32[5,700]) fusion(x, m), kind=kInput, calls=fused
+})", "", [] {
+    testing::CheckOptions o;
+    o.rtol = 1e-5;
+    o.atol = 1e-4;
+    return o;
+  }());
+}
+
+}  // namespace
+}  // namespace kiln::cpu

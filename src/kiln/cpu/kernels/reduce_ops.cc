@@ -119,17 +119,22 @@ struct Red {
   static void Row(void* acc, const void* xv, int64_t n) {
     using L = LaneOf<K, T>;
     const T* x = static_cast<const T*>(xv);
-    constexpr int kW = 16;
+    // 64 lanes: four independent vector accumulators hide the add latency.
+    constexpr int kW = 64;
     L lanes[kW];
     for (int j = 0; j < kW; ++j) lanes[j] = Identity<L>();
     int64_t i = 0;
     for (; i + kW <= n; i += kW)
       for (int j = 0; j < kW; ++j) lanes[j] = Op<L>(lanes[j], Lift<L>(x[i + j]));
     for (int j = 0; i < n; ++i, ++j) lanes[j] = Op<L>(lanes[j], Lift<L>(x[i]));
-    A s = static_cast<A>(lanes[0]);
-    for (int j = 1; j < kW; ++j) s = Op<A>(s, static_cast<A>(lanes[j]));
+    // Fold the lanes as a tree (a sequential fold of 64 lanes would be a chain of 64 dependent
+    // adds, longer than the row's own loop for rows of a few thousand elements).
+    A t[kW];
+    for (int j = 0; j < kW; ++j) t[j] = static_cast<A>(lanes[j]);
+    for (int w = kW / 2; w >= 1; w /= 2)
+      for (int j = 0; j < w; ++j) t[j] = Op<A>(t[j], t[j + w]);
     A* a = static_cast<A*>(acc);
-    *a = Op<A>(*a, s);
+    *a = Op<A>(*a, t[0]);
   }
 
   static void Cols(void* acc, const void* xv, int64_t n) {
