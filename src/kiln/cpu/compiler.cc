@@ -1,11 +1,15 @@
 #include "kiln/cpu/compiler.h"
 
+
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/divide_to_multiply.h"
 #include "kiln/cpu/dot_transpose_folding.h"
 #include "kiln/cpu/layout_normalization.h"
+#include "kiln/cpu/row_tiles_thunk.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/buffer_assignment_checker.h"
@@ -148,6 +152,20 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   ThunkEmitterOptions eo;
   eo.kernel_factory = options.kernel_factory ? options.kernel_factory : DefaultKernelFactory(options.kernel_options);
   eo.executor = options.executor;
+  // KILN_CPU_ROW_TILING=0 turns row tiling off (A/B measurements without rebuilding);
+  // =force tiles every chain, however small, in tiles of a few rows (to run a test suite's
+  // small cases through row tiling).
+  const char* row_tiling_env = std::getenv("KILN_CPU_ROW_TILING");
+  const std::string_view row_tiling_mode = row_tiling_env ? row_tiling_env : "";
+  eo.row_tiling = options.row_tiling && row_tiling_mode != "0";
+  eo.row_tiling_options = options.row_tiling_options;
+  if (row_tiling_mode == "force") {
+    eo.row_tiling_options.min_chain_bytes = 0;
+    eo.row_tiling_options.tile_bytes = 1024;
+  }
+  eo.threads = options.thread_pool ? options.thread_pool->num_threads()
+               : options.threads > 0 ? options.threads
+                                     : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   KILN_ASSIGN_OR_RETURN(EmittedThunks thunks, EmitThunks(*module, *assignment, *schedule, eo));
   step_done("thunk-emission");
 
@@ -157,6 +175,11 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   parts.stats.memory = assignment->stats();
   parts.stats.thunks = static_cast<int64_t>(thunks.all.size());
   for (const Thunk* t : thunks.all) parts.stats.kernel_thunks += t->kind() == Thunk::Kind::kKernel;
+  for (const Thunk* t : thunks.all)
+    if (t->kind() == Thunk::Kind::kRowTiles) {
+      ++parts.stats.row_tiled_chains;
+      parts.stats.kernel_thunks += static_cast<const RowTilesThunk*>(t)->members();
+    }
   if (options.thread_pool) {
     parts.pool = options.thread_pool;
   } else {

@@ -20,7 +20,8 @@
 //   dce
 // then scheduling (MemoryAwareSchedule, or PostOrderSchedule), buffer assignment (checked by
 // the independent checker when check_buffer_assignment), and thunk emission with the kernels
-// of `kernel_factory` (default: CreateCpuKernel).
+// of `kernel_factory` (default: CreateCpuKernel), chains of row-local fusions becoming
+// row-tiled thunks (row_tiling.h).
 //
 // Errors: a module the verifier rejects is InvalidArgument; an op the CPU backend cannot run
 // (infeed, outfeed, send/recv) is Unimplemented naming it; nothing aborts.
@@ -63,6 +64,9 @@ struct CpuCompileOptions {
   bool canonicalize_dots = true;
   // Lower peak memory with the memory-aware list scheduler (off: post order).
   bool memory_aware_schedule = true;
+  // Run chains of row-local fusions tile by tile over their rows (row_tiling.h).
+  bool row_tiling = true;
+  RowTilingOptions row_tiling_options;
   // Where kernels come from (null: CreateCpuKernel with kernel_options).
   KernelFactory kernel_factory;
   CpuKernelOptions kernel_options;

@@ -127,9 +127,10 @@ std::string CpuCompileStats::ToString() const {
   s += fusion_summary;
   if (!s.empty() && s.back() != '\n') s += "\n";
   s += memory.ToString() + "\n";
-  std::snprintf(buf, sizeof buf, "thunks: %lld (%lld kernels), threads %lld; compiled in %.3f ms\n",
+  std::snprintf(buf, sizeof buf,
+                "thunks: %lld (%lld kernels, %lld row-tiled chains), threads %lld; compiled in %.3f ms\n",
                 static_cast<long long>(thunks), static_cast<long long>(kernel_thunks),
-                static_cast<long long>(threads), compile_seconds * 1e3);
+                static_cast<long long>(row_tiled_chains), static_cast<long long>(threads), compile_seconds * 1e3);
   s += buf;
   return s;
 }

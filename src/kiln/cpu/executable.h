@@ -61,7 +61,8 @@ struct CpuCompileStats {
   std::string fusion_summary;     // compile_summary.h FusionSummary
   MemoryStats memory;             // buffer assignment's statistics
   int64_t thunks = 0;             // all thunks, nested ones included
-  int64_t kernel_thunks = 0;
+  int64_t kernel_thunks = 0;      // kernels, row-tiled chains' members included
+  int64_t row_tiled_chains = 0;   // RowTilesThunks (row_tiling.h)
   int64_t threads = 0;            // pool workers (1: no pool)
   std::string ToString() const;   // pass table, fusion summary, memory, thunk counts
 };

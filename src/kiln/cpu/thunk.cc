@@ -10,6 +10,7 @@ namespace kiln::cpu {
 std::string_view ThunkKindName(Thunk::Kind kind) {
   switch (kind) {
     case Thunk::Kind::kKernel: return "kernel";
+    case Thunk::Kind::kRowTiles: return "row-tiles";
     case Thunk::Kind::kCopy: return "copy";
     case Thunk::Kind::kWhile: return "while";
     case Thunk::Kind::kConditional: return "conditional";

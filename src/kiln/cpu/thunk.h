@@ -85,7 +85,7 @@ struct ExecuteParams {
 
 class Thunk {
  public:
-  enum class Kind : uint8_t { kKernel, kCopy, kWhile, kConditional, kCall };
+  enum class Kind : uint8_t { kKernel, kRowTiles, kCopy, kWhile, kConditional, kCall };
 
   virtual ~Thunk() = default;
   Thunk(const Thunk&) = delete;

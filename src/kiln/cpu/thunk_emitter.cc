@@ -3,6 +3,7 @@
 #include "kiln/base/strings.h"
 #include "kiln/cpu/control_flow_thunks.h"
 #include "kiln/cpu/kernel_thunk.h"
+#include "kiln/cpu/row_tiles_thunk.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/fusion_policy.h"
 #include "kiln/passes/fusion_utils.h"
@@ -21,8 +22,25 @@ class Emitter {
     std::vector<std::unique_ptr<Thunk>> thunks;
     if (!schedule_.has_sequence(&c))
       return Internal("cpu: computation ", c.name(), " has no schedule");
-    for (const HloInstruction* instr : schedule_.sequence(&c)) {
-      Status s = EmitInstruction(*instr, thunks);
+    const std::vector<const HloInstruction*> seq(schedule_.sequence(&c).begin(), schedule_.sequence(&c).end());
+    std::vector<RowTiledChain> chains;
+    if (options_.row_tiling) {
+      std::vector<bool> emits(seq.size());
+      for (size_t i = 0; i < seq.size(); ++i) {
+        KILN_ASSIGN_OR_RETURN(bool e, EmitsThunk(*seq[i]));
+        emits[i] = e;
+      }
+      KILN_ASSIGN_OR_RETURN(chains, FindRowTiledChains(seq, emits, assignment_, options_.row_tiling_options));
+    }
+    size_t next_chain = 0;
+    for (int64_t i = 0; i < static_cast<int64_t>(seq.size()); ++i) {
+      if (next_chain < chains.size() && chains[next_chain].begin == i) {
+        const RowTiledChain& chain = chains[next_chain++];
+        KILN_RETURN_IF_ERROR(EmitRowTiles(chain, thunks));
+        i = chain.end - 1;
+        continue;
+      }
+      Status s = EmitInstruction(*seq[i], thunks);
       if (!s.ok()) return s;
     }
     return ThunkSequence(std::move(thunks), options_.executor);
@@ -46,6 +64,65 @@ class Emitter {
     thunk->set_id(static_cast<int64_t>(all.size()));
     all.push_back(thunk.get());
     out.push_back(std::move(thunk));
+  }
+
+  // Whether EmitInstruction makes a thunk for `instr` (a kernel, copy, loop, branch or call).
+  StatusOr<bool> EmitsThunk(const HloInstruction& instr) {
+    switch (instr.opcode()) {
+      case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kTuple:
+      case HloOpcode::kGetTupleElement: case HloOpcode::kBitcast: case HloOpcode::kOptimizationBarrier:
+      case HloOpcode::kDomain: case HloOpcode::kAddDependency: case HloOpcode::kAfterAll:
+        return false;
+      default:
+        break;
+    }
+    KILN_ASSIGN_OR_RETURN(bool view, IsView(instr));
+    return !view;
+  }
+
+  // The chain's kernels: for each member, kernels for the tile rows (and the remainder),
+  // compiled from row clones held by one module the thunk owns.
+  Status EmitRowTiles(const RowTiledChain& chain,
+                      std::vector<std::unique_ptr<Thunk>>& out) {
+    const int64_t tile = ChooseTileRows(chain, options_.threads, options_.row_tiling_options);
+    const int64_t rest = chain.rows % tile;
+    auto clones = std::make_shared<HloModule>("row_tiles");
+    std::vector<RowTilesThunk::Member> members;
+    int64_t cost = 0;
+    std::string first, last;
+    for (const RowTiledMember& plan : chain.members) {
+      const HloInstruction& instr = *plan.instr;
+      RowLocality loc = AnalyzeRowLocality(instr);
+      if (!loc.ok) return Internal("cpu: %", instr.name(), " in a row-tiled chain is not row-local");
+      RowTilesThunk::Member m;
+      m.name = instr.name();
+      for (int64_t k = 0; k < instr.operand_count(); ++k) {
+        KILN_ASSIGN_OR_RETURN(BufferSlice s, Slice(*instr.operand(k), {}));
+        m.inputs.push_back({s, instr.operand(k)->shape(), static_cast<bool>(loc.row_operand[k]), plan.input_value[k]});
+      }
+      const std::vector<ShapeIndex> leaves = ArrayLeafIndices(instr.shape());
+      for (size_t l = 0; l < leaves.size(); ++l) {
+        KILN_ASSIGN_OR_RETURN(BufferSlice s, Slice(instr, leaves[l]));
+        m.outputs.push_back({s, instr.shape().Subshape(leaves[l]), true, plan.output_value[l]});
+      }
+      KILN_ASSIGN_OR_RETURN(const HloInstruction* tile_instr, CloneForRows(instr, loc, tile, *clones));
+      StatusOr<std::unique_ptr<CpuKernel>> k = options_.kernel_factory(*tile_instr);
+      if (!k.ok()) return k.status().WithContext(StrCat("cpu: cannot compile %", instr.name(), " for row tiles"));
+      m.tile_kernel = std::move(*k);
+      if (rest > 0) {
+        KILN_ASSIGN_OR_RETURN(const HloInstruction* rest_instr, CloneForRows(instr, loc, rest, *clones));
+        StatusOr<std::unique_ptr<CpuKernel>> rk = options_.kernel_factory(*rest_instr);
+        if (!rk.ok()) return rk.status().WithContext(StrCat("cpu: cannot compile %", instr.name(), " for row tiles"));
+        m.rest_kernel = std::move(*rk);
+      }
+      cost += EstimateKernelCost(instr);
+      if (first.empty()) first = instr.name();
+      last = instr.name();
+      members.push_back(std::move(m));
+    }
+    Add(out, std::make_unique<RowTilesThunk>(StrCat(first, "..", last), std::move(clones), std::move(members),
+                                             chain.internal_row_bytes, chain.rows, tile, cost));
+    return OkStatus();
   }
 
   StatusOr<bool> IsView(const HloInstruction& instr) {

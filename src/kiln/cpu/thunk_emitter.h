@@ -9,7 +9,9 @@
 //                 emitted recursively);
 //   an error      infeed, outfeed, send, recv (and their -done): the CPU runtime has no host
 //                 channels;
-//   KernelThunk   everything else, with the kernel from the factory (CreateCpuKernel).
+//   KernelThunk   everything else, with the kernel from the factory (CreateCpuKernel);
+//   RowTilesThunk for a chain of consecutive row-local fusions (Note [Row tiling]) instead of
+//                 one KernelThunk each, with kernels compiled for the tiles' rows.
 // Instructions with no array result and no operands to read (token plumbing) get no thunk.
 // Every slice is checked against its allocation's size here, once.
 #pragma once
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "kiln/cpu/kernel.h"
+#include "kiln/cpu/row_tiling.h"
 #include "kiln/cpu/thunk_sequence.h"
 #include "kiln/passes/buffer_assignment.h"
 #include "kiln/passes/hlo_schedule.h"
@@ -30,6 +33,10 @@ using KernelFactory = std::function<StatusOr<std::unique_ptr<CpuKernel>>(const H
 struct ThunkEmitterOptions {
   KernelFactory kernel_factory;  // required
   ExecutorOptions executor;      // thresholds the sequences classify their thunks with
+  // Run chains of row-local fusions tile by tile (row_tiling.h; off: one thunk per kernel).
+  bool row_tiling = true;
+  RowTilingOptions row_tiling_options;
+  int threads = 1;               // threads a run uses (tile sizes)
 };
 
 struct EmittedThunks {
