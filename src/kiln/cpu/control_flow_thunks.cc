@@ -46,7 +46,10 @@ WhileThunk::WhileThunk(std::string name, ThunkSequence condition, ThunkSequence 
   uses.push_back(BufferUse::Read(predicate_));
   for (size_t j = 0; j < plan_.leaves.size(); ++j) {
     if (plan_.init[j].valid()) uses.push_back(BufferUse::Read(plan_.init[j]));
-    uses.push_back(BufferUse::Write(plan_.state[j]));
+    // A state leaf that shares its init buffer and is never copied into is only read here (a
+    // body that updates it in place reports that write among its own uses).
+    const bool shared = !plan_.copy_init[j] && !plan_.copy_body_result[j] && plan_.state[j] == plan_.init[j];
+    uses.push_back(shared ? BufferUse::Read(plan_.state[j]) : BufferUse::Write(plan_.state[j]));
     if (plan_.body_result[j].valid()) uses.push_back(BufferUse::Read(plan_.body_result[j]));
     if (plan_.staging[j].valid()) uses.push_back(BufferUse::Write(plan_.staging[j]));
   }

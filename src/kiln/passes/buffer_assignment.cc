@@ -2,6 +2,7 @@
 // (instruction, array leaf) share a logical buffer, and when each position is defined and read.
 // Part 2 (buffer_packing.cc): live ranges, donated parameters, arena packing, the result.
 #include <algorithm>
+#include <cstddef>
 
 #include "kiln/base/strings.h"
 #include "kiln/passes/buffer_assigner.h"
@@ -287,7 +288,26 @@ Status BufferAssigner::VisitWhile(const HloInstruction* w) {
   WhileInfo info;
   info.leaves = ArrayLeafIndices(w->shape());
   const HloInstruction* init = w->operand(0);
+  // Whether the body returns state leaf `leaf` unchanged: the root's leaf is the body
+  // parameter's same leaf (through tuples and get-tuple-elements).
+  auto passes_through = [&](const ShapeIndex& leaf) {
+    const HloComputation* body = w->while_body();
+    const HloInstruction* node = body->root_instruction();
+    size_t p = 0;
+    while (node && p < leaf.size() && node->opcode() == HloOpcode::kTuple &&
+           leaf[p] < node->operand_count())
+      node = node->operand(leaf[p++]);
+    ShapeIndex from_param;
+    while (node && node->opcode() == HloOpcode::kGetTupleElement) {
+      from_param.insert(from_param.begin(), node->attrs().tuple_index);
+      node = node->operand(0);
+    }
+    if (!node || node != body->parameter_instruction(0)) return false;
+    from_param.insert(from_param.end(), leaf.begin() + static_cast<std::ptrdiff_t>(p), leaf.end());
+    return from_param == leaf;
+  };
   std::unordered_set<int64_t> taken;
+  std::vector<int64_t> shared;  // init buffers shared read-only by pass-through state leaves
   for (const ShapeIndex& leaf : info.leaves) {
     int64_t b = Get(init, leaf);
     info.init.push_back(b);
@@ -297,6 +317,17 @@ Status BufferAssigner::VisitWhile(const HloInstruction* w) {
       taken.insert(b);
       info.copy_init.push_back(false);
       aliased_bytes_ += buffers_[b].size;
+    } else if (b >= 0 && options_.in_place && !taken.count(b) && passes_through(leaf)) {
+      // Beyond Note [While loop buffers] (kept out of the header, which every pass includes):
+      // a state leaf the loop never changes reads the init buffer itself, whatever it is (an
+      // undonated parameter, a constant, a value read after the loop): nothing in the loop
+      // may write it (read-only while the condition and body are visited), so it still holds
+      // the init value when the loop ends, which is also the while's result leaf.
+      state = b;
+      taken.insert(b);
+      shared.push_back(b);
+      info.copy_init.push_back(false);
+      aliased_bytes_ += buffers_[b].size;
     } else {
       state = NewBuffer(LogicalBuffer::Origin::kArena, w, leaf);
       info.copy_init.push_back(true);
@@ -304,8 +335,11 @@ Status BufferAssigner::VisitWhile(const HloInstruction* w) {
     info.state.push_back(state);
   }
   std::vector<std::vector<int64_t>> params = {info.state};
+  for (int64_t b : shared) ++readonly_[b];
   KILN_RETURN_IF_ERROR(Visit(w->while_condition(), &params));
   KILN_RETURN_IF_ERROR(Visit(w->while_body(), &params));
+  for (int64_t b : shared)
+    if (--readonly_[b] == 0) readonly_.erase(b);
   const int64_t t_back = ++clock_;
   const HloInstruction* body_root = w->while_body()->root_instruction();
 

@@ -315,6 +315,7 @@ class Checker {
         plan.state.size() != n || plan.body_result.size() != n || plan.staging.size() != n)
       return Internal("buffer check: malformed copy plan of %", w->name());
     std::vector<int64_t> state_tags(n), result_tags(n);
+    std::vector<bool> shares_init(n);
     for (size_t j = 0; j < n; ++j) {
       KILN_RETURN_IF_ERROR(Read(w, init, plan.leaves[j]));
       Value v = ValueOf(init, plan.leaves[j]);
@@ -324,7 +325,11 @@ class Checker {
       if (!plan.copy_init[j] && !(plan.state[j] == plan.init[j]))
         return Internal("buffer check: %", w->name(), " leaf ", j, " neither copies nor takes over its init");
       state_tags[j] = v.tag;
-      result_tags[j] = NewTag(w, plan.leaves[j]);
+      // A leaf sharing its init's buffer without copies in or out holds the init value itself
+      // when the body passes it through (checked after every body run below): the result is
+      // that value, and readers of the init after the loop still find it.
+      shares_init[j] = !plan.copy_init[j] && !plan.copy_body_result[j];
+      result_tags[j] = shares_init[j] ? v.tag : NewTag(w, plan.leaves[j]);
     }
     for (size_t j = 0; j < n; ++j) {
       if (!plan.copy_init[j]) continue;
@@ -338,13 +343,11 @@ class Checker {
       std::vector<std::vector<Value>> bind(1);
       for (size_t j = 0; j < n; ++j) bind[0].push_back(Value{plan.state[j], state_tags[j]});
       KILN_RETURN_IF_ERROR(RunComputation(w->while_condition(), &bind));
-      Shadow exit = mem_;
       for (size_t j = 0; j < n; ++j) {
-        if (!exit.Holds(plan.state[j], state_tags[j]))
+        if (!mem_.Holds(plan.state[j], state_tags[j]))
           return Internal("buffer check: state leaf ", j, " of %", w->name(), " overwritten (iteration ", iter, ")");
-        exit.Write(plan.state[j], result_tags[j]);
       }
-      exits.push_back(std::move(exit));
+      exits.push_back(mem_);  // the result tags are written below, once shares_init is final
       if (iter == 2) break;
       KILN_RETURN_IF_ERROR(RunComputation(w->while_body(), &bind));
       std::vector<int64_t> body_tags(n);
@@ -354,6 +357,13 @@ class Checker {
           return Internal("buffer check: body result slice of %", w->name(), " differs from its plan");
         body_tags[j] = v.tag;
       }
+      // Where the body changed a leaf that was to share its init value, the while's result is a
+      // value of its own after all.
+      for (size_t j = 0; j < n; ++j)
+        if (shares_init[j] && body_tags[j] != result_tags[j]) {
+          shares_init[j] = false;
+          result_tags[j] = NewTag(w, plan.leaves[j]);
+        }
       for (size_t j = 0; j < n; ++j) {
         if (!plan.copy_body_result[j] || !plan.staging[j].valid()) continue;
         if (!mem_.Holds(plan.body_result[j], body_tags[j]))
@@ -376,6 +386,9 @@ class Checker {
       }
       state_tags = body_tags;
     }
+    for (Shadow& exit : exits)
+      for (size_t j = 0; j < n; ++j)
+        if (!shares_init[j]) exit.Write(plan.state[j], result_tags[j]);
     mem_ = Shadow::Merge(exits);
     for (size_t j = 0; j < n; ++j) tags_[PositionKey{w, plan.leaves[j]}] = result_tags[j];
     return OkStatus();

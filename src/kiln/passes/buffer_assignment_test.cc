@@ -351,9 +351,10 @@ TEST(BufferAssignmentTest, WhileLoopCopyPlan) {
   EXPECT_FALSE(p.copy_init[1]);
   EXPECT_EQ(p.state[1], a.Slice("n"));
   EXPECT_FALSE(p.copy_body_result[1]);
-  // Leaf 2: x is an entry parameter (copied in), passed through unchanged.
-  EXPECT_TRUE(p.copy_init[2]);
+  // Leaf 2: x is an entry parameter passed through unchanged: the state is x itself.
+  EXPECT_FALSE(p.copy_init[2]);
   EXPECT_FALSE(p.copy_body_result[2]);
+  EXPECT_EQ(p.state[2], a.Slice("x"));
   // Leaf 3: the broadcast buffer is taken over and updated in place.
   EXPECT_FALSE(p.copy_init[3]);
   EXPECT_FALSE(p.copy_body_result[3]);
@@ -371,6 +372,74 @@ TEST(BufferAssignmentTest, WhileLoopCopyPlan) {
     EXPECT_TRUE(q.copy_init[j]);
     EXPECT_EQ(q.copy_body_result[j], j != 2) << j;
   }
+}
+
+// Leaves the body returns unchanged share their init buffer read-only (no copies), whatever
+// holds it: an undonated parameter, a constant, an arena value read after the loop.
+constexpr std::string_view kPassThroughLoop = R"(
+HloModule m
+cond {
+  s = (s32[], f32[4], f32[4], f32[4], f32[4], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  k = s32[] constant(3)
+  ROOT lt = pred[] compare(i, k), direction=LT
+}
+body {
+  s = (s32[], f32[4], f32[4], f32[4], f32[4], f32[4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  wt = f32[4] get-tuple-element(s), index=1
+  c = f32[4] get-tuple-element(s), index=2
+  e = f32[4] get-tuple-element(s), index=3
+  wt2 = f32[4] get-tuple-element(s), index=4
+  acc = f32[4] get-tuple-element(s), index=5
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  m = f32[4] multiply(acc, wt)
+  m2 = f32[4] multiply(m, wt2)
+  a1 = f32[4] add(m2, c)
+  acc1 = f32[4] add(a1, e)
+  ROOT t = (s32[], f32[4], f32[4], f32[4], f32[4], f32[4]) tuple(i1, wt, c, e, wt2, acc1)
+}
+ENTRY main {
+  x = f32[4] parameter(0)
+  z = s32[] constant(0)
+  c = f32[4] constant({1, 2, 3, 4})
+  e = f32[4] exponential(x)
+  zf = f32[] constant(0)
+  acc = f32[4] broadcast(zf), dimensions={}
+  init = (s32[], f32[4], f32[4], f32[4], f32[4], f32[4]) tuple(z, x, c, e, x, acc)
+  w = (s32[], f32[4], f32[4], f32[4], f32[4], f32[4]) while(init), condition=cond, body=body
+  r = f32[4] get-tuple-element(w), index=5
+  we = f32[4] get-tuple-element(w), index=3
+  i2 = s32[] constant(1)
+  u = f32[1] slice(r), slice={[0:1]}
+  upd = f32[4] dynamic-update-slice(we, u, i2)
+  after = f32[4] add(upd, e)
+  wx = f32[4] get-tuple-element(w), index=1
+  ROOT out = (f32[4], f32[4], f32[4]) tuple(after, upd, wx)
+}
+)";
+
+TEST(BufferAssignmentTest, WhileLoopPassThroughLeavesShareTheirInitBuffers) {
+  auto a = Assign(kPassThroughLoop);
+  WhileCopyPlan p = a.Plan("w");
+  ASSERT_EQ(p.leaves.size(), 6u);
+  // Leaf 1: the undonated parameter x itself; leaf 2: the constant; leaf 3: e, read again
+  // after the loop (it cannot be taken over, but it can be shared).
+  EXPECT_EQ(p.state[1], a.Slice("x"));
+  EXPECT_EQ(p.state[2], a.Slice("c"));
+  EXPECT_EQ(p.state[3], a.Slice("e"));
+  for (int j : {1, 2, 3}) {
+    EXPECT_FALSE(p.copy_init[j]) << j;
+    EXPECT_FALSE(p.copy_body_result[j]) << j;
+  }
+  // Leaf 4 is x again: one state leaf per buffer, so this one is copied in.
+  EXPECT_TRUE(p.copy_init[4]);
+  EXPECT_NE(p.state[4], a.Slice("x"));
+  // The update after the loop may not write e's buffer (e is read later, by `after`): it gets
+  // bytes of its own. The checker (in Assign) replays all of it.
+  EXPECT_NE(a.Slice("upd"), a.Slice("e"));
+  EXPECT_EQ(a.Slice("wx"), a.Slice("x"));
 }
 
 TEST(BufferAssignmentTest, WhileLoopSwappingStateElementsStagesTheCopies) {
