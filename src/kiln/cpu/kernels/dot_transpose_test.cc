@@ -120,3 +120,57 @@ TEST(TransposeKernelTest, Permutations) {
 
 }  // namespace
 }  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// Note [Small-M GEMM]: M <= 16 with N >= 16 takes the streaming kernel (gemm_small.cc): every
+// row count 2..16 (one row group), partial last column panels, transposed A, batched, K of 4..
+// (and a transposed B, which stays on Eigen), f32 and bf16 -> f32; with and without a pool
+// (CheckHlo runs both).
+TEST(DotKernelTest, SmallM) {
+  for (int64_t m : {2, 3, 7, 8, 9, 15, 16, 17}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{16, 4}, {17, 5}, {33, 64}, {257, 31},
+                        {1024, 129}}) {
+      SCOPED_TRACE(StrCat("m ", m, " n ", n, " k ", k));
+      CheckHlo(StrCat("ENTRY e {\n x = f32[", m, ",", k, "] parameter(0)\n y = f32[", k, ",", n,
+                      "] parameter(1)\n ROOT d = f32[", m, ",", n,
+                      "] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n"));
+      CheckHlo(StrCat("ENTRY e {\n x = f32[", k, ",", m, "] parameter(0)\n y = f32[", k, ",", n,
+                      "] parameter(1)\n ROOT d = f32[", m, ",", n,
+                      "] dot(x, y), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n}\n"));
+      if (HasFailure()) return;
+    }
+  }
+  const char* cases[] = {
+      "x = f32[16,100] parameter(0)\n y = f32[300,100] parameter(1)\n"
+      " ROOT d = f32[16,300] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={1}",
+      "x = f32[3,16,40] parameter(0)\n y = f32[3,40,70] parameter(1)\n"
+      " ROOT d = f32[3,16,70] dot(x, y), lhs_batch_dims={0}, lhs_contracting_dims={2},"
+      " rhs_batch_dims={0}, rhs_contracting_dims={1}",
+      "x = bf16[16,256] parameter(0)\n y = bf16[256,1000] parameter(1)\n"
+      " ROOT d = f32[16,1000] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+      "x = bf16[5,37] parameter(0)\n y = bf16[37,50] parameter(1)\n"
+      " ROOT d = bf16[5,50] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+  };
+  for (const char* c : cases) {
+    SCOPED_TRACE(c);
+    CheckHlo(StrCat("ENTRY e {\n ", c, "\n}\n"));
+  }
+}
+
+// Special values propagate through the small-M kernel as through the evaluator's dot.
+TEST(DotKernelTest, SmallMSpecialValues) {
+  auto m = testing::Parse(
+      "ENTRY e {\n x = f32[4,8] parameter(0)\n y = f32[8,20] parameter(1)\n"
+      " ROOT d = f32[4,20] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+  const HloInstruction* d = testing::Find(*m);
+  std::vector<Literal> ops = testing::RandomOperands(*d, 3);
+  ops[0].Set<float>({1, 2}, std::numeric_limits<float>::infinity());
+  ops[0].Set<float>({2, 5}, std::numeric_limits<float>::quiet_NaN());
+  ops[1].Set<float>({3, 19}, -std::numeric_limits<float>::infinity());
+  testing::ExpectMatchesEvaluator(*d, {}, std::move(ops));
+}
+
+}  // namespace
+}  // namespace kiln::cpu

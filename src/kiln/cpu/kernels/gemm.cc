@@ -72,6 +72,12 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext&
     if (!s.accumulate) std::fill(c, c + s.m * s.n, T(0));
     return;
   }
+  if constexpr (std::is_same_v<T, float>) {
+    if (UseSmallMGemm(s)) {
+      SmallMGemm(s, a, b, c, ctx, threads && CanUsePool(ctx));
+      return;
+    }
+  }
   if (!threads || !CanUsePool(ctx) || s.m * s.n * s.k < kSmallGemm) {
     MatrixGemm(s, a, b, c, 0, s.m, 0, s.n);
     return;

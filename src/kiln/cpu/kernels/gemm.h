@@ -34,6 +34,22 @@ struct GemmShape {
 template <typename T>
 void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext& ctx, bool threads);
 
+// Note [Small-M GEMM]
+//   Products with few rows (an LSTM step's [16, K] x [K, N]) spend more in Eigen's packing of
+//   all of B, and in its micro-kernel's padding of M, than in the product. SmallMGemm
+//   (gemm_small.cc) packs only A (M x K, small, interleaved by k) and reads B in place: C is cut
+//   into panels of 16 columns; for each, a register-blocked kernel keeps all M rows x 16 columns
+//   in M vector accumulators and, per k, loads one vector of B's row and M broadcasts of A, so
+//   B is read exactly once, with software prefetch a few rows ahead (B's row stride is often a
+//   multiple of 4 KiB, which the hardware prefetchers do not follow). Panels are split across
+//   threads; the last, partial panel goes through a zero-padded copy. A transposed B stays on
+//   Eigen (its rows would need a transposing copy), and so does M = 1 (Eigen's GEMV streams B).
+constexpr int64_t kSmallGemmMaxM = 16;
+// Whether SmallMGemm takes this f32 shape (2 <= M <= kSmallGemmMaxM, N >= 16, B not transposed).
+bool UseSmallMGemm(const GemmShape& s);
+void SmallMGemm(const GemmShape& s, const float* a, const float* b, float* c,
+                const KernelContext& ctx, bool threads);
+
 // Integer GEMM with wrapping arithmetic in Acc (uint32_t or uint64_t): A and B hold the
 // operand values already converted to Acc; C receives Acc values.
 template <typename Acc>

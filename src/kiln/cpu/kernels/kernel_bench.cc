@@ -153,6 +153,51 @@ int Main(int argc, char** argv) {
     BenchHlo(o, pool, StrCat("small gemm f32 ", m, "x", n, "x", k),
              Dot("f32", m, n, k, false, false), 2.0 * m * n * k);
   }
+  // lstm_f32's per-step GEMMs (M = 16) and the bf16 -> f32 form.
+  for (auto [m, n, k] : {std::array<int64_t, 3>{16, 1024, 256}, {16, 1024, 128}, {16, 4096, 1024},
+                         {8, 777, 301}, {32, 1024, 256}, {24, 1000, 512}}) {
+    BenchEigenGemm(o, m, n, k);
+    BenchHlo(o, pool, StrCat("small-M gemm f32 ", m, "x", n, "x", k),
+             Dot("f32", m, n, k, false, false), 2.0 * m * n * k);
+    BenchHlo(o, pool, StrCat("small-M gemm f32 B^T ", m, "x", n, "x", k),
+             Dot("f32", m, n, k, false, true), 2.0 * m * n * k);
+  }
+  BenchHlo(o, pool, "small-M gemm bf16->f32 16x1024x256",
+           Dot("bf16", 16, 1024, 256, false, false, "f32"), 2.0 * 16 * 1024 * 256);
+  // The normalizing loops of bench/cpu's layernorm and softmax (as the CPU pipeline fuses them).
+  BenchHlo(o, pool, "fusion layernorm normalize f32[4096,1024]",
+           "fused {\n p0 = f32[1024] parameter(0)\n p1 = f32[1024] parameter(1)\n"
+           " p2 = f32[4096,1024] parameter(2)\n p3 = f32[4096,1] parameter(3)\n"
+           " p4 = f32[4096] parameter(4)\n c = f32[] constant(0.0009765625)\n"
+           " cb = f32[4096,1] broadcast(c), dimensions={}\n r4 = f32[4096,1] reshape(p4)\n"
+           " mean = f32[4096,1] multiply(r4, cb)\n m1 = f32[4096] reshape(mean)\n"
+           " r3 = f32[4096] reshape(p3)\n mb = f32[4096,1024] broadcast(m1), dimensions={0}\n"
+           " sb = f32[4096,1024] broadcast(r3), dimensions={0}\n d = f32[4096,1024] subtract(p2, mb)\n"
+           " gb = f32[4096,1024] broadcast(p1), dimensions={1}\n n = f32[4096,1024] multiply(d, sb)\n"
+           " bb = f32[4096,1024] broadcast(p0), dimensions={1}\n g = f32[4096,1024] multiply(n, gb)\n"
+           " ROOT o = f32[4096,1024] add(g, bb)\n}\n"
+           "ENTRY e {\n p0 = f32[1024] parameter(0)\n p1 = f32[1024] parameter(1)\n"
+           " p2 = f32[4096,1024] parameter(2)\n p3 = f32[4096,1] parameter(3)\n"
+           " p4 = f32[4096] parameter(4)\n ROOT f = f32[4096,1024] fusion(p0, p1, p2, p3, p4),"
+           " kind=kLoop, calls=fused\n}\n",
+           0);
+  BenchHlo(o, pool, "fusion softmax exp+sum f32[2048,2048]",
+           "add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT r = f32[] add(a, b) }\n"
+           "fused {\n m = f32[2048] parameter(0)\n x = f32[2048,2048] parameter(1)\n"
+           " mb = f32[2048,2048] broadcast(m), dimensions={0}\n d = f32[2048,2048] subtract(x, mb)\n"
+           " e = f32[2048,2048] exponential(d)\n z = f32[] constant(0)\n"
+           " s = f32[2048] reduce(e, z), dimensions={1}, to_apply=add\n"
+           " ROOT t = (f32[2048,2048], f32[2048]) tuple(e, s)\n}\n"
+           "ENTRY e {\n m = f32[2048] parameter(0)\n x = f32[2048,2048] parameter(1)\n"
+           " ROOT f = (f32[2048,2048], f32[2048]) fusion(m, x), kind=kInput, calls=fused\n}\n",
+           0);
+  BenchHlo(o, pool, "fusion softmax scale f32[2048,2048]",
+           "fused {\n x = f32[2048,2048] parameter(0)\n r = f32[2048] parameter(1)\n"
+           " rb = f32[2048,2048] broadcast(r), dimensions={0}\n"
+           " ROOT o = f32[2048,2048] multiply(x, rb)\n}\n"
+           "ENTRY e {\n x = f32[2048,2048] parameter(0)\n r = f32[2048] parameter(1)\n"
+           " ROOT f = f32[2048,2048] fusion(x, r), kind=kLoop, calls=fused\n}\n",
+           0);
   BenchEigenGemm(o, 256, 4096, 1024);
   BenchHlo(o, pool, "gemm f32 256x4096x1024 (mlp)", Dot("f32", 256, 4096, 1024, false, false),
            2.0 * 256 * 4096 * 1024);

@@ -1,0 +1,121 @@
+// Small-M f32 GEMM (see gemm.h, Note [Small-M GEMM]).
+#include <algorithm>
+#include <array>
+#include <utility>
+#include <cstring>
+#include <vector>
+
+#if defined(__AVX512F__) || defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+#include "kiln/cpu/kernels/common.h"
+#include "kiln/cpu/kernels/gemm.h"
+
+namespace kiln::cpu::internal {
+namespace {
+
+// 16 f32 lanes (GCC/Clang vector extension: one zmm with AVX-512, two ymm with AVX2, ...).
+using V = float __attribute__((vector_size(64)));
+constexpr int kLanes = 16;
+constexpr int kMR = 16;
+constexpr int64_t kPrefetchRows = 8;  // most rows of a C tile: 16 accumulators of one vector each
+
+inline V Load(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+inline void Store(float* p, V v) { std::memcpy(p, &v, sizeof(V)); }
+inline V Splat(float s) {
+#if defined(__AVX512F__)
+  return _mm512_set1_ps(s);
+#else
+  return s - V{};  // s - 0 is s for every s (V{} + s would turn -0 into +0)
+#endif
+}
+inline V Fma(V a, V b, V c) {
+#if defined(__AVX512F__)
+  return _mm512_fmadd_ps(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
+// C[MR, 16] (+)= Ap[k][MR] * Bp[k][16 of ldb]. Ap holds the MR rows of A interleaved by k;
+// each k reads one vector of B and MR broadcasts of A for MR multiply-adds.
+template <int MR>
+void MicroKernel(int64_t k, const float* __restrict ap, const float* __restrict bp, int64_t ldb,
+                 float* __restrict c, int64_t ldc, bool accumulate) {
+  V r[MR];
+  for (int i = 0; i < MR; ++i) r[i] = accumulate ? Load(c + i * ldc) : V{};
+  for (int64_t kk = 0; kk < k; ++kk) {
+    // B's rows are ldb apart (often a multiple of 4 KiB): the hardware prefetchers do not
+    // follow, so fetch a few rows ahead.
+    __builtin_prefetch(bp + (kk + kPrefetchRows) * ldb);
+    const V b = Load(bp + kk * ldb);
+    for (int i = 0; i < MR; ++i) r[i] = Fma(Splat(ap[kk * MR + i]), b, r[i]);
+  }
+  for (int i = 0; i < MR; ++i) Store(c + i * ldc, r[i]);
+}
+
+using MicroFn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, bool);
+template <size_t... I>
+constexpr std::array<MicroFn, sizeof...(I)> MicroTable(std::index_sequence<I...>) {
+  return {(I == 0 ? nullptr : &MicroKernel<static_cast<int>(I)>)...};
+}
+constexpr std::array<MicroFn, kMR + 1> kMicro = MicroTable(std::make_index_sequence<kMR + 1>{});
+
+}  // namespace
+
+bool UseSmallMGemm(const GemmShape& s) {
+  return s.m >= 2 && s.m <= kSmallGemmMaxM && s.n >= kLanes && s.k >= 4 && !s.b_transposed;
+}
+
+void SmallMGemm(const GemmShape& s, const float* a, const float* b, float* c,
+                const KernelContext& ctx, bool threads) {
+  const int64_t m = s.m, n = s.n, k = s.k;
+  // Row groups of at most kMR rows (two even ones above kMR), A packed per group as [k][rows].
+  const int64_t groups = (m + kMR - 1) / kMR, per_group = (m + groups - 1) / groups;
+  std::vector<float> ap(static_cast<size_t>(m * k));
+  for (int64_t g0 = 0; g0 < m; g0 += per_group) {
+    const int64_t mr = std::min<int64_t>(per_group, m - g0);
+    float* dst = ap.data() + g0 * k;
+    for (int64_t kk = 0; kk < k; ++kk)
+      for (int64_t i = 0; i < mr; ++i)
+        dst[kk * mr + i] = s.a_transposed ? a[kk * m + g0 + i] : a[(g0 + i) * k + kk];
+  }
+  const int64_t panels = (n + kLanes - 1) / kLanes;
+  // A panel is 2*m*16*k flops; tasks of at least ~1M flops.
+  const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 20) / (2 * m * kLanes * k));
+  ParallelFor(threads ? ctx : KernelContext{}, panels, min_chunk, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t j0 = p * kLanes, nc = std::min<int64_t>(kLanes, n - j0);
+      if (nc == kLanes) {
+        // B read in place: one vector per k, each used by every row of the group.
+        for (int64_t g0 = 0; g0 < m; g0 += per_group) {
+          const int64_t mr = std::min<int64_t>(per_group, m - g0);
+          kMicro[mr](k, ap.data() + g0 * k, b + j0, n, c + g0 * n + j0, n, s.accumulate);
+        }
+        continue;
+      }
+      // The last, partial panel: B's columns copied into a zero-padded [k][16] panel, C through
+      // a tile.
+      std::vector<float> bp(static_cast<size_t>(k * kLanes), 0.0f);
+      for (int64_t kk = 0; kk < k; ++kk)
+        std::memcpy(&bp[kk * kLanes], b + kk * n + j0, nc * sizeof(float));
+      float tile[kMR * kLanes];
+      for (int64_t g0 = 0; g0 < m; g0 += per_group) {
+        const int64_t mr = std::min<int64_t>(per_group, m - g0);
+        float* cg = c + g0 * n + j0;
+        for (int64_t i = 0; i < mr; ++i)
+          for (int64_t j = 0; j < kLanes; ++j)
+            tile[i * kLanes + j] = s.accumulate && j < nc ? cg[i * n + j] : 0.0f;
+        kMicro[mr](k, ap.data() + g0 * k, bp.data(), kLanes, tile, kLanes, true);
+        for (int64_t i = 0; i < mr; ++i) std::memcpy(cg + i * n, tile + i * kLanes, nc * sizeof(float));
+      }
+    }
+  });
+}
+
+}  // namespace kiln::cpu::internal
