@@ -60,6 +60,7 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateFamilyKernel(const HloInstruction& in
     case HloOpcode::kSort: return CreateSortKernel(instr, options);
     case HloOpcode::kTopK: return CreateTopKKernel(instr, options);
     case HloOpcode::kRngBitGenerator: return CreateRngBitGeneratorKernel(instr, options);
+    case HloOpcode::kFft: return CreateFftKernel(instr, options);
     case HloOpcode::kCustomCall:
       if (instr.attrs().custom_call_target == "TopK") return CreateTopKKernel(instr, options);
       return Unimplemented("no native kernel for custom-call ", instr.attrs().custom_call_target);

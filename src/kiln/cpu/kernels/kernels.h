@@ -66,4 +66,8 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateTopKKernel(const HloInstruction& inst
 StatusOr<std::unique_ptr<CpuKernel>> CreateRngBitGeneratorKernel(const HloInstruction& instr,
                                                                  const CpuKernelOptions& options);
 
+// fft: FFT, IFFT, RFFT, IRFFT over 1-3 trailing dimensions, c64/c128 (Eigen's FFT module).
+StatusOr<std::unique_ptr<CpuKernel>> CreateFftKernel(const HloInstruction& instr,
+                                                     const CpuKernelOptions& options);
+
 }  // namespace kiln::cpu::internal
