@@ -2,7 +2,8 @@
 
     python3 bench/gpu/report.py OUT_DIR SUITE_DIR
 
-Reads OUT_DIR/kiln.txt (kiln bench reports), xla.jsonl and torch.jsonl (the shared scripts'
+Reads OUT_DIR/kiln.txt (kiln bench reports, untuned), kiln_tuned.txt (cold `kiln tune` time, warm
+compile time, `kiln bench --autotune on`; optional), xla.jsonl and torch.jsonl (the shared scripts'
 rows) and prints a Markdown table: median wall time of execute + synchronize per system (kiln's
 device time from CUDA events beside it), kiln/XLA and kiln/best-PyTorch ratios, and kiln's % of
 the workload's floor.
@@ -54,6 +55,12 @@ def kiln_rows(path):
         m = re.search(r"cuda graph: (\w+)", line)
         if m:
             rows[cur]["graph"] = m.group(1)
+        m = re.match(r"tune wall seconds ([\d.]+)", line)
+        if m:
+            rows[cur]["tune_s"] = float(m.group(1))
+        m = re.match(r"compiled \S+ in ([\d.]+) ms", line)
+        if m:
+            rows[cur]["compile_ms"] = float(m.group(1))
     return rows
 
 
@@ -75,8 +82,9 @@ def io_bytes(module):
 def main():
     k, x, t = kiln_rows(os.path.join(out, "kiln.txt")), load_rows(os.path.join(out, "xla.jsonl")), \
         load_rows(os.path.join(out, "torch.jsonl"))
-    print("| workload | kiln ms | kiln device ms | XLA ms | torch eager | torch.compile | kiln/XLA | kiln/torch best | kiln % of floor | floor ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    tuned = kiln_rows(os.path.join(out, "kiln_tuned.txt"))
+    print("| workload | kiln ms | kiln device ms | kiln tuned ms | XLA ms | torch eager | torch.compile | kiln/XLA | kiln tuned/XLA | kiln/torch best | kiln % of floor | floor ms | cold tune s | warm compile ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in k:
         kr, xr, tr = k[name], x.get(name, {}), t.get(name, {})
         module = os.path.join(suite, name, "module.hlo")
@@ -90,8 +98,12 @@ def main():
         ratio = lambda a, b: f"{a / b:.2f}x" if a and b else "–"
         pct = f"{100 * floor / km:.0f}%" if km and floor else "–"
         kcell = "failed" if kr.get("failed") and not km else f(km)
-        print(f"| {name} | {kcell} | {f(kr.get('device_ms'))} | {f(xm)} | {f(tr.get('torch_eager_ms'))} | "
-              f"{f(tr.get('torch_compiled_ms'))} | {ratio(km, xm)} | {ratio(km, min(tb) if tb else None)} | {pct} | {f(floor)} |")
+        ur = tuned.get(name, {})
+        um = ur.get("wall_ms")
+        ucell = "failed" if ur.get("failed") and not um else f(um)
+        print(f"| {name} | {kcell} | {f(kr.get('device_ms'))} | {ucell} | {f(xm)} | {f(tr.get('torch_eager_ms'))} | "
+              f"{f(tr.get('torch_compiled_ms'))} | {ratio(km, xm)} | {ratio(um, xm)} | {ratio(km, min(tb) if tb else None)} | "
+              f"{pct} | {f(floor)} | {f(ur.get('tune_s'), 1)} | {f(ur.get('compile_ms'), 1)} |")
 
 
 main()

@@ -6,7 +6,11 @@
 # Runs `kiln bench MODULE.hlo --device cuda` on each workload's module.hlo (the HLO JAX hands
 # an HLO compiler), then the shared scripts xla_workloads.py (XLA's own compile of the same
 # function) and torch_workloads.py (eager and torch.compile), and writes to OUT_DIR:
-#   kiln.txt     every kiln bench report (wall and device times, CUDA graph, memory)
+#   kiln.txt     every kiln bench report, untuned (--autotune off: the libraries' heuristic
+#                favourites, the emitters' default launch configurations)
+#   kiln_tuned.txt  per workload: a cold `kiln tune` (fresh cache OUT_DIR/autotune-cache) and its
+#                wall time, a warm `kiln compile` (all cache hits) and `kiln bench --autotune on`
+#                with that cache (skipped with KILN_BENCH_AUTOTUNE=0)
 #   xla.jsonl    XLA's rows        torch.jsonl  PyTorch's rows      bench_py.log  their stderr
 #   table.md     the comparison: median wall ms per system, kiln/XLA and kiln/best-torch
 #                ratios, kiln's % of the workload's floor (report.py says how floors are made)
@@ -34,9 +38,26 @@ csv="${names// /,}"
 : > "$out/kiln.txt"
 for w in $names; do
   echo "=== $w" >> "$out/kiln.txt"
-  "$kiln" bench "$benchdir/suite/$w/module.hlo" --device cuda --warmup 3 --iterations 30 \
+  "$kiln" bench "$benchdir/suite/$w/module.hlo" --device cuda --warmup 3 --iterations 30 --autotune off \
     >> "$out/kiln.txt" 2>&1 || echo "FAILED: kiln bench $w" >> "$out/kiln.txt"
 done
+if [ "${KILN_BENCH_AUTOTUNE:-1}" != 0 ]; then
+  : > "$out/kiln_tuned.txt"
+  cache="$out/autotune-cache"
+  rm -rf "$cache"
+  for w in $names; do
+    m="$benchdir/suite/$w/module.hlo"
+    echo "=== $w" >> "$out/kiln_tuned.txt"
+    t0=$(date +%s.%N)
+    timeout 120 "$kiln" tune "$m" --device cuda --autotune-cache "$cache" -q \
+      --autotune-dump-json "$out/tune_$w.json" >> "$out/kiln_tuned.txt" 2>&1 || echo "FAILED: kiln tune $w" >> "$out/kiln_tuned.txt"
+    echo "tune wall seconds $(awk "BEGIN{print $(date +%s.%N) - $t0}")" >> "$out/kiln_tuned.txt"
+    "$kiln" compile "$m" --device cuda --autotune-cache "$cache" >> "$out/kiln_tuned.txt" 2>&1 \
+      || echo "FAILED: kiln compile $w" >> "$out/kiln_tuned.txt"
+    "$kiln" bench "$m" --device cuda --warmup 3 --iterations 30 --autotune on --autotune-cache "$cache" \
+      >> "$out/kiln_tuned.txt" 2>&1 || echo "FAILED: kiln bench --autotune on $w" >> "$out/kiln_tuned.txt"
+  done
+fi
 if [ "${KILN_BENCH_SKIP_XLA:-0}" != 1 ]; then
   python3 "$benchdir/xla_workloads.py" "$(mktemp -d)" "$csv" > "$out/xla.jsonl" 2> "$out/bench_py.log" || true
 fi

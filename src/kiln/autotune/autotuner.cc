@@ -577,10 +577,22 @@ Status Autotuner::Tune(Group& group, InstructionReport& out, AutotuneReport& rep
       records[i].is_reference = true;
     }
   }
+  // Without a trusted candidate (kiln's generated kernels have no library twin), the default
+  // config -- what runs untuned -- is the reference the others must agree with.
+  if (reference < 0) {
+    for (int i = 0; i < n && reference < 0; ++i) {
+      if (!records[i].is_default || records[i].profiled || !compiled[i]) continue;
+      profile(i, {.make_reference = true, .time_it = time_it});
+      if (records[i].valid()) {
+        reference = i;
+        records[i].is_reference = true;
+      }
+    }
+  }
   if (reference < 0) {
     bool untrusted = std::any_of(records.begin(), records.end(),
                                  [](const CandidateRecord& r) { return !r.trusted; });
-    if (untrusted) out.note = "no reference result (no trusted candidate ran): outputs unchecked";
+    if (untrusted) out.note = "no reference result (no trusted or default candidate ran): outputs unchecked";
   }
 
   double best = reference >= 0 ? records[reference].measurement.median_us

@@ -17,7 +17,8 @@
 //      (or, with a require-complete cache, records the group as missing);
 //   4. tuning: compiles every candidate on a thread pool, profiles them one by one under the
 //      device lock (profiler.h) — first the trusted backends' candidates until one yields the
-//      reference outputs, then the others — selects (selection.h), stores the result;
+//      reference outputs (none trusted: the default config's outputs are the reference), then
+//      the others — selects (selection.h), stores the result;
 //   5. applies the choice to every member (Backend::Apply).
 // A group that cannot be tuned (no valid candidate, no device) gets its default config and a
 // note in the report. With a

@@ -104,6 +104,29 @@ class AutotunerTest : public ::testing::Test {
   FakeBackend* gen_ = nullptr;
 };
 
+// Generated kernels have no trusted twin: the default config's outputs are the reference, so a
+// wrong candidate is still caught.
+TEST_F(AutotunerTest, WithoutTrustedBackendsTheDefaultIsTheReference) {
+  auto module = testing::ParseOrDie(kAddOnly);
+  BackendList list;
+  list.push_back(std::make_unique<FakeBackend>(
+      "gen", true, host_.device,
+      std::vector<FakeConfig>{{.id = 0, .behavior = FakeBehavior::kWrong},
+                              {.id = 1, .behavior = FakeBehavior::kCorrect, .busy_us = 2000},
+                              {.id = 2, .behavior = FakeBehavior::kWrong}},
+      /*default_index=*/1));
+  KILN_ASSERT_OK_AND_ASSIGN(AutotuneReport report, Tune(*module, nullptr, std::move(list), host_.device));
+  ASSERT_EQ(report.groups.size(), 1u);
+  const InstructionReport& g = report.groups[0];
+  EXPECT_EQ(g.note, "");
+  ASSERT_EQ(g.candidates.size(), 3u);
+  EXPECT_TRUE(g.candidates[1].is_reference);
+  EXPECT_EQ(g.candidates[0].measurement.verdict, Verdict::kWrongResult);
+  EXPECT_EQ(g.candidates[2].measurement.verdict, Verdict::kWrongResult);
+  ASSERT_TRUE(g.chosen.has_value());
+  EXPECT_EQ(*g.chosen, FakeBackend::MakeConfig("gen", 1));
+}
+
 TEST_F(AutotunerTest, PicksTheFastestValidAndDropsEveryFailure) {
   auto module = testing::ParseOrDie(kModule);
   auto cache = OpenCache();

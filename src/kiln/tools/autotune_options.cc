@@ -1,5 +1,7 @@
 #include "kiln/tools/autotune_options.h"
 
+#include <fstream>
+
 #include "kiln/autotune/host_backends.h"
 #if defined(KILN_HAVE_CUDA_AUTOTUNE)
 #include "kiln/cuda/autotune/cuda_backends.h"
@@ -27,6 +29,17 @@ void AddAutotuneFlags(CLI::App* cmd, AutotuneFlags* flags) {
   cmd->add_option("--autotune-force", flags->force,
                   "KIND=BACKEND[:JSON]: use this config for every instruction of KIND "
                   "(e.g. dot=host_gemm:{\"tile_m\":32,...}); repeatable, for debugging");
+  cmd->add_option("--autotune-dump-json", flags->dump_json,
+                  "write every tuned instruction's candidates (timing, verdict) to this JSON file");
+}
+
+Status WriteAutotuneJson(const AutotuneFlags& flags, const autotune::AutotuneReport& report) {
+  if (flags.dump_json.empty()) return OkStatus();
+  std::ofstream out(flags.dump_json, std::ios::binary);
+  out << report.ToJson().dump(1) << "\n";
+  out.close();
+  if (!out) return FailedPrecondition("cannot write ", flags.dump_json);
+  return OkStatus();
 }
 
 std::string ResolveAutotuneCacheDir(const std::string& flag) {

@@ -9,6 +9,7 @@
 //   --autotune-exclude BACKEND         leave a backend out (repeatable)
 //   --autotune-force KIND=BACKEND[:JSON]  force a config on every instruction of a kind
 //                                      (repeatable; for debugging)
+//   --autotune-dump-json FILE          every candidate's timing and verdict (AutotuneReport)
 //
 // A command adopts them with AddAutotuneFlags and turns them into options with
 // MakeAutotuneOptions / OpenAutotuneCache when it runs.
@@ -34,6 +35,7 @@ struct AutotuneFlags {
   bool deterministic = false;
   std::vector<std::string> exclude;
   std::vector<std::string> force;
+  std::string dump_json;  // empty: don't
 };
 
 // Adds every flag above to `cmd`, stored into *flags (which must outlive parsing).
@@ -48,6 +50,9 @@ std::string ResolveAutotuneCacheDir(const std::string& flag);
 StatusOr<autotune::AutotuneOptions> MakeAutotuneOptions(const AutotuneFlags& flags);
 // The cache the flags ask for (mode off still returns a Cache, which reads and writes nothing).
 StatusOr<std::unique_ptr<autotune::Cache>> OpenAutotuneCache(const AutotuneFlags& flags);
+
+// Writes report.ToJson() to flags.dump_json when it is set.
+Status WriteAutotuneJson(const AutotuneFlags& flags, const autotune::AutotuneReport& report);
 
 // The autotuning factories built into this binary: "host" always; "cuda" when the CUDA driver
 // is built (src/kiln/cuda/autotune).

@@ -25,6 +25,8 @@
 
 namespace kiln {
 
+struct AutotuneFlags;  // autotune_options.h
+
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;         // "host", "NVIDIA H200"
@@ -41,6 +43,8 @@ struct BackendRunOptions {
   bool profile = false;
   // With profile: write a Chrome/Perfetto trace of the last profiled run here (cuda).
   std::string trace_path;
+  // The --autotune* flags (cuda: the GPU compiler's autotuning step); null: no autotuning.
+  const AutotuneFlags* autotune = nullptr;
 };
 
 struct BackendCompileOptions {
@@ -50,6 +54,7 @@ struct BackendCompileOptions {
   std::string dump_kernels_dir;  // write generated kernel sources here (cuda)
   bool stats = false;           // per-pass timing, fusion summary, memory statistics
   bool thunks = false;          // list the executable's thunks (cpu)
+  const AutotuneFlags* autotune = nullptr;  // as BackendRunOptions::autotune
 };
 
 // A module compiled once, with its arguments prepared once, run many times (`kiln bench`).

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "kiln/base/strings.h"
+#include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
 #include "kiln/tools/tool_common.h"
 
@@ -28,6 +29,7 @@ struct BenchFlags {
   bool fill_elided_constants = false;
   bool no_verify = false;
   bool json = false;
+  AutotuneFlags autotune;
 };
 
 std::string JsonString(std::string_view v) {
@@ -101,6 +103,7 @@ int Bench(const BenchFlags& f, BackendRegistry& registry) {
   ro.threads = f.threads;
   ro.profile = f.profile;
   ro.trace_path = f.trace;
+  ro.autotune = &f.autotune;
   auto t0 = std::chrono::steady_clock::now();
   auto prepared = device.backend->Prepare(**module, *args, ro);
   double prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -174,6 +177,7 @@ void AddBenchCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
   cmd->add_flag("--fill-elided-constants", flags->fill_elided_constants,
                 "fill constants printed as {...} with random values");
   cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
+  AddAutotuneFlags(cmd, &flags->autotune);
   cmd->add_flag("--json", flags->json, "print one JSON object (times in ms, backend metrics)");
   cmd->footer(
       "Examples:\n"

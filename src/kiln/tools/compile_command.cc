@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "kiln/base/strings.h"
+#include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
 #include "kiln/tools/tool_common.h"
 
@@ -21,6 +22,7 @@ struct CompileFlags {
   int threads = 0;
   bool fill_elided_constants = false;
   bool no_verify = false;
+  AutotuneFlags autotune;
 };
 
 int CompileModule(const CompileFlags& f, BackendRegistry& registry) {
@@ -50,6 +52,7 @@ int CompileModule(const CompileFlags& f, BackendRegistry& registry) {
   co.dump_kernels_dir = f.dump_kernels;
   co.stats = f.stats;
   co.thunks = f.thunks;
+  co.autotune = &f.autotune;
   auto report = device.backend->Compile(**module, co);
   if (!report.ok()) {
     PrintError(StrCat(device.backend->name(), ": ", report.status().message()));
@@ -82,6 +85,7 @@ void AddCompileCommand(CLI::App& app, BackendRegistry& registry, int* exit_code)
   cmd->add_flag("--fill-elided-constants", flags->fill_elided_constants,
                 "fill constants printed as {...} with random values");
   cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
+  AddAutotuneFlags(cmd, &flags->autotune);
   cmd->footer(
       "Examples:\n"
       "  kiln compile model.hlo --device cpu --stats\n"

@@ -6,6 +6,13 @@
 //   KILN_CUDA_GEMM_EPILOGUE=0   no epilogue fusion into cuBLASLt (bias/activation kernels instead)
 //   KILN_CUDA_CONV_EPILOGUE=0   no epilogue fusion into cuDNN
 //   KILN_CUDA_GRAPH=0           no CUDA graph replay
+//
+// Autotuning (--autotune*, autotune_options.h): with a device and a level other than off (or a
+// forced config), the GPU compiler's autotuning step runs with the CUDA factory and the cache
+// (default: read-write, so a module's second compile measures nothing). Without a device
+// (`kiln compile` on a machine without a GPU) nothing is tuned: the cache's key needs the
+// device's description.
+#include <iostream>
 #include <algorithm>
 #include <cstdlib>
 #include <cmath>
@@ -18,6 +25,7 @@
 #include "kiln/cuda/compiler/gpu_executable.h"
 #include "kiln/cuda/cuda_platform.h"
 #include "kiln/hlo/computation.h"
+#include "kiln/tools/autotune_options.h"
 #include "kiln/tools/backend_registry.h"
 
 namespace kiln {
@@ -64,11 +72,42 @@ cuda::GpuCompileOptions CompileOptions(const codegen::DeviceSpec& spec) {
   return o;
 }
 
-StatusOr<std::unique_ptr<cuda::GpuExecutable>> CompileAndLoad(const HloModule& module, int ordinal) {
+// The autotuning step of one compile (the cache outlives it).
+struct CudaAutotune {
+  std::unique_ptr<autotune::Cache> cache;
+  cuda::GpuAutotuneOptions options;
+};
+
+// Disabled (no factory) without flags, without a device, or with --autotune off and nothing
+// forced.
+StatusOr<std::unique_ptr<CudaAutotune>> MakeCudaAutotune(const AutotuneFlags* flags, runtime::Device* device) {
+  auto out = std::make_unique<CudaAutotune>();
+  if (flags == nullptr || device == nullptr) return out;
+  KILN_ASSIGN_OR_RETURN(autotune::AutotuneOptions options, MakeAutotuneOptions(*flags));
+  if (options.level == autotune::TuningLevel::kOff && options.forced.empty()) return out;
+  KILN_ASSIGN_OR_RETURN(out->cache, OpenAutotuneCache(*flags));
+  out->options.factory = cuda::CudaAutotuneFactory();
+  out->options.target = device->description();
+  out->options.device = device;
+  out->options.cache = out->cache.get();
+  out->options.options = std::move(options);
+  return out;
+}
+
+Status AfterAutotune(const AutotuneFlags* flags, const cuda::CompiledGpuModule& compiled) {
+  if (flags == nullptr || !compiled.stats.autotune) return OkStatus();
+  return WriteAutotuneJson(*flags, *compiled.stats.autotune);
+}
+
+StatusOr<std::unique_ptr<cuda::GpuExecutable>> CompileAndLoad(const HloModule& module, int ordinal,
+                                                              const AutotuneFlags* flags = nullptr) {
   KILN_ASSIGN_OR_RETURN(cuda::CudaDevice * device, Device(ordinal));
   cuda::GpuCompileOptions o = CompileOptions(codegen::DeviceSpec::FromDescription(device->description()));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<CudaAutotune> tuning, MakeCudaAutotune(flags, device));
+  o.autotune = tuning->options;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CompiledGpuModule> compiled,
                         cuda::GpuCompiler::Compile(cpu::CloneModule(module), o));
+  KILN_RETURN_IF_ERROR(AfterAutotune(flags, *compiled));
   cuda::GpuExecutableOptions eo;
   eo.use_cuda_graph = !EnvOff("KILN_CUDA_GRAPH");
   return cuda::GpuExecutable::Create(std::move(compiled), *device, eo);
@@ -104,6 +143,7 @@ class PreparedCudaModule : public PreparedModule {
     s += StrCat("cuda graph: ", exe_->graph_captured() ? "captured" : exe_->graph_eligible() ? "eligible, not yet" : "no",
                 profile_ ? " (profiling runs eagerly)" : "", "\n");
     s += exe_->compiled().stats.memory.ToString() + "\n";
+    if (exe_->compiled().stats.autotune) s += exe_->compiled().stats.autotune->SummaryLine() + "\n";
     if (!exe_->compiled().stats.host_fallbacks.empty()) {
       s += "on the host (evaluator):";
       for (const auto& [k, n] : exe_->compiled().stats.host_fallbacks) s += StrCat(" ", k, " x", n);
@@ -158,7 +198,9 @@ class CudaBackend : public Backend {
   }
   StatusOr<Literal> Run(const HloModule& module, std::span<const Literal> args,
                         const BackendRunOptions& options) override {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::GpuExecutable> exe, CompileAndLoad(module, options.device_ordinal));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::GpuExecutable> exe,
+                          CompileAndLoad(module, options.device_ordinal, options.autotune));
+    if (const auto& report = exe->compiled().stats.autotune) std::cerr << report->SummaryLine() << "\n";
     cuda::GpuRunOptions ro;
     ro.poison = true;  // an element no kernel writes comes back as NaN, never as a lucky value
     return exe->Run(args, ro);
@@ -166,20 +208,26 @@ class CudaBackend : public Backend {
   StatusOr<std::string> Compile(const HloModule& module, const BackendCompileOptions& options) override {
     codegen::DeviceSpec spec;
     std::string where = "sm_90 preset (no device)";
+    runtime::Device* device = nullptr;
     if (auto d = Device(options.device_ordinal); d.ok()) {
       spec = codegen::DeviceSpec::FromDescription((*d)->description());
       where = (*d)->description().name;
+      device = *d;
     } else {
       KILN_ASSIGN_OR_RETURN(spec, codegen::DeviceSpec::FromPreset("sm_90"));
     }
     cuda::GpuCompileOptions o = CompileOptions(spec);
     o.dump_dir = options.dump_passes_dir;
     o.kernel_dump_dir = options.dump_kernels_dir;
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CudaAutotune> tuning, MakeCudaAutotune(options.autotune, device));
+    o.autotune = tuning->options;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CompiledGpuModule> compiled,
                           cuda::GpuCompiler::Compile(cpu::CloneModule(module), o));
+    KILN_RETURN_IF_ERROR(AfterAutotune(options.autotune, *compiled));
     const cuda::GpuCompileStats& st = compiled->stats;
     std::string s = StrCat("target: ", where, " (", spec.arch(), ")\n");
     if (options.stats) return s + st.ToString() + "thunks:\n" + compiled->ThunkListing();
+    if (st.autotune) s += st.autotune->SummaryLine() + "\n";
     s += StrCat("compiled ", module.name(), " in ", RoundTripDouble(std::round(st.compile_seconds * 1e5) / 100), " ms: ",
                 st.thunks, " thunks, ", st.kernels, " kernels (", st.kernels_from_cache, " from the NVRTC cache)\n",
                 st.memory.ToString(), "\n");
@@ -193,7 +241,8 @@ class CudaBackend : public Backend {
   }
   StatusOr<std::unique_ptr<PreparedModule>> Prepare(const HloModule& module, std::span<const Literal> args,
                                                     const BackendRunOptions& options) override {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::GpuExecutable> exe, CompileAndLoad(module, options.device_ordinal));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::GpuExecutable> exe,
+                          CompileAndLoad(module, options.device_ordinal, options.autotune));
     KILN_RETURN_IF_ERROR(exe->SetArguments(args));
     return std::unique_ptr<PreparedModule>(new PreparedCudaModule(std::move(exe), options.profile, options.trace_path));
   }

@@ -4,6 +4,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/eval/compare.h"
+#include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
 #include "kiln/tools/tool_common.h"
 
@@ -24,6 +25,7 @@ struct RunFlags {
   bool raw_bits = false;
   bool no_verify = false;
   int threads = 0;
+  AutotuneFlags autotune;
 };
 
 int Run(const RunFlags& f, BackendRegistry& registry) {
@@ -61,6 +63,7 @@ int Run(const RunFlags& f, BackendRegistry& registry) {
   ro.device_ordinal = device.ordinal;
   ro.seed = f.seed;
   ro.threads = f.threads;
+  ro.autotune = &f.autotune;
   auto start = std::chrono::steady_clock::now();
   auto result = device.backend->Run(**module, *args, ro);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -116,6 +119,7 @@ void AddRunCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
                 "write bf16/f8/f4/sub-byte outputs as raw bits with a .kiln_dtype companion "
                 "(default: widened to f32 / int8)");
   cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
+  AddAutotuneFlags(cmd, &flags->autotune);
   cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)");
   cmd->footer(
       "Examples:\n"

@@ -10,6 +10,7 @@
 #include "kiln/cuda/libs/conv.h"
 #include "kiln/cuda/libs/cublas_gemm.h"
 #include "kiln/cuda/libs/gemm.h"
+#include "kiln/cuda/autotune/codegen_backend.h"
 
 namespace kiln::cuda {
 
@@ -105,18 +106,14 @@ class CublasBackend : public GemmBackendBase {
   StatusOr<std::unique_ptr<Candidate>> Compile(const HloInstruction& instr,
                                                const Config& config) override {
     KILN_RETURN_IF_ERROR(NeedDevice());
-    if (!config.params().contains("algo") || !config.params()["algo"].is_number_integer()) {
-      return InvalidArgument("cublas config without an integer \"algo\": ", config.ToString());
-    }
     KILN_ASSIGN_OR_RETURN(GemmConfig gemm, GetGemmConfig(instr));
     KILN_ASSIGN_OR_RETURN(libs::GemmDesc desc, GemmDescForCall(instr));
+    KILN_ASSIGN_OR_RETURN(libs::GemmAlgorithm a, GemmAlgorithmFromConfig(config, desc));
+    if (a.backend != libs::GemmAlgorithm::Backend::kCublas) {
+      return InvalidArgument("not a cublas config: ", config.ToString());
+    }
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<libs::CublasGemmPlan> plan,
                           libs::CublasGemmPlan::Create(desc, *device_));
-    libs::GemmAlgorithm a;
-    a.backend = libs::GemmAlgorithm::Backend::kCublas;
-    a.cublas_algo = config.params()["algo"].get<int>();
-    a.workspace_bytes = desc.max_workspace_bytes;
-    a.description = StrCat("cublas algo=", a.cublas_algo);
     return std::unique_ptr<Candidate>(
         new GemmCandidate<libs::CublasGemmPlan>(std::move(plan), std::move(a), gemm));
   }
@@ -144,13 +141,7 @@ class CublasLtBackend : public GemmBackendBase {
           a.description.find(" splitk=0 ") == std::string::npos) {
         continue;  // split-K reductions may not be bitwise reproducible
       }
-      nlohmann::json opaque = nlohmann::json::array();
-      for (uint64_t word : a.opaque) opaque.push_back(word);
-      out.push_back(Config("cublaslt", {{"index", a.index},
-                                        {"opaque", opaque},
-                                        {"workspace", a.workspace_bytes},
-                                        {"waves", a.waves},
-                                        {"desc", a.description}}));
+      out.push_back(GemmAlgorithmToConfig(a));
     }
     return out;
   }
@@ -162,21 +153,14 @@ class CublasLtBackend : public GemmBackendBase {
   StatusOr<std::unique_ptr<Candidate>> Compile(const HloInstruction& instr,
                                                const Config& config) override {
     KILN_RETURN_IF_ERROR(NeedDevice());
-    const nlohmann::json& p = config.params();
-    if (!p.contains("opaque") || !p["opaque"].is_array() || p["opaque"].size() != 8 ||
-        !p.contains("workspace") || !p["workspace"].is_number_unsigned()) {
-      return InvalidArgument("malformed cublaslt config ", config.ToString());
-    }
     KILN_ASSIGN_OR_RETURN(GemmConfig gemm, GetGemmConfig(instr));
     KILN_ASSIGN_OR_RETURN(libs::GemmDesc desc, GemmDescForCall(instr));
+    KILN_ASSIGN_OR_RETURN(libs::GemmAlgorithm a, GemmAlgorithmFromConfig(config, desc));
+    if (a.backend != libs::GemmAlgorithm::Backend::kCublasLt) {
+      return InvalidArgument("not a cublaslt config: ", config.ToString());
+    }
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<libs::GemmPlan> plan,
                           libs::GemmPlan::Create(desc, *device_));
-    libs::GemmAlgorithm a;
-    a.backend = libs::GemmAlgorithm::Backend::kCublasLt;
-    a.index = p.value("index", 0);
-    for (size_t i = 0; i < 8; ++i) a.opaque[i] = p["opaque"][i].get<uint64_t>();
-    a.workspace_bytes = p["workspace"].get<uint64_t>();
-    a.description = p.value("desc", std::string("cublasLt"));
     return std::unique_ptr<Candidate>(
         new GemmCandidate<libs::GemmPlan>(std::move(plan), std::move(a), gemm));
   }
@@ -228,14 +212,7 @@ class CudnnBackend : public autotune::Backend {
     std::vector<Config> out;
     for (const libs::ConvAlgorithm& a : *algorithms) {
       if (options_.deterministic && !a.deterministic) continue;
-      out.push_back(Config("cudnn", {{"index", a.index},
-                                     {"algo", a.algo},
-                                     {"math_type", a.math_type},
-                                     {"workspace", a.workspace_bytes},
-                                     {"deterministic", a.deterministic},
-                                     {"tensor_ops", a.tensor_ops},
-                                     {"split_epilogue", a.split_epilogue},
-                                     {"desc", a.description}}));
+      out.push_back(ConvAlgorithmToConfig(a));
       if (!options_.exhaustive && out.size() >= 8) break;
     }
     return out;
@@ -248,24 +225,11 @@ class CudnnBackend : public autotune::Backend {
   StatusOr<std::unique_ptr<Candidate>> Compile(const HloInstruction& instr,
                                                const Config& config) override {
     if (device_ == nullptr) return FailedPrecondition("cudnn: no CUDA device to compile for");
-    const nlohmann::json& p = config.params();
-    if (!p.contains("algo") || !p.contains("math_type") || !p.contains("workspace")) {
-      return InvalidArgument("malformed cudnn config ", config.ToString());
-    }
+    KILN_ASSIGN_OR_RETURN(libs::ConvAlgorithm a, ConvAlgorithmFromConfig(config));
     KILN_ASSIGN_OR_RETURN(ConvConfig conv, GetConvConfig(instr));
     KILN_ASSIGN_OR_RETURN(libs::ConvDesc desc, ConvDescForCall(instr));
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<libs::ConvPlan> plan,
                           libs::ConvPlan::Create(desc, *device_));
-    libs::ConvAlgorithm a;
-    a.kind = libs::ConvKind::kForward;
-    a.index = p.value("index", 0);
-    a.algo = p["algo"].get<int>();
-    a.math_type = p["math_type"].get<int>();
-    a.workspace_bytes = p["workspace"].get<uint64_t>();
-    a.deterministic = p.value("deterministic", false);
-    a.tensor_ops = p.value("tensor_ops", false);
-    a.split_epilogue = p.value("split_epilogue", false);
-    a.description = p.value("desc", std::string("cudnn"));
     return std::unique_ptr<Candidate>(new ConvCandidate(std::move(plan), std::move(a), conv));
   }
 
@@ -276,60 +240,6 @@ class CudnnBackend : public autotune::Backend {
 };
 
 }  // namespace
-
-StatusOr<libs::GemmDesc> GemmDescForCall(const HloInstruction& gemm) {
-  KILN_ASSIGN_OR_RETURN(GemmConfig c, GetGemmConfig(gemm));
-  libs::GemmDesc d;
-  d.batch = c.batch;
-  d.m = c.m;
-  d.n = c.n;
-  d.k = c.k;
-  d.lhs.dtype = gemm.operand(0)->shape().element_type();
-  d.lhs.transposed = c.lhs_transposed;
-  d.lhs.batch_stride = c.lhs_broadcast ? 0 : -1;
-  d.rhs.dtype = gemm.operand(1)->shape().element_type();
-  d.rhs.transposed = c.rhs_transposed;
-  d.rhs.batch_stride = c.rhs_broadcast ? 0 : -1;
-  d.out.dtype = gemm.shape().element_type();
-  d.precision = c.precision;
-  d.alpha = c.alpha;
-  d.beta = c.beta;
-  using E = libs::GemmEpilogue;
-  switch (c.activation) {
-    case GemmActivation::kNone: d.epilogue = c.has_bias ? E::kBias : E::kNone; break;
-    case GemmActivation::kRelu: d.epilogue = c.has_bias ? E::kBiasRelu : E::kRelu; break;
-    case GemmActivation::kGelu: d.epilogue = c.has_bias ? E::kBiasGelu : E::kGelu; break;
-  }
-  if (c.has_bias) d.bias_dtype = gemm.operand(c.bias_operand())->shape().element_type();
-  return d;
-}
-
-StatusOr<libs::ConvDesc> ConvDescForCall(const HloInstruction& conv) {
-  KILN_ASSIGN_OR_RETURN(ConvConfig c, GetConvConfig(conv));
-  libs::ConvDesc d;
-  d.kind = libs::ConvKind::kForward;
-  d.dtype = conv.shape().element_type();
-  d.precision = c.precision;
-  const libs::ConvLayout layout =
-      c.channels_last ? libs::ConvLayout::kChannelsLast : libs::ConvLayout::kChannelsFirst;
-  d.input_layout = d.filter_layout = d.output_layout = layout;
-  d.batch = c.batch;
-  d.input_features = c.input_features;
-  d.output_features = c.output_features;
-  d.input_spatial = c.input_spatial;
-  d.filter_spatial = c.filter_spatial;
-  d.output_spatial = c.output_spatial;
-  d.strides = c.strides;
-  d.padding_low = c.padding_low;
-  d.padding_high = c.padding_high;
-  d.dilations = c.dilations;
-  d.feature_group_count = c.feature_group_count;
-  d.alpha = c.alpha;
-  d.has_bias = c.has_bias;
-  d.side_input_scale = c.side_input_scale;
-  d.activation = c.relu ? libs::ConvActivation::kRelu : libs::ConvActivation::kNone;
-  return d;
-}
 
 StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescription& target,
                                                    runtime::Device* device,
@@ -349,6 +259,13 @@ StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescript
       cuda, options, StrCat("cublasLt ", LibraryVersion(target, "cublasLt"))));
   backends.push_back(std::make_unique<CudnnBackend>(
       cuda, options, StrCat("cudnn ", LibraryVersion(target, "cudnn"))));
+  // Generated kernels need NVRTC; without it the fusions keep their default configs.
+  StatusOr<std::unique_ptr<NvrtcCompiler>> nvrtc = NvrtcCompiler::Create(NvrtcOptions{});
+  if (nvrtc.ok()) {
+    backends.push_back(CreateCodegenBackend(codegen::DeviceSpec::FromDescription(target), device,
+                                            std::shared_ptr<NvrtcCompiler>(std::move(*nvrtc)),
+                                            options));
+  }
   return backends;
 }
 

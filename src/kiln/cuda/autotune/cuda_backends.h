@@ -13,16 +13,18 @@
 //             then the split fallback, conv.h), config {"algo", "math_type", "workspace",
 //             "deterministic", "tensor_ops", "split_epilogue", "index", "desc"}; deterministic
 //             mode keeps the deterministic ones. Needs a device to list.
+//   codegen   fusions: kiln's generated kernels with every launch configuration
+//             codegen::CandidateConfigs lists (codegen_backend.h). Needs NVRTC (else left out).
 // Every backend writes its choice with WriteConfigToBackendConfig, i.e. under "autotune" in the
 // call's JSON backend_config beside the GEMM/convolution config, where the GPU compiler's thunks
-// read it. Generated-kernel launch configurations (codegen) are not offered yet.
+// read it (library_calls.h: TunedGemmAlgorithm, TunedConvAlgorithm; codegen_backend.h:
+// TunedKernelConfig).
 #pragma once
 
 #include "kiln/autotune/backend.h"
+#include "kiln/cuda/autotune/library_calls.h"
 #include "kiln/cuda/compiler/conv_config.h"
 #include "kiln/cuda/compiler/gemm_config.h"
-#include "kiln/cuda/libs/conv_desc.h"
-#include "kiln/cuda/libs/gemm_desc.h"
 
 namespace kiln::cuda {
 
@@ -33,9 +35,5 @@ StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescript
 
 // Registers CreateCudaBackends as the "cuda" platform's factory.
 Status RegisterCudaAutotuneFactory(autotune::BackendFactoryRegistry& registry);
-
-// The library descriptors of the compiler's custom calls (gemm_config.h, conv_config.h).
-StatusOr<libs::GemmDesc> GemmDescForCall(const HloInstruction& gemm);
-StatusOr<libs::ConvDesc> ConvDescForCall(const HloInstruction& conv);
 
 }  // namespace kiln::cuda

@@ -131,6 +131,7 @@ std::string GpuCompileStats::ToString() const {
     for (const auto& [k, n] : host_fallbacks) s += StrCat(" ", k, " x", n);
     s += "\n";
   }
+  if (autotune) s += autotune->SummaryLine() + "\n";
   s += StrCat("compile time: ", RoundTripDouble(std::round(compile_seconds * 1e5) / 100), " ms\n");
   return s;
 }
@@ -169,6 +170,8 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
     pipeline.AddPass<FusionPass>(options.fusion_options, /*multi_output=*/true);
     pipeline.AddPass<FusionLegalization>(options.fusion_options, options.device);
   }
+  auto autotune_report = std::make_shared<autotune::AutotuneReport>();
+  if (options.autotune.enabled()) pipeline.AddPass<GpuAutotunePass>(options.autotune, autotune_report.get());
   pipeline.AddPass<DeadCodeElimination>();
   KILN_RETURN_IF_ERROR(pipeline.Run(*module).status());
 
@@ -228,6 +231,7 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   out->stats.kernels = static_cast<int64_t>(thunks.kernels.size());
   out->stats.kernels_from_cache = thunks.kernels_from_cache;
   out->stats.host_fallbacks = thunks.host_fallbacks;
+  if (options.autotune.enabled()) out->stats.autotune = std::move(autotune_report);
   out->module = std::move(module);
   out->schedule = std::move(schedule);
   out->assignment = std::move(assignment);

@@ -16,6 +16,9 @@
 //   fusion                InstructionFusion + MultiOutputFusion with GpuFusionPolicy
 //   fusion-legalization   every fusion the kernel emitters turn down is undone and re-fused
 //                         without normalization fusion; what still fails is unfused
+//   autotune              only with GpuCompileOptions::autotune (cuda/autotune/gpu_autotune.h):
+//                         every GEMM / convolution call and fusion gets its measured (or
+//                         cached) implementation written into its backend_config
 //   dce
 // then the memory-aware schedule, buffer assignment (256-byte aligned arena offsets; donated
 // parameters are not honoured: the executable copies arguments into buffers of its own), the
@@ -37,6 +40,7 @@
 
 #include "kiln/codegen/device_spec.h"
 #include "kiln/codegen/kernel_spec.h"
+#include "kiln/cuda/autotune/gpu_autotune.h"
 #include "kiln/cuda/compiler/conv_rewriter.h"
 #include "kiln/cuda/compiler/gemm_rewriter.h"
 #include "kiln/cuda/compiler/gpu_fusion_policy.h"
@@ -79,6 +83,8 @@ struct GpuCompileOptions {
   // NVRTC (cache on by default) and the threads compiling kernels (0: every core).
   NvrtcOptions nvrtc;
   int compile_threads = 0;
+  // The autotuning step (default: none; the tool sets it from --autotune*).
+  GpuAutotuneOptions autotune;
 };
 
 struct GpuCompileStats {
@@ -91,6 +97,8 @@ struct GpuCompileStats {
   int64_t kernels = 0;
   int64_t kernels_from_cache = 0;
   std::map<std::string, int64_t> host_fallbacks;
+  // The autotuning step's report (null when the step did not run).
+  std::shared_ptr<const autotune::AutotuneReport> autotune;
   std::string ToString() const;
 };
 

@@ -41,32 +41,8 @@ double PeakMatmulFlops(const runtime::DeviceDescription& device, PrimitiveType t
   return per_clock * sms * clock;
 }
 
-StatusOr<libs::GemmDesc> MakeGemmDesc(const HloInstruction& gemm, uint64_t min_alignment) {
-  KILN_ASSIGN_OR_RETURN(GemmConfig c, GetGemmConfig(gemm));
-  libs::GemmDesc d;
-  d.batch = c.batch;
-  d.m = c.m;
-  d.n = c.n;
-  d.k = c.k;
-  d.lhs.dtype = gemm.operand(0)->shape().element_type();
-  d.lhs.transposed = c.lhs_transposed;
-  d.lhs.batch_stride = c.lhs_broadcast ? 0 : -1;
-  d.rhs.dtype = gemm.operand(1)->shape().element_type();
-  d.rhs.transposed = c.rhs_transposed;
-  d.rhs.batch_stride = c.rhs_broadcast ? 0 : -1;
-  d.out.dtype = gemm.shape().element_type();
-  d.precision = c.precision;
-  d.alpha = c.alpha;
-  d.beta = c.beta;
-  const bool relu = c.activation == GemmActivation::kRelu, gelu = c.activation == GemmActivation::kGelu;
-  if (c.has_bias) d.epilogue = relu ? libs::GemmEpilogue::kBiasRelu : gelu ? libs::GemmEpilogue::kBiasGelu : libs::GemmEpilogue::kBias;
-  else d.epilogue = relu ? libs::GemmEpilogue::kRelu : gelu ? libs::GemmEpilogue::kGelu : libs::GemmEpilogue::kNone;
-  d.min_alignment_bytes = min_alignment;
-  return d;
-}
-
 GemmThunk::GemmThunk(std::string name, libs::GemmDesc desc, std::vector<BufferSlice> operands, BufferSlice output,
-                     std::unique_ptr<GpuThunk> fallback)
+                     std::unique_ptr<GpuThunk> fallback, std::optional<libs::GemmAlgorithm> tuned)
     : GpuThunk(Kind::kGemm, std::move(name),
                [&] {
                  int64_t b = output.size;
@@ -77,16 +53,29 @@ GemmThunk::GemmThunk(std::string name, libs::GemmDesc desc, std::vector<BufferSl
       desc_(desc),
       operands_(std::move(operands)),
       output_(output),
-      fallback_(std::move(fallback)) {}
+      fallback_(std::move(fallback)),
+      tuned_(std::move(tuned)) {}
 
 std::string GemmThunk::ToString() const {
+  const bool planned = plan_ || cublas_plan_;
   return StrCat("gemm %", name(), " ", desc_.ToString(), use_fallback_ ? " [host fallback]" : "",
-                plan_ ? StrCat(" ", algorithm_.description) : "");
+                planned ? StrCat(" ", algorithm_.description) : tuned_ ? StrCat(" ", tuned_->description) : "",
+                tuned_ ? " [tuned]" : "");
 }
 
 Status GemmThunk::Initialize(const ThunkInitParams& params) {
+  if (plan_ || cublas_plan_) return OkStatus();
   Status s = [&]() -> Status {
+    if (tuned_ && tuned_->backend == libs::GemmAlgorithm::Backend::kCublas) {
+      KILN_ASSIGN_OR_RETURN(cublas_plan_, libs::CublasGemmPlan::Create(desc_, *params.device));
+      algorithm_ = *tuned_;
+      return OkStatus();
+    }
     KILN_ASSIGN_OR_RETURN(plan_, libs::GemmPlan::Create(desc_, *params.device));
+    if (tuned_) {
+      algorithm_ = *tuned_;
+      return OkStatus();
+    }
     KILN_ASSIGN_OR_RETURN(std::vector<libs::GemmAlgorithm> algos, plan_->ListAlgorithms(8));
     algorithm_ = algos.front();
     return OkStatus();
@@ -95,6 +84,7 @@ Status GemmThunk::Initialize(const ThunkInitParams& params) {
   if (!Declined(s) || !fallback_) return s;
   KILN_LOG(Warning) << "gemm %" << name() << " runs on the host: " << s.message();
   plan_.reset();
+  cublas_plan_.reset();
   use_fallback_ = true;
   return fallback_->Initialize(params);
 }
@@ -105,12 +95,12 @@ double GemmThunk::PeakFlops(const runtime::DeviceDescription& device) const {
 
 uint64_t GemmThunk::workspace_bytes() const {
   if (use_fallback_) return fallback_->workspace_bytes();
-  return plan_ ? algorithm_.workspace_bytes : 0;
+  return plan_ || cublas_plan_ ? algorithm_.workspace_bytes : 0;
 }
 
 Status GemmThunk::Execute(const ThunkExecuteParams& params) const {
   if (use_fallback_) return fallback_->Execute(params);
-  if (!plan_) return FailedPrecondition("gemm %", name(), " is not initialized");
+  if (!plan_ && !cublas_plan_) return FailedPrecondition("gemm %", name(), " is not initialized");
   libs::GemmBuffers b;
   b.lhs = params.buffers->Get(operands_[0]);
   b.rhs = params.buffers->Get(operands_[1]);
@@ -120,39 +110,14 @@ Status GemmThunk::Execute(const ThunkExecuteParams& params) const {
   if (libs::GemmEpilogueHasBias(desc_.epilogue)) b.bias = params.buffers->Get(operands_[next++]);
   runtime::DeviceMemory ws = params.workspace;
   if (ws.size > algorithm_.workspace_bytes) ws.size = algorithm_.workspace_bytes;
+  if (cublas_plan_) return cublas_plan_->Run(algorithm_, b, ws, *params.stream);
   return plan_->Run(algorithm_, b, ws, *params.stream);
 }
 
 // ---- Convolution ----
 
-StatusOr<libs::ConvDesc> MakeConvDesc(const HloInstruction& conv) {
-  KILN_ASSIGN_OR_RETURN(ConvConfig c, GetConvConfig(conv));
-  libs::ConvDesc d;
-  d.kind = libs::ConvKind::kForward;
-  d.dtype = conv.shape().element_type();
-  d.precision = c.precision;
-  const libs::ConvLayout layout = c.channels_last ? libs::ConvLayout::kChannelsLast : libs::ConvLayout::kChannelsFirst;
-  d.input_layout = d.filter_layout = d.output_layout = layout;
-  d.batch = c.batch;
-  d.input_features = c.input_features;
-  d.output_features = c.output_features;
-  d.input_spatial = c.input_spatial;
-  d.filter_spatial = c.filter_spatial;
-  d.output_spatial = c.output_spatial;
-  d.strides = c.strides;
-  d.padding_low = c.padding_low;
-  d.padding_high = c.padding_high;
-  d.dilations = c.dilations;
-  d.feature_group_count = c.feature_group_count;
-  d.alpha = c.alpha;
-  d.has_bias = c.has_bias;
-  d.side_input_scale = c.side_input_scale;
-  d.activation = c.relu ? libs::ConvActivation::kRelu : libs::ConvActivation::kNone;
-  return d;
-}
-
 ConvThunk::ConvThunk(std::string name, libs::ConvDesc desc, std::vector<BufferSlice> operands, BufferSlice output,
-                     std::unique_ptr<GpuThunk> fallback)
+                     std::unique_ptr<GpuThunk> fallback, std::optional<libs::ConvAlgorithm> tuned)
     : GpuThunk(Kind::kConv, std::move(name),
                [&] {
                  int64_t b = output.size;
@@ -169,16 +134,23 @@ ConvThunk::ConvThunk(std::string name, libs::ConvDesc desc, std::vector<BufferSl
       desc_(std::move(desc)),
       operands_(std::move(operands)),
       output_(output),
-      fallback_(std::move(fallback)) {}
+      fallback_(std::move(fallback)),
+      tuned_(std::move(tuned)) {}
 
 std::string ConvThunk::ToString() const {
   return StrCat("conv %", name(), " ", desc_.ToString(), use_fallback_ ? " [host fallback]" : "",
-                plan_ ? StrCat(" ", algorithm_.description) : "");
+                plan_ ? StrCat(" ", algorithm_.description) : tuned_ ? StrCat(" ", tuned_->description) : "",
+                tuned_ ? " [tuned]" : "");
 }
 
 Status ConvThunk::Initialize(const ThunkInitParams& params) {
+  if (plan_) return OkStatus();
   Status s = [&]() -> Status {
     KILN_ASSIGN_OR_RETURN(plan_, libs::ConvPlan::Create(desc_, *params.device));
+    if (tuned_) {
+      algorithm_ = *tuned_;
+      return OkStatus();
+    }
     KILN_ASSIGN_OR_RETURN(std::vector<libs::ConvAlgorithm> algos, plan_->ListAlgorithms());
     algorithm_ = algos.front();
     return OkStatus();

@@ -1,15 +1,18 @@
 // Thunks that call the vendor-library layer (src/kiln/cuda/libs): GEMMs on cuBLASLt,
 // convolutions on cuDNN, sorts and top-k on kiln's sort kernels, FFTs on cuFFT.
 //
-// Each builds its library descriptor at compile time, creates the plan and picks the
-// algorithm in Initialize (the library's heuristic favourite: the autotuner replaces that
-// choice later), and only enqueues in Execute. A GEMM or convolution the library turns down at
+// Each builds its library descriptor at compile time (cuda/autotune/library_calls.h), creates
+// the plan and picks the algorithm in Initialize -- the autotuner's choice when the call carries
+// one (`tuned`: a cuBLAS algorithm id runs on cuBLAS, a cuBLASLt or cuDNN algorithm with its
+// workspace as measured), else the library's heuristic favourite -- and only enqueues in
+// Execute. A GEMM or convolution the library turns down at
 // Initialize (Unimplemented / InvalidArgument: a layout or alignment it cannot take) runs its
 // host fallback instead -- the expanded HLO on the evaluator -- with a warning; any other
 // failure is an error.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,7 @@
 #include "kiln/cuda/compiler/gemm_config.h"
 #include "kiln/cuda/compiler/gpu_thunk.h"
 #include "kiln/cuda/libs/conv.h"
+#include "kiln/cuda/libs/cublas_gemm.h"
 #include "kiln/cuda/libs/fft.h"
 #include "kiln/cuda/libs/gemm.h"
 #include "kiln/cuda/libs/sort.h"
@@ -27,7 +31,7 @@ class GemmThunk : public GpuThunk {
  public:
   // `operands`: lhs, rhs[, c][, bias] slices as the config orders them.
   GemmThunk(std::string name, libs::GemmDesc desc, std::vector<BufferSlice> operands, BufferSlice output,
-            std::unique_ptr<GpuThunk> fallback);
+            std::unique_ptr<GpuThunk> fallback, std::optional<libs::GemmAlgorithm> tuned = std::nullopt);
   Status Initialize(const ThunkInitParams& params) override;
   Status Execute(const ThunkExecuteParams& params) const override;
   bool SyncsHost() const override { return use_fallback_; }
@@ -35,46 +39,46 @@ class GemmThunk : public GpuThunk {
   std::string ToString() const override;
   double PeakFlops(const runtime::DeviceDescription& device) const override;
   const libs::GemmDesc& desc() const { return desc_; }
+  const std::optional<libs::GemmAlgorithm>& tuned() const { return tuned_; }
 
  private:
   libs::GemmDesc desc_;
   std::vector<BufferSlice> operands_;
   BufferSlice output_;
   std::unique_ptr<GpuThunk> fallback_;
+  std::optional<libs::GemmAlgorithm> tuned_;
   bool use_fallback_ = false;
-  std::unique_ptr<libs::GemmPlan> plan_;
+  std::unique_ptr<libs::GemmPlan> plan_;              // cuBLASLt
+  std::unique_ptr<libs::CublasGemmPlan> cublas_plan_;  // a tuned cuBLAS algorithm
   libs::GemmAlgorithm algorithm_;
 };
 
-// The GemmDesc of a GEMM custom call (gemm_config.h) whose buffers are `min_alignment` aligned.
 // Dense peak FLOP/s of `device` for products of `type` (f32 counted as TF32 unless `highest`).
 double PeakMatmulFlops(const runtime::DeviceDescription& device, PrimitiveType type, bool highest);
-
-StatusOr<libs::GemmDesc> MakeGemmDesc(const HloInstruction& gemm, uint64_t min_alignment);
 
 class ConvThunk : public GpuThunk {
  public:
   // `operands`: x, w[, bias][, side].
   ConvThunk(std::string name, libs::ConvDesc desc, std::vector<BufferSlice> operands, BufferSlice output,
-            std::unique_ptr<GpuThunk> fallback);
+            std::unique_ptr<GpuThunk> fallback, std::optional<libs::ConvAlgorithm> tuned = std::nullopt);
   Status Initialize(const ThunkInitParams& params) override;
   Status Execute(const ThunkExecuteParams& params) const override;
   bool SyncsHost() const override { return use_fallback_; }
   uint64_t workspace_bytes() const override;
   std::string ToString() const override;
   double PeakFlops(const runtime::DeviceDescription& device) const override;
+  const std::optional<libs::ConvAlgorithm>& tuned() const { return tuned_; }
 
  private:
   libs::ConvDesc desc_;
   std::vector<BufferSlice> operands_;
   BufferSlice output_;
   std::unique_ptr<GpuThunk> fallback_;
+  std::optional<libs::ConvAlgorithm> tuned_;
   bool use_fallback_ = false;
   std::unique_ptr<libs::ConvPlan> plan_;
   libs::ConvAlgorithm algorithm_;
 };
-
-StatusOr<libs::ConvDesc> MakeConvDesc(const HloInstruction& conv);
 
 class SortThunk : public GpuThunk {
  public:

@@ -6,6 +6,8 @@
 #include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
 #include "kiln/codegen/emitters.h"
+#include "kiln/cuda/autotune/codegen_backend.h"
+#include "kiln/cuda/autotune/library_calls.h"
 #include "kiln/cuda/compiler/control_flow_thunks.h"
 #include "kiln/cuda/compiler/conv_config.h"
 #include "kiln/cuda/compiler/gemm_config.h"
@@ -134,7 +136,14 @@ class Emitter {
       switch (how) {
         case How::kKernel: {
           Pending p{instr, {}, {}, false, ""};
-          StatusOr<codegen::KernelSpec> spec = codegen::EmitKernel(*instr, options_.device);
+          // The autotuner's launch configuration, when it chose one (codegen_backend.h).
+          KILN_ASSIGN_OR_RETURN(codegen::KernelConfig tuned, TunedKernelConfig(*instr));
+          StatusOr<codegen::KernelSpec> spec = codegen::EmitKernel(*instr, options_.device, tuned);
+          if (!spec.ok() && !(tuned == codegen::KernelConfig{})) {
+            KILN_LOG(Warning) << "cuda: %" << instr->name() << ": the tuned config " << tuned.ToString()
+                              << " does not emit (" << spec.status().message() << "); using the default";
+            spec = codegen::EmitKernel(*instr, options_.device);
+          }
           if (spec.ok()) p.spec = std::move(*spec);
           else p.error = spec.status().message();
           index_[instr] = pending_.size();
@@ -271,11 +280,15 @@ class Emitter {
         if (how == How::kGemm) {
           std::vector<BufferSlice> all = ops;
           all.push_back(o);
-          KILN_ASSIGN_OR_RETURN(libs::GemmDesc d, MakeGemmDesc(instr, Alignment(all)));
-          out.push_back(std::make_unique<GemmThunk>(instr.name(), d, std::move(ops), o, std::move(fallback)));
+          KILN_ASSIGN_OR_RETURN(libs::GemmDesc d, GemmDescForCall(instr, Alignment(all)));
+          KILN_ASSIGN_OR_RETURN(std::optional<libs::GemmAlgorithm> tuned, TunedGemmAlgorithm(instr, d));
+          out.push_back(std::make_unique<GemmThunk>(instr.name(), d, std::move(ops), o, std::move(fallback),
+                                                    std::move(tuned)));
         } else {
-          KILN_ASSIGN_OR_RETURN(libs::ConvDesc d, MakeConvDesc(instr));
-          out.push_back(std::make_unique<ConvThunk>(instr.name(), d, std::move(ops), o, std::move(fallback)));
+          KILN_ASSIGN_OR_RETURN(libs::ConvDesc d, ConvDescForCall(instr));
+          KILN_ASSIGN_OR_RETURN(std::optional<libs::ConvAlgorithm> tuned, TunedConvAlgorithm(instr));
+          out.push_back(std::make_unique<ConvThunk>(instr.name(), d, std::move(ops), o, std::move(fallback),
+                                                    std::move(tuned)));
         }
         return OkStatus();
       }

@@ -1,0 +1,41 @@
+// The "codegen" autotuning backend: kiln's generated kernels (src/kiln/codegen) for every fusion
+// the GPU compiler forms, one candidate per launch configuration codegen::CandidateConfigs lists
+// (block size, vector width, rows per block, unroll, reduction split, transpose tile; the
+// emitter's default first).
+//
+//   config      {"config": "b256.v4.u2.r1.s1"}   (codegen::KernelConfig::ToString)
+//   default     codegen::DefaultConfig (what the compiler emits untuned)
+//   Compile     emits the kernel with that config, compiles it with NVRTC (its disk cache;
+//               the autotuner calls Compile for all candidates in parallel on its pool) and
+//               loads it on the device
+//   Apply       WriteConfigToBackendConfig: the fusion's backend_config {"autotune": ...}, which
+//               the GPU compiler's thunk emitter reads (TunedKernelConfig) when it emits the
+//               fusion's kernel
+// Generated kernels can be wrong (CanProduceWrongResults): with no trusted backend for a
+// fusion, the autotuner checks every candidate against the default config's outputs.
+// Listing configs needs no device; Compile does.
+#pragma once
+
+#include <memory>
+
+#include "kiln/autotune/backend.h"
+#include "kiln/codegen/device_spec.h"
+#include "kiln/codegen/kernel_spec.h"
+#include "kiln/cuda/nvrtc_compiler.h"
+
+namespace kiln::cuda {
+
+inline constexpr std::string_view kCodegenBackend = "codegen";
+
+// `device` may be null (no Compile); `nvrtc` must outlive the backend (shared with others).
+std::unique_ptr<autotune::Backend> CreateCodegenBackend(codegen::DeviceSpec spec,
+                                                        runtime::Device* device,
+                                                        std::shared_ptr<NvrtcCompiler> nvrtc,
+                                                        const autotune::BackendOptions& options);
+
+// The launch configuration the autotuner chose for `instr` (a fusion), or an empty config
+// (the emitter's default) when none was written or the choice is another backend's. Errors: a
+// malformed "codegen" choice.
+StatusOr<codegen::KernelConfig> TunedKernelConfig(const HloInstruction& instr);
+
+}  // namespace kiln::cuda

@@ -1,0 +1,182 @@
+#include "kiln/cuda/autotune/library_calls.h"
+
+#include "kiln/base/strings.h"
+#include "kiln/cuda/compiler/conv_config.h"
+#include "kiln/cuda/compiler/gemm_config.h"
+
+namespace kiln::cuda {
+
+StatusOr<libs::GemmDesc> GemmDescForCall(const HloInstruction& gemm, uint64_t min_alignment) {
+  KILN_ASSIGN_OR_RETURN(GemmConfig c, GetGemmConfig(gemm));
+  libs::GemmDesc d;
+  d.batch = c.batch;
+  d.m = c.m;
+  d.n = c.n;
+  d.k = c.k;
+  d.lhs.dtype = gemm.operand(0)->shape().element_type();
+  d.lhs.transposed = c.lhs_transposed;
+  d.lhs.batch_stride = c.lhs_broadcast ? 0 : -1;
+  d.rhs.dtype = gemm.operand(1)->shape().element_type();
+  d.rhs.transposed = c.rhs_transposed;
+  d.rhs.batch_stride = c.rhs_broadcast ? 0 : -1;
+  d.out.dtype = gemm.shape().element_type();
+  d.precision = c.precision;
+  d.alpha = c.alpha;
+  d.beta = c.beta;
+  using E = libs::GemmEpilogue;
+  switch (c.activation) {
+    case GemmActivation::kNone: d.epilogue = c.has_bias ? E::kBias : E::kNone; break;
+    case GemmActivation::kRelu: d.epilogue = c.has_bias ? E::kBiasRelu : E::kRelu; break;
+    case GemmActivation::kGelu: d.epilogue = c.has_bias ? E::kBiasGelu : E::kGelu; break;
+  }
+  if (c.has_bias) d.bias_dtype = gemm.operand(c.bias_operand())->shape().element_type();
+  d.min_alignment_bytes = min_alignment;
+  return d;
+}
+
+StatusOr<libs::ConvDesc> ConvDescForCall(const HloInstruction& conv) {
+  KILN_ASSIGN_OR_RETURN(ConvConfig c, GetConvConfig(conv));
+  libs::ConvDesc d;
+  d.kind = libs::ConvKind::kForward;
+  d.dtype = conv.shape().element_type();
+  d.precision = c.precision;
+  const libs::ConvLayout layout =
+      c.channels_last ? libs::ConvLayout::kChannelsLast : libs::ConvLayout::kChannelsFirst;
+  d.input_layout = d.filter_layout = d.output_layout = layout;
+  d.batch = c.batch;
+  d.input_features = c.input_features;
+  d.output_features = c.output_features;
+  d.input_spatial = c.input_spatial;
+  d.filter_spatial = c.filter_spatial;
+  d.output_spatial = c.output_spatial;
+  d.strides = c.strides;
+  d.padding_low = c.padding_low;
+  d.padding_high = c.padding_high;
+  d.dilations = c.dilations;
+  d.feature_group_count = c.feature_group_count;
+  d.alpha = c.alpha;
+  d.has_bias = c.has_bias;
+  d.side_input_scale = c.side_input_scale;
+  d.activation = c.relu ? libs::ConvActivation::kRelu : libs::ConvActivation::kNone;
+  return d;
+}
+
+autotune::Config GemmAlgorithmToConfig(const libs::GemmAlgorithm& a) {
+  if (a.backend == libs::GemmAlgorithm::Backend::kCublas) {
+    return autotune::Config(std::string(kCublasBackend), {{"algo", a.cublas_algo}});
+  }
+  nlohmann::json opaque = nlohmann::json::array();
+  for (uint64_t word : a.opaque) opaque.push_back(word);
+  return autotune::Config(std::string(kCublasLtBackend), {{"index", a.index},
+                                                          {"opaque", opaque},
+                                                          {"workspace", a.workspace_bytes},
+                                                          {"waves", a.waves},
+                                                          {"desc", a.description}});
+}
+
+autotune::Config ConvAlgorithmToConfig(const libs::ConvAlgorithm& a) {
+  return autotune::Config(std::string(kCudnnBackend), {{"index", a.index},
+                                                       {"algo", a.algo},
+                                                       {"math_type", a.math_type},
+                                                       {"workspace", a.workspace_bytes},
+                                                       {"deterministic", a.deterministic},
+                                                       {"tensor_ops", a.tensor_ops},
+                                                       {"split_epilogue", a.split_epilogue},
+                                                       {"desc", a.description}});
+}
+
+namespace {
+
+bool IsInt(const nlohmann::json& p, const char* key) {
+  return p.is_object() && p.contains(key) && p[key].is_number_integer();
+}
+
+}  // namespace
+
+StatusOr<libs::GemmAlgorithm> GemmAlgorithmFromConfig(const autotune::Config& config,
+                                                      const libs::GemmDesc& desc) {
+  const nlohmann::json& p = config.params();
+  libs::GemmAlgorithm a;
+  if (config.backend() == kCublasBackend) {
+    if (!IsInt(p, "algo")) {
+      return InvalidArgument("cublas config without an integer \"algo\": ", config.ToString());
+    }
+    a.backend = libs::GemmAlgorithm::Backend::kCublas;
+    a.cublas_algo = p["algo"].get<int>();
+    a.workspace_bytes = desc.max_workspace_bytes;
+    a.description = StrCat("cublas algo=", a.cublas_algo);
+    return a;
+  }
+  if (config.backend() == kCublasLtBackend) {
+    if (!p.is_object() || !p.contains("opaque") || !p["opaque"].is_array() ||
+        p["opaque"].size() != 8 || !p.contains("workspace") ||
+        !p["workspace"].is_number_unsigned()) {
+      return InvalidArgument("malformed cublaslt config ", config.ToString());
+    }
+    a.backend = libs::GemmAlgorithm::Backend::kCublasLt;
+    a.index = IsInt(p, "index") ? p["index"].get<int>() : 0;
+    for (size_t i = 0; i < 8; ++i) {
+      if (!p["opaque"][i].is_number_unsigned()) {
+        return InvalidArgument("malformed cublaslt config ", config.ToString());
+      }
+      a.opaque[i] = p["opaque"][i].get<uint64_t>();
+    }
+    a.workspace_bytes = p["workspace"].get<uint64_t>();
+    if (p.contains("waves") && p["waves"].is_number()) a.waves = p["waves"].get<float>();
+    a.description = p.contains("desc") && p["desc"].is_string() ? p["desc"].get<std::string>()
+                                                                 : std::string("cublasLt");
+    return a;
+  }
+  return InvalidArgument("not a GEMM config: ", config.ToString());
+}
+
+StatusOr<libs::ConvAlgorithm> ConvAlgorithmFromConfig(const autotune::Config& config) {
+  const nlohmann::json& p = config.params();
+  if (config.backend() != kCudnnBackend) {
+    return InvalidArgument("not a convolution config: ", config.ToString());
+  }
+  if (!IsInt(p, "algo") || !IsInt(p, "math_type") || !p.contains("workspace") ||
+      !p["workspace"].is_number_unsigned()) {
+    return InvalidArgument("malformed cudnn config ", config.ToString());
+  }
+  auto flag = [&](const char* key) { return p.contains(key) && p[key].is_boolean() && p[key].get<bool>(); };
+  libs::ConvAlgorithm a;
+  a.kind = libs::ConvKind::kForward;
+  a.index = IsInt(p, "index") ? p["index"].get<int>() : 0;
+  a.algo = p["algo"].get<int>();
+  a.math_type = p["math_type"].get<int>();
+  a.workspace_bytes = p["workspace"].get<uint64_t>();
+  a.deterministic = flag("deterministic");
+  a.tensor_ops = flag("tensor_ops");
+  a.split_epilogue = flag("split_epilogue");
+  a.description = p.contains("desc") && p["desc"].is_string() ? p["desc"].get<std::string>()
+                                                               : std::string("cudnn");
+  return a;
+}
+
+StatusOr<std::optional<libs::GemmAlgorithm>> TunedGemmAlgorithm(const HloInstruction& gemm,
+                                                                const libs::GemmDesc& desc) {
+  StatusOr<autotune::Config> config = autotune::ReadConfigFromBackendConfig(gemm);
+  if (!config.ok()) {
+    if (config.status().code() == StatusCode::kNotFound) return std::optional<libs::GemmAlgorithm>();
+    return config.status();
+  }
+  KILN_ASSIGN_OR_RETURN(libs::GemmAlgorithm a, GemmAlgorithmFromConfig(*config, desc));
+  // A cuBLASLt algorithm may rely on the alignment of the buffers it was tuned with.
+  if (a.backend == libs::GemmAlgorithm::Backend::kCublasLt && desc.min_alignment_bytes < 256) {
+    return std::optional<libs::GemmAlgorithm>();
+  }
+  return std::optional<libs::GemmAlgorithm>(std::move(a));
+}
+
+StatusOr<std::optional<libs::ConvAlgorithm>> TunedConvAlgorithm(const HloInstruction& conv) {
+  StatusOr<autotune::Config> config = autotune::ReadConfigFromBackendConfig(conv);
+  if (!config.ok()) {
+    if (config.status().code() == StatusCode::kNotFound) return std::optional<libs::ConvAlgorithm>();
+    return config.status();
+  }
+  KILN_ASSIGN_OR_RETURN(libs::ConvAlgorithm a, ConvAlgorithmFromConfig(*config));
+  return std::optional<libs::ConvAlgorithm>(std::move(a));
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,58 @@
+// The GPU compiler's library calls (__kiln$gemm, __kiln$conv; cuda/compiler/gemm_config.h,
+// conv_config.h) seen by the vendor-library layer, in one place for the thunks and the
+// autotuning backends:
+//   - the library descriptors of a call (GemmDescForCall, ConvDescForCall);
+//   - the autotuner's configs of the library backends, both ways: an algorithm as a Config
+//     (what the backends list and the cache stores) and a Config as the algorithm a thunk runs
+//     (GemmAlgorithmFromConfig, ConvAlgorithmFromConfig);
+//   - the choice the autotuner wrote into a call (TunedGemmAlgorithm, TunedConvAlgorithm).
+//
+// Config params:
+//   cublas    {"algo": cublasGemmAlgo_t value}
+//   cublaslt  {"index", "opaque" (8 words of cublasLtMatmulAlgo_t), "workspace", "waves", "desc"}
+//   cudnn     {"index", "algo", "math_type", "workspace", "deterministic", "tensor_ops",
+//              "split_epilogue", "desc"}
+// Malformed params are InvalidArgument naming the config; nothing throws.
+#pragma once
+
+#include <optional>
+
+#include "kiln/autotune/backend.h"
+#include "kiln/autotune/config.h"
+#include "kiln/base/status.h"
+#include "kiln/cuda/libs/conv.h"
+#include "kiln/cuda/libs/conv_desc.h"
+#include "kiln/cuda/libs/gemm.h"
+#include "kiln/cuda/libs/gemm_desc.h"
+#include "kiln/hlo/instruction.h"
+
+namespace kiln::cuda {
+
+inline constexpr std::string_view kCublasBackend = "cublas";
+inline constexpr std::string_view kCublasLtBackend = "cublaslt";
+inline constexpr std::string_view kCudnnBackend = "cudnn";
+
+// The GemmDesc of a GEMM custom call whose buffers are all `min_alignment` bytes aligned (the
+// autotuner's buffers are 256-aligned, the arena's slices usually are).
+StatusOr<libs::GemmDesc> GemmDescForCall(const HloInstruction& gemm, uint64_t min_alignment = 256);
+// The ConvDesc of a convolution custom call.
+StatusOr<libs::ConvDesc> ConvDescForCall(const HloInstruction& conv);
+
+autotune::Config GemmAlgorithmToConfig(const libs::GemmAlgorithm& a);
+autotune::Config ConvAlgorithmToConfig(const libs::ConvAlgorithm& a);
+// A cublas or cublaslt config as the algorithm for `desc` (a cublas config's workspace is
+// desc.max_workspace_bytes, as cuBLAS may use up to its workspace).
+StatusOr<libs::GemmAlgorithm> GemmAlgorithmFromConfig(const autotune::Config& config,
+                                                      const libs::GemmDesc& desc);
+StatusOr<libs::ConvAlgorithm> ConvAlgorithmFromConfig(const autotune::Config& config);
+
+// The algorithm the autotuner chose for `gemm` (its backend_config's "autotune" field), for the
+// thunk running it with `desc`. nullopt: no choice was written, or it cannot be honoured here
+// (a cuBLASLt algorithm tuned on 256-aligned buffers while desc allows less alignment: the
+// heuristic then picks again). Errors: a malformed choice, a choice of a non-GEMM backend.
+StatusOr<std::optional<libs::GemmAlgorithm>> TunedGemmAlgorithm(const HloInstruction& gemm,
+                                                                const libs::GemmDesc& desc);
+// The same for a convolution call (cudnn).
+StatusOr<std::optional<libs::ConvAlgorithm>> TunedConvAlgorithm(const HloInstruction& conv);
+
+}  // namespace kiln::cuda
