@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/hlo/float_types.h"
+#include "kiln/hlo/literal.h"
 
 namespace kiln::autotune {
 namespace {
@@ -69,6 +70,32 @@ TEST(OutputCompareTest, NarrowTypesUseWiderTolerances) {
   Shape s = Shape::ArrayWithDefaultLayout(PrimitiveType::kBF16, {2});
   EXPECT_TRUE(CompareArrays(s, one_ulp.data(), expected.data()).ok);
   EXPECT_FALSE(CompareArrays(s, wrong.data(), expected.data()).ok);
+}
+
+// Large arrays take the threaded fast path: the verdict, count and first mismatch are those of
+// an element-by-element scan.
+TEST(OutputCompareTest, LargeArraysCountEveryMismatchInOrder) {
+  for (PrimitiveType type : {PrimitiveType::kF32, PrimitiveType::kBF16, PrimitiveType::kF16,
+                             PrimitiveType::kF64}) {
+    SCOPED_TRACE(PrimitiveTypeName(type));
+    const int64_t n = (3 << 20) + 17;
+    Shape s = Shape::ArrayWithDefaultLayout(type, {n});
+    Literal e(s), g(s);
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = static_cast<double>(i % 97) / 97.0 - 0.5;
+      e.SetFromDouble(i, v);
+      g.SetFromDouble(i, v);
+    }
+    EXPECT_TRUE(CompareArrays(s, g.untyped_data(), e.untyped_data()).ok);
+    g.SetFromDouble(2'500'000, 9.0);
+    g.SetFromDouble(n - 1, std::nan(""));
+    g.SetFromDouble(1'000'001, -9.0);
+    CompareResult r = CompareArrays(s, g.untyped_data(), e.untyped_data());
+    EXPECT_FALSE(r.ok);
+    EXPECT_EQ(r.mismatches, 3);
+    EXPECT_EQ(r.first_mismatch, 1'000'001);
+    EXPECT_EQ(r.got, -9.0);
+  }
 }
 
 TEST(OutputCompareTest, ComplexComparesMagnitudes) {
