@@ -159,6 +159,8 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   const std::string_view row_tiling_mode = row_tiling_env ? row_tiling_env : "";
   eo.row_tiling = options.row_tiling && row_tiling_mode != "0";
   eo.row_tiling_options = options.row_tiling_options;
+  if (const char* tb = std::getenv("KILN_CPU_ROW_TILE_BYTES"); tb && std::atoll(tb) > 0)
+    eo.row_tiling_options.tile_bytes = std::atoll(tb);
   if (row_tiling_mode == "force") {
     eo.row_tiling_options.min_chain_bytes = 0;
     eo.row_tiling_options.tile_bytes = 1024;

@@ -40,8 +40,10 @@
 //   alone). A value read whole (not by rows) by a later member is never internal, and its
 //   slice then conflicts with its producer's row slice: the chain is cut there.
 //   Only chains of at least two kernels whose row arrays (scratch included) total at least
-//   min_chain_bytes are tiled. KILN_CPU_ROW_TILING=0 in the environment turns tiling off,
-//   =force tiles every chain in tiles of a few rows (CpuCompiler; for tests and A/B runs).
+//   min_chain_bytes are tiled, and none with a member that only the evaluator's fallback
+//   kernel runs (it would run once per tile). In the environment (read by CpuCompiler, for
+//   tests and A/B runs): KILN_CPU_ROW_TILING=0 turns tiling off, =force tiles every chain in
+//   tiles of a few rows; KILN_CPU_ROW_TILE_BYTES=N sets tile_bytes.
 #pragma once
 
 #include <cstdint>

@@ -187,6 +187,27 @@ ENTRY e {
                      0);
 }
 
+// A chain member that only the evaluator's fallback kernel runs would run it once per tile:
+// such chains are emitted kernel by kernel instead.
+TEST(RowTilingTest, ChainsWithFallbackKernelsAreNotTiled) {
+  const std::string hlo = Softmax("f32", 64, 33, false);
+  for (int threads : {1, 2}) {
+    CpuCompileOptions o = TilingOptions(threads);
+    o.kernel_factory = [](const HloInstruction& instr) -> StatusOr<std::unique_ptr<CpuKernel>> {
+      if (instr.opcode() == HloOpcode::kFusion && instr.attrs().fusion_kind == FusionKind::kLoop)
+        return CreateEvaluatorFallbackKernel(instr);
+      return CreateCpuKernel(instr);
+    };
+    auto module = ParseHloModule(hlo);
+    ASSERT_TRUE(module.ok()) << module.status().ToString();
+    auto exe = CpuCompiler::Compile(std::move(*module), o);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    EXPECT_EQ((*exe)->compile_stats().row_tiled_chains, 0) << (*exe)->ThunkListing();
+    EXPECT_NE((*exe)->ThunkListing().find("evaluator["), std::string::npos) << (*exe)->ThunkListing();
+    ExpectMatchesEvaluator(hlo, {}, o);
+  }
+}
+
 // Row-locality of single fusions, from their fused computations.
 const HloInstruction* EntryRoot(const HloModule& m) { return m.entry_computation()->root_instruction(); }
 

@@ -36,9 +36,11 @@ class Emitter {
     for (int64_t i = 0; i < static_cast<int64_t>(seq.size()); ++i) {
       if (next_chain < chains.size() && chains[next_chain].begin == i) {
         const RowTiledChain& chain = chains[next_chain++];
-        KILN_RETURN_IF_ERROR(EmitRowTiles(chain, thunks));
-        i = chain.end - 1;
-        continue;
+        KILN_ASSIGN_OR_RETURN(bool tiled, EmitRowTiles(chain, thunks));
+        if (tiled) {
+          i = chain.end - 1;
+          continue;
+        }
       }
       Status s = EmitInstruction(*seq[i], thunks);
       if (!s.ok()) return s;
@@ -81,8 +83,10 @@ class Emitter {
   }
 
   // The chain's kernels: for each member, kernels for the tile rows (and the remainder),
-  // compiled from row clones held by one module the thunk owns.
-  Status EmitRowTiles(const RowTiledChain& chain,
+  // compiled from row clones held by one module the thunk owns. Declines (false, nothing
+  // emitted) when a member would run the evaluator's fallback kernel: once per tile, that
+  // costs more than the chain saves.
+  StatusOr<bool> EmitRowTiles(const RowTiledChain& chain,
                       std::vector<std::unique_ptr<Thunk>>& out) {
     const int64_t tile = ChooseTileRows(chain, options_.threads, options_.row_tiling_options);
     const int64_t rest = chain.rows % tile;
@@ -109,6 +113,7 @@ class Emitter {
       StatusOr<std::unique_ptr<CpuKernel>> k = options_.kernel_factory(*tile_instr);
       if (!k.ok()) return k.status().WithContext(StrCat("cpu: cannot compile %", instr.name(), " for row tiles"));
       m.tile_kernel = std::move(*k);
+      if (m.tile_kernel->name().rfind("evaluator[", 0) == 0) return false;
       if (rest > 0) {
         KILN_ASSIGN_OR_RETURN(const HloInstruction* rest_instr, CloneForRows(instr, loc, rest, *clones));
         StatusOr<std::unique_ptr<CpuKernel>> rk = options_.kernel_factory(*rest_instr);
@@ -122,7 +127,7 @@ class Emitter {
     }
     Add(out, std::make_unique<RowTilesThunk>(StrCat(first, "..", last), std::move(clones), std::move(members),
                                              chain.internal_row_bytes, chain.rows, tile, cost));
-    return OkStatus();
+    return true;
   }
 
   StatusOr<bool> IsView(const HloInstruction& instr) {
