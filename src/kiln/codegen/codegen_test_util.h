@@ -18,11 +18,20 @@ struct CatalogueCase {
   std::string hlo;
   // The emitter ChooseEmitter should pick ("" to skip that check).
   std::string emitter;
+  // Results must match the evaluator bit for bit (NaN payloads, signed zeros), not just within
+  // the tolerances: the GPU test compares raw bytes.
+  bool exact = false;
 };
 
 // Every handwritten case (elementwise ops over all dtypes, shape ops, reductions, transposes,
 // dynamic-update-slice in place).
 const std::vector<CatalogueCase>& Catalogue();
+
+// Parts of the catalogue (codegen_test_cases.cc): edge values through the narrow-float codecs,
+// bitcasts and complex division (constant operands, so they are the kernel's inputs);
+// reduce-window and select-and-scatter (windows with padding, strides, dilations, variadic).
+std::vector<CatalogueCase> EdgeValueCases();
+std::vector<CatalogueCase> WindowCases();
 
 // Parses `text` (elided constants filled) and verifies the module.
 StatusOr<std::unique_ptr<HloModule>> ParseModule(const std::string& text);

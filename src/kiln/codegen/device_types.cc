@@ -71,8 +71,8 @@ int RegisterBytes(PrimitiveType t) {
 std::string LoadConvert(PrimitiveType t, const std::string& s) {
   switch (t) {
     case PrimitiveType::kPred: return "(" + s + " != 0)";
-    case PrimitiveType::kF16: return "__half2float(" + s + ")";
-    case PrimitiveType::kBF16: return "__bfloat162float(" + s + ")";
+    case PrimitiveType::kF16: return "kiln_load_f16(" + s + ")";
+    case PrimitiveType::kBF16: return "kiln_load_bf16(" + s + ")";
     default:
       if (IsNarrowFloat(t)) return "kiln_decode_" + NarrowFloatName(t) + "(" + s + ")";
       return s;
@@ -82,8 +82,8 @@ std::string LoadConvert(PrimitiveType t, const std::string& s) {
 std::string StoreConvert(PrimitiveType t, const std::string& v) {
   switch (t) {
     case PrimitiveType::kPred: return "(u8)(" + v + ")";
-    case PrimitiveType::kF16: return "__float2half_rn(" + v + ")";
-    case PrimitiveType::kBF16: return "__float2bfloat16_rn(" + v + ")";
+    case PrimitiveType::kF16: return "kiln_store_f16(" + v + ")";
+    case PrimitiveType::kBF16: return "kiln_store_bf16(" + v + ")";
     default:
       if (IsNarrowFloat(t)) return "kiln_encode_" + NarrowFloatName(t) + "(" + v + ")";
       return v;
@@ -166,6 +166,15 @@ StatusOr<std::string> ElementLiteral(const Literal& literal, int64_t i) {
     return FloatLiteral(f, t);
   }
   if (t == PrimitiveType::kF64) return FloatLiteral(literal.data<double>()[i], t);
+  if ((t == PrimitiveType::kF16 || t == PrimitiveType::kBF16) && std::isnan(literal.GetAsDouble(i))) {
+    // A NaN keeps its payload (Note [Narrow floats in registers]).
+    uint16_t bits;
+    std::memcpy(&bits, literal.untyped_data() + i * 2, 2);
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), "kiln_%s_from_bits(0x%04xu)", t == PrimitiveType::kF16 ? "f16" : "bf16",
+                  unsigned{bits});
+    return std::string(buf);
+  }
   if (IsFloatingPointType(t)) return FloatLiteral(literal.GetAsDouble(i), PrimitiveType::kF32);
   if (t == PrimitiveType::kC64) {
     auto c = literal.data<std::complex<float>>()[i];
@@ -179,6 +188,26 @@ StatusOr<std::string> ElementLiteral(const Literal& literal, int64_t i) {
   }
   if (t == PrimitiveType::kU64) return IntLiteral(static_cast<int64_t>(literal.data<uint64_t>()[i]), t);
   return IntLiteral(literal.GetAsInt64(i), t);
+}
+
+uint32_t RegisterFloatBits(const Literal& literal, int64_t i) {
+  const PrimitiveType t = literal.shape().element_type();
+  uint32_t bits;
+  if (t == PrimitiveType::kF32) {
+    std::memcpy(&bits, literal.untyped_data() + i * 4, 4);
+    return bits;
+  }
+  if (t == PrimitiveType::kBF16 || t == PrimitiveType::kF16) {
+    uint16_t h;
+    std::memcpy(&h, literal.untyped_data() + i * 2, 2);
+    if (t == PrimitiveType::kBF16) return uint32_t{h} << 16;
+    if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0u)
+      return ((uint32_t{h} & 0x8000u) << 16) | 0x7f800000u | ((uint32_t{h} & 0x3ffu) << 13);
+  }
+  const float f = static_cast<float>(literal.GetAsDouble(i));
+  std::memcpy(&bits, &f, 4);
+  if (std::isnan(f)) bits = (bits & 0x80000000u) | 0x7fc00000u;  // kiln_decode_*'s NaN
+  return bits;
 }
 
 const char* CodegenPreludeName() { return "kiln_codegen.cuh"; }

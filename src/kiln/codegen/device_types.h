@@ -8,8 +8,10 @@
 //   RoundFloat(): the per-operation rounding of XLA's elemental emitter and of kiln's reference
 //   evaluator, and exact for +, -, *, /, sqrt (f32 has more than twice the bits of bf16/f16 plus
 //   two). Loads convert from storage (__half, __nv_bfloat16, bits of an f8 byte) to float; stores
-//   convert back, exactly. f16/bf16 use cuda_fp16.h/cuda_bf16.h conversions (__float2half_rn,
-//   __float2bfloat16_rn: round to nearest even, overflow to infinity, as XLA). The f8 and f4
+//   convert back, exactly. f16/bf16 round with cuda_fp16.h/cuda_bf16.h conversions (__float2half_rn,
+//   __float2bfloat16_rn: round to nearest even, overflow to infinity, as XLA), except NaNs,
+//   whose bits the prelude's kiln_load_*/kiln_store_*/kiln_round_* handle as the evaluator's
+//   codec does (payloads survive loads, stores and bitcast-convert; docs/codegen.md). The f8 and f4
 //   formats use kiln's own codec (kiln_codegen.cuh), which follows ml_dtypes exactly (overflow
 //   to NaN for the "fn"/"fnuz" formats, saturation for f4e2m1fn, no negative zero for "fnuz"),
 //   including the formats CUDA has no type for.
@@ -56,6 +58,9 @@ std::string WrapInt(PrimitiveType t, const std::string& value);
 
 // The C literal for element `i` of array literal `literal` (register type).
 StatusOr<std::string> ElementLiteral(const Literal& literal, int64_t i);
+// The bits of element `i` of a literal whose register type is float (f32, the narrow floats) as
+// a register holds it: NaN payloads as loads and rounding keep them (see the prelude).
+uint32_t RegisterFloatBits(const Literal& literal, int64_t i);
 // Literals for simple values of type t.
 std::string ZeroLiteral(PrimitiveType t);
 std::string OneLiteral(PrimitiveType t);

@@ -267,6 +267,10 @@ StatusOr<std::vector<Value>> ElementalEmitter::EmitUncached(const HloInstruction
       return EmitDynamicUpdateSlice(instr, index);
     case HloOpcode::kReduce:
       return EmitReduce(instr, index);
+    case HloOpcode::kReduceWindow:
+      return EmitReduceWindow(instr, index);
+    case HloOpcode::kSelectAndScatter:
+      return EmitSelectAndScatter(instr, index);
     case HloOpcode::kGather:
       return EmitGather(instr, index);
     case HloOpcode::kTuple: {

@@ -76,8 +76,8 @@ StatusOr<std::string> ToBits(PrimitiveType t, const std::string& x) {
   switch (t) {
     case PrimitiveType::kF32: return "__float_as_uint(" + x + ")";
     case PrimitiveType::kF64: return "(u64)__double_as_longlong(" + x + ")";
-    case PrimitiveType::kF16: return "(u32)__half_as_ushort(__float2half_rn(" + x + "))";
-    case PrimitiveType::kBF16: return "(u32)__bfloat16_as_ushort(__float2bfloat16_rn(" + x + "))";
+    case PrimitiveType::kF16: return "kiln_f16_bits(" + x + ")";
+    case PrimitiveType::kBF16: return "kiln_bf16_bits(" + x + ")";
     case PrimitiveType::kPred: return "(u32)(" + x + ")";
     default:
       if (IsNarrowFloat(t)) return "(u32)kiln_encode_" + NarrowFloatName(t) + "(" + x + ")";
@@ -94,8 +94,8 @@ StatusOr<std::string> FromBits(PrimitiveType t, const std::string& b) {
   switch (t) {
     case PrimitiveType::kF32: return "__uint_as_float((u32)(" + b + "))";
     case PrimitiveType::kF64: return "__longlong_as_double((long long)(" + b + "))";
-    case PrimitiveType::kF16: return "__half2float(__ushort_as_half((unsigned short)(" + b + ")))";
-    case PrimitiveType::kBF16: return "__bfloat162float(__ushort_as_bfloat16((unsigned short)(" + b + ")))";
+    case PrimitiveType::kF16: return "kiln_f16_from_bits((u32)(" + b + "))";
+    case PrimitiveType::kBF16: return "kiln_bf16_from_bits((u32)(" + b + "))";
     case PrimitiveType::kPred: return "((" + b + ") != 0)";
     default:
       if (IsNarrowFloat(t)) return "kiln_decode_" + NarrowFloatName(t) + "((u32)(" + b + "))";

@@ -43,6 +43,7 @@ bool IsElementalOpcode(HloOpcode op) {
     case HloOpcode::kPad: case HloOpcode::kConcatenate: case HloOpcode::kDynamicSlice:
     case HloOpcode::kDynamicUpdateSlice: case HloOpcode::kReduce: case HloOpcode::kTuple:
     case HloOpcode::kGetTupleElement: case HloOpcode::kMap: case HloOpcode::kGather:
+    case HloOpcode::kReduceWindow: case HloOpcode::kSelectAndScatter:
       return true;
     default:
       return ElementalOps::Supports(op);

@@ -21,7 +21,9 @@
 //   EmitRngBitGenerator  rng-bit-generator (Philox, Threefry), bit-exact with the evaluator.
 //   Gather, iota, broadcast of a constant (fill), copy and transpose need no emitter of their
 //   own: the loop (or transpose) emitter takes them as unfused instructions, and gather also
-//   fuses into loop fusions like any other index map.
+//   fuses into loop fusions like any other index map. Reduce-window and select-and-scatter are
+//   elemental values too (per output element, in the evaluator's order; select-and-scatter in
+//   its deterministic gather form): the loop emitter runs them.
 //
 // Every emitter returns Unimplemented (with the reason) for a fusion it cannot take; EmitKernel
 // picks the best emitter that can (ChooseEmitter) and falls back to EmitLoop where it can.

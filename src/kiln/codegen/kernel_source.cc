@@ -1,5 +1,8 @@
 #include "kiln/codegen/kernel_source.h"
 
+#include <cmath>
+#include <cstdio>
+
 #include "kiln/base/strings.h"
 #include "kiln/codegen/code_builder.h"
 #include "kiln/codegen/device_types.h"
@@ -42,6 +45,24 @@ StatusOr<std::string> KernelSource::ConstantArray(const HloInstruction& constant
   std::string name = UniqueGlobalName("const_" + constant.name());
   PrimitiveType t = lit.shape().element_type();
   std::string text = "// %" + constant.name() + " " + constant.shape().ToString(false) + "\n";
+  if (RegisterType(t) == "float") {
+    bool has_nan = false;
+    for (int64_t i = 0; i < n && !has_nan; ++i) has_nan = std::isnan(lit.GetAsDouble(i));
+    if (has_nan) {
+      text += "static __device__ const u32 " + name + "[" + std::to_string(n) + "] = {";
+      for (int64_t i = 0; i < n; ++i) {
+        if (i % 8 == 0) text += "\n   ";
+        char buf[24];
+        std::snprintf(buf, sizeof(buf), " 0x%08xu%s", unsigned{RegisterFloatBits(lit, i)}, i + 1 < n ? "," : "");
+        text += buf;
+      }
+      text += "\n};\n";
+      declarations_.push_back(std::move(text));
+      std::string expr = "reinterpret_cast<const float*>(" + name + ")";
+      constants_[&constant] = expr;
+      return expr;
+    }
+  }
   text += "static __device__ const " + RegisterType(t) + " " + name + "[" +
           std::to_string(std::max<int64_t>(n, 1)) + "] = {";
   for (int64_t i = 0; i < n; ++i) {

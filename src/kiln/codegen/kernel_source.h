@@ -31,7 +31,9 @@ class KernelSource {
   // Comment lines for the header (the HLO, the config, the launch).
   void AddHeaderComment(const std::string& text);
   // A `__device__ const` array holding `constant`'s elements (register type, logical row-major
-  // order); returns its name. The same constant instruction gets one array.
+  // order); returns an expression to index (its name). The same constant instruction gets one
+  // array. Float arrays holding a NaN are stored as their register bits (a NaN's payload has no
+  // constant-expression spelling): the expression is then the array seen as `const float*`.
   StatusOr<std::string> ConstantArray(const HloInstruction& constant);
   // The device function for a scalar computation (parameters and root of rank 0, arrays or a
   // tuple of arrays), emitted on first use.

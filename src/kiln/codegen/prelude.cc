@@ -272,8 +272,46 @@ KILN_DEVICE double kiln_reduce_precision(double x, int exponent_bits, int mantis
 
 // ---- Narrow floats (Note [Narrow floats in registers], src/kiln/codegen/device_types.h) ----
 
-KILN_DEVICE float kiln_round_f16(float x) { return __half2float(__float2half_rn(x)); }
-KILN_DEVICE float kiln_round_bf16(float x) { return __bfloat162float(__float2bfloat16_rn(x)); }
+// f16/bf16 NaNs as kiln's evaluator codes them (src/kiln/hlo/float_types.h): rounding a NaN
+// to bf16 keeps its top 7 payload bits and sets the quiet bit, to f16 gives the quiet NaN of
+// its sign (0x7e00 | sign); loads widen the bits exactly, payload included; stores and bitcasts
+// of a register NaN (already rounded, or widened from the type's own bits) give its bits back
+// unchanged. CUDA's conversions would make every NaN 0x7fff, which bitcast-convert exposes.
+KILN_DEVICE float kiln_round_f16(float x) {
+  if (x != x) return __uint_as_float((__float_as_uint(x) & 0x80000000u) | 0x7fc00000u);
+  return __half2float(__float2half_rn(x));
+}
+KILN_DEVICE float kiln_round_bf16(float x) {
+  if (x != x) return __uint_as_float((__float_as_uint(x) | 0x400000u) & 0xffff0000u);
+  return __bfloat162float(__float2bfloat16_rn(x));
+}
+KILN_DEVICE float kiln_f16_from_bits(u32 b) {
+  if ((b & 0x7c00u) == 0x7c00u && (b & 0x3ffu) != 0u)
+    return __uint_as_float(((b & 0x8000u) << 16) | 0x7f800000u | ((b & 0x3ffu) << 13));
+  return __half2float(__ushort_as_half((unsigned short)b));
+}
+KILN_DEVICE float kiln_bf16_from_bits(u32 b) { return __uint_as_float((b & 0xffffu) << 16); }
+KILN_DEVICE u32 kiln_f16_bits(float x) {
+  if (x != x) {
+    const u32 u = __float_as_uint(x);
+    const u32 m = (u >> 13) & 0x3ffu;
+    return ((u >> 16) & 0x8000u) | 0x7c00u | (m != 0u ? m : 0x200u);
+  }
+  return __half_as_ushort(__float2half_rn(x));
+}
+KILN_DEVICE u32 kiln_bf16_bits(float x) {
+  if (x != x) {
+    const u32 h = __float_as_uint(x) >> 16;
+    return (h & 0x7fu) != 0u ? h : (h | 0x40u);
+  }
+  return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+}
+KILN_DEVICE float kiln_load_f16(__half h) { return kiln_f16_from_bits(__half_as_ushort(h)); }
+KILN_DEVICE float kiln_load_bf16(__nv_bfloat16 h) { return kiln_bf16_from_bits(__bfloat16_as_ushort(h)); }
+KILN_DEVICE __half kiln_store_f16(float x) { return __ushort_as_half((unsigned short)kiln_f16_bits(x)); }
+KILN_DEVICE __nv_bfloat16 kiln_store_bf16(float x) {
+  return __ushort_as_bfloat16((unsigned short)kiln_bf16_bits(x));
+}
 
 // NaN encodings of the mini-float formats: 0 IEEE (inf exists), 1 "fn" (only S.1111.111 is NaN),
 // 2 "fnuz" (the negative-zero pattern is NaN), 3 none (f4e2m1fn: saturates), 4 e8m0 (0xff is
@@ -304,13 +342,13 @@ KILN_DEVICE unsigned kiln_minifloat_encode(F x) {
                           : kNan == 4 ? 0xffu
                           : (s | (all_ones << kMant) | ((1u << kMant) - 1));
   if (x != x) return nan_bits;
-  if (!kSigned && neg && x != (F)0) return nan_bits;
+  if (!kSigned && neg) return nan_bits;  // unsigned formats: negatives and -0 are NaN
   const unsigned overflow = kNan == 0 ? (s | (all_ones << kMant)) : nan_bits;
   F a = fabs(x);
   if (isinf(a)) return overflow;
   int e;
   if (kNan == 4) {
-    if (a == (F)0) return 0u;
+    if (a == (F)0) return 0xffu;  // no zero in e8m0: NaN, as ml_dtypes and the evaluator
     const F fr = frexp(a, &e);
     int ex = e - 1;
     const F mant = (F)2 * fr;
@@ -354,26 +392,73 @@ KILN_MINIFLOAT(f8e8m0fnu, 8, 0, 127, 4, false)
 KILN_MINIFLOAT(f4e2m1fn, 2, 1, 1, 3, true)
 #undef KILN_MINIFLOAT
 
-// f64 -> f16/bf16 in one rounding.
-KILN_DEVICE float kiln_round_f16(double x) { return __half2float(__double2half(x)); }
-KILN_DEVICE float kiln_round_bf16(double x) { return __bfloat162float(__double2bfloat16(x)); }
+// f64 -> f16/bf16 in one rounding. NaNs as the evaluator converts them: bf16 through f32 (the
+// top payload bits kept, quiet), f16 to the quiet NaN of the same sign.
+KILN_DEVICE float kiln_round_f16(double x) {
+  if (x != x) return __uint_as_float((signbit(x) ? 0x80000000u : 0u) | 0x7fc00000u);
+  return __half2float(__double2half(x));
+}
+KILN_DEVICE float kiln_round_bf16(double x) {
+  if (x != x) {
+    const u64 b = (u64)__double_as_longlong(x);
+    return kiln_round_bf16(__uint_as_float((u32)(b >> 32) & 0x80000000u | 0x7fc00000u |
+                                           (u32)((b >> 29) & 0x3fffffu)));
+  }
+  return __bfloat162float(__double2bfloat16(x));
+}
 
 // ---- Complex ----
 
 struct alignas(8) kiln_c64 { float re, im; };
 struct alignas(16) kiln_c128 { double re, im; };
+// Complex division as the evaluator's std::complex (C99 Annex G, libgcc's __divsc3/__divdc3):
+// c64 quotients are computed in double (exact products, one rounding to float), c128 ones by
+// Smith's method; a NaN+NaN quotient is then recovered into the infinities and zeros it stands
+// for: x/0 = inf with the signs of x (copysign(inf, Re y) * x), inf/finite = inf, finite/inf = 0.
+template <typename C, typename R>
+KILN_DEVICE C kiln_cdiv_recover(R x, R y, C a, C b, bool denom_zero, bool denom_inf) {
+  if (x == x || y == y) return C{x, y};
+  const R inf = (R)KILN_INF_D;
+  if (denom_zero && (a.re == a.re || a.im == a.im)) {
+    const R s = copysign(inf, b.re);
+    return C{s * a.re, s * a.im};
+  }
+  if ((isinf(a.re) || isinf(a.im)) && isfinite(b.re) && isfinite(b.im)) {
+    const R ar = copysign(isinf(a.re) ? (R)1 : (R)0, a.re), ai = copysign(isinf(a.im) ? (R)1 : (R)0, a.im);
+    return C{inf * (ar * b.re + ai * b.im), inf * (ai * b.re - ar * b.im)};
+  }
+  if (denom_inf && isfinite(a.re) && isfinite(a.im)) {
+    const R br = copysign(isinf(b.re) ? (R)1 : (R)0, b.re), bi = copysign(isinf(b.im) ? (R)1 : (R)0, b.im);
+    return C{(R)0 * (a.re * br + a.im * bi), (R)0 * (a.im * br - a.re * bi)};
+  }
+  return C{x, y};
+}
+KILN_DEVICE kiln_c64 kiln_cdiv(kiln_c64 a, kiln_c64 b) {
+  const double ar = a.re, ai = a.im, br = b.re, bi = b.im;
+  const double d = br * br + bi * bi;
+  const float x = (float)((ar * br + ai * bi) / d), y = (float)((ai * br - ar * bi) / d);
+  return kiln_cdiv_recover<kiln_c64, float>(x, y, a, b, d == 0.0, isinf(b.re) || isinf(b.im));
+}
+KILN_DEVICE kiln_c128 kiln_cdiv(kiln_c128 a, kiln_c128 b) {
+  double x, y, d;
+  if (fabs(b.re) < fabs(b.im)) {
+    const double r = b.re / b.im;
+    d = b.re * r + b.im;
+    x = (a.re * r + a.im) / d;
+    y = (a.im * r - a.re) / d;
+  } else {
+    const double r = b.im / b.re;
+    d = b.im * r + b.re;
+    x = (a.im * r + a.re) / d;
+    y = (a.im - a.re * r) / d;
+  }
+  return kiln_cdiv_recover<kiln_c128, double>(x, y, a, b, b.re == 0.0 && b.im == 0.0,
+                                              isinf(b.re) || isinf(b.im));
+}
 #define KILN_COMPLEX_OPS(C, R)                                                                 \
   KILN_DEVICE C kiln_cadd(C a, C b) { return C{a.re + b.re, a.im + b.im}; }                   \
   KILN_DEVICE C kiln_csub(C a, C b) { return C{a.re - b.re, a.im - b.im}; }                   \
   KILN_DEVICE C kiln_cmul(C a, C b) { return C{a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; } \
-  KILN_DEVICE C kiln_cdiv(C a, C b) {                                                          \
-    if (fabs(b.re) >= fabs(b.im)) {                                                            \
-      const R r = b.im / b.re, d = b.re + b.im * r;                                            \
-      return C{(a.re + a.im * r) / d, (a.im - a.re * r) / d};                                  \
-    }                                                                                          \
-    const R r = b.re / b.im, d = b.re * r + b.im;                                              \
-    return C{(a.re * r + a.im) / d, (a.im * r - a.re) / d};                                    \
-  }                                                                                            \
   KILN_DEVICE C kiln_cneg(C a) { return C{-a.re, -a.im}; }                                     \
   KILN_DEVICE R kiln_cabs(C a) { return hypot(a.re, a.im); }                                   \
   KILN_DEVICE bool kiln_ceq(C a, C b) { return a.re == b.re && a.im == b.im; }                 \

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -40,7 +41,36 @@ struct Job {
   std::string name;
   std::unique_ptr<HloModule> module;
   KernelSpec kernel;
+  bool exact = false;  // compare bytes (CatalogueCase::exact)
 };
+
+// The first byte-level difference between two literals of the same shape ("" when equal).
+std::string BitDifference(const Literal& got, const Literal& want) {
+  if (got.shape().IsTuple()) {
+    if (got.tuple_size() != want.tuple_size()) return "tuple sizes differ";
+    for (int64_t i = 0; i < got.tuple_size(); ++i) {
+      std::string d = BitDifference(got.tuple_element(i), want.tuple_element(i));
+      if (!d.empty()) return StrCat("output ", i, ": ", d);
+    }
+    return "";
+  }
+  if (got.size_bytes() != want.size_bytes()) return "sizes differ";
+  const int w = PrimitiveByteWidth(got.shape().element_type());
+  for (size_t b = 0; b < got.size_bytes(); ++b) {
+    if (got.untyped_data()[b] == want.untyped_data()[b]) continue;
+    const size_t e = b / w;
+    std::string g, x;
+    char buf[4];
+    for (int k = w - 1; k >= 0; --k) {
+      std::snprintf(buf, sizeof(buf), "%02x", got.untyped_data()[e * w + k]);
+      g += buf;
+      std::snprintf(buf, sizeof(buf), "%02x", want.untyped_data()[e * w + k]);
+      x += buf;
+    }
+    return StrCat("element ", e, ": bits 0x", g, ", the evaluator's 0x", x);
+  }
+  return "";
+}
 
 // Whether a scatter combiner gives the same result in any order of application (up to float
 // rounding): a single add/multiply/min/max/and/or/xor of its two parameters.
@@ -124,6 +154,13 @@ class CodegenGpuTest : public ::testing::Test {
         if (failures++ < 40) ADD_FAILURE() << j.name << ": " << got.status().ToString();
         continue;
       }
+      if (j.exact) {
+        std::string d = BitDifference(*got, *want);
+        if (!d.empty()) {
+          if (failures++ < 40) ADD_FAILURE() << j.name << " (bit-exact): " << d << "\n" << j.kernel.hlo;
+          continue;
+        }
+      }
       Comparison c = CompareLiterals(*got, *want, CompareOptions{});
       if (!c.ok()) {
         if (failures++ < 40)
@@ -150,7 +187,7 @@ TEST_F(CodegenGpuTest, CatalogueMatchesEvaluator) {
     KILN_ASSERT_OK_AND_ASSIGN(auto m, codegen::testing::ParseModule(c.hlo));
     StatusOr<KernelSpec> k = codegen::EmitKernel(*m->entry_computation()->root_instruction(), spec_);
     ASSERT_TRUE(k.ok()) << c.name << ": " << k.status().ToString();
-    jobs.push_back(Job{c.name, std::move(m), std::move(k).value()});
+    jobs.push_back(Job{c.name, std::move(m), std::move(k).value(), c.exact});
   }
   EXPECT_EQ(RunJobs(jobs), 0);
 }
@@ -167,7 +204,7 @@ TEST_F(CodegenGpuTest, CandidateConfigsMatchEvaluator) {
       KILN_ASSERT_OK_AND_ASSIGN(auto m, codegen::testing::ParseModule(c.hlo));
       KILN_ASSERT_OK_AND_ASSIGN(KernelSpec k,
                                 codegen::EmitKernel(*m->entry_computation()->root_instruction(), spec_, configs[i]));
-      jobs.push_back(Job{c.name + "." + configs[i].ToString(), std::move(m), std::move(k)});
+      jobs.push_back(Job{c.name + "." + configs[i].ToString(), std::move(m), std::move(k), c.exact});
     }
   }
   EXPECT_EQ(RunJobs(jobs), 0);
