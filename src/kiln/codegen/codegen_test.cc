@@ -122,6 +122,25 @@ TEST(CodegenTest, EveryCatalogueCaseEmitsForSm80AndSm90) {
   if (const char* dir = std::getenv("KILN_CODEGEN_DUMP_DIR")) KILN_EXPECT_OK(DumpKernels(dump, dir));
 }
 
+// KILN_CODEGEN_DUMP_DIR=dir KILN_CODEGEN_DUMP_CONFIG=b128.v2.u1 writes each catalogue kernel
+// emitted with that config (where its emitter accepts it): a failing autotuning candidate of
+// the GPU test, readable without a GPU.
+TEST(CodegenTest, DumpWithConfig) {
+  const char* dir = std::getenv("KILN_CODEGEN_DUMP_DIR");
+  const char* text = std::getenv("KILN_CODEGEN_DUMP_CONFIG");
+  if (dir == nullptr || text == nullptr) GTEST_SKIP() << "KILN_CODEGEN_DUMP_DIR/KILN_CODEGEN_DUMP_CONFIG unset";
+  KILN_ASSERT_OK_AND_ASSIGN(KernelConfig config, KernelConfig::Parse(text));
+  std::vector<KernelSpec> dump;
+  for (const CatalogueCase& c : Catalogue()) {
+    KILN_ASSERT_OK_AND_ASSIGN(auto m, testing::ParseModule(c.hlo));
+    StatusOr<KernelSpec> k = EmitKernel(Root(*m), Preset("sm_90"), config);
+    if (!k.ok()) continue;
+    dump.push_back(*k);
+    dump.back().name = c.name + "." + k->config.ToString();
+  }
+  KILN_EXPECT_OK(DumpKernels(dump, dir));
+}
+
 StatusOr<KernelSpec> EmitCase(const std::string& name, const char* arch = "sm_90") {
   for (const CatalogueCase& c : Catalogue()) {
     if (c.name != name) continue;

@@ -348,8 +348,9 @@ StatusOr<std::vector<Value>> ElementalEmitter::EmitBitcastConvertResize(const Hl
     oi.dims.assign(index.dims.begin(), index.dims.end() - 1);
     KILN_ASSIGN_OR_RETURN(Value v, Emit(op, oi));
     KILN_ASSIGN_OR_RETURN(std::string bits, ElementalOps::ToBits(ot, v.expr));
-    const std::string piece = "((" + wide_bits + ")(" + bits + ") >> (" +
-                              code_.Render(index.dims.back()) + " * " + std::to_string(wt) +
+    // The piece index is an expression (lane + base): parenthesized before scaling.
+    const std::string piece = "((" + wide_bits + ")(" + bits + ") >> ((" +
+                              code_.Render(index.dims.back()) + ") * " + std::to_string(wt) +
                               ")) & (" + mask + ")";
     KILN_ASSIGN_OR_RETURN(std::string expr, ElementalOps::FromBits(t, piece));
     return std::vector<Value>{Let(t, instr.name(), expr, {&v}, code_.DepthOf(index.dims.back()))};
