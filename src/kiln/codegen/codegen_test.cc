@@ -141,6 +141,40 @@ TEST(CodegenTest, DumpWithConfig) {
   KILN_EXPECT_OK(DumpKernels(dump, dir));
 }
 
+// kAuto serializes small scatters whose combiner depends on the order (an overwrite), so the
+// result is the evaluator's; large ones and order-independent combiners use atomics.
+TEST(CodegenTest, AutoScatterModeFollowsTheCombiner) {
+  auto module = [](const std::string& combiner_root, int64_t windows) {
+    const std::string n = std::to_string(windows);
+    return R"(HloModule m
+comb {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT r = f32[] )" + combiner_root + R"(
+}
+ENTRY e {
+  op = f32[6,33] parameter(0)
+  idx = s32[)" + n + R"(,1] parameter(1)
+  upd = f32[)" + n + R"(,33] parameter(2)
+  ROOT s = f32[6,33] scatter(op, idx, upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=comb
+})";
+  };
+  const DeviceSpec device = Preset("sm_90");
+  struct Want {
+    std::string root;
+    int64_t windows;
+    std::string mode;
+  };
+  for (const Want& w : {Want{"add(a, b)", 40, "atomic"}, Want{"maximum(a, b)", 40, "atomic"},
+                        Want{"add(b, b)", 40, "serialized"}, Want{"subtract(a, b)", 1024, "serialized"},
+                        Want{"subtract(a, b)", 1025, "atomic"}}) {
+    SCOPED_TRACE(w.root + " x" + std::to_string(w.windows));
+    KILN_ASSERT_OK_AND_ASSIGN(auto m, testing::ParseModule(module(w.root, w.windows)));
+    KILN_ASSERT_OK_AND_ASSIGN(KernelSpec k, EmitKernel(Root(*m), device));
+    EXPECT_NE(k.source.find("scatter mode: " + w.mode), std::string::npos) << k.source.substr(0, 400);
+  }
+}
+
 StatusOr<KernelSpec> EmitCase(const std::string& name, const char* arch = "sm_90") {
   for (const CatalogueCase& c : Catalogue()) {
     if (c.name != name) continue;

@@ -70,6 +70,28 @@ std::string NativeAtomic(const HloComputation& c, PrimitiveType t, const DeviceS
   }
 }
 
+// Whether combining colliding updates in any order gives one result (up to float rounding):
+// a single commutative, associative op of the combiner's two distinct parameters.
+bool OrderIndependentCombiner(const HloComputation& c) {
+  const HloInstruction* r = c.root_instruction();
+  if (c.num_parameters() != 2 || r->operand_count() != 2 ||
+      r->operand(0)->opcode() != HloOpcode::kParameter ||
+      r->operand(1)->opcode() != HloOpcode::kParameter || r->operand(0) == r->operand(1))
+    return false;
+  switch (r->opcode()) {
+    case HloOpcode::kAdd: case HloOpcode::kMultiply: case HloOpcode::kMinimum:
+    case HloOpcode::kMaximum: case HloOpcode::kAnd: case HloOpcode::kOr: case HloOpcode::kXor:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// kAuto serializes scatters whose combiner depends on the order of colliding updates (an
+// overwrite) when they have at most this many windows: the evaluator's order, deterministic,
+// and at most about a millisecond. Larger ones use atomics (any order, as XLA allows).
+constexpr int64_t kMaxAutoSerializedWindows = 1024;
+
 // The pointer type and value cast the CUDA atomic overloads take for t.
 std::pair<std::string, std::string> AtomicTypes(PrimitiveType t, const std::string& op) {
   switch (t) {
@@ -158,8 +180,14 @@ StatusOr<KernelSpec> EmitScatter(const HloInstruction& instr, const DeviceSpec& 
   const bool unique = at.unique_indices;
   const int bytes = StorageBytes(t);
   const bool can_atomic = nops == 1 && (bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8);
-  if (mode == ScatterMode::kAuto)
-    mode = unique ? ScatterMode::kUnique : can_atomic ? ScatterMode::kAtomic : ScatterMode::kSerialized;
+  if (mode == ScatterMode::kAuto) {
+    int64_t windows = 1;
+    for (int64_t n : scatter_sizes) windows *= n;
+    const bool ordered = !OrderIndependentCombiner(*instr.to_apply()) && windows <= kMaxAutoSerializedWindows;
+    mode = unique ? ScatterMode::kUnique
+           : can_atomic && !ordered ? ScatterMode::kAtomic
+                                    : ScatterMode::kSerialized;
+  }
   if (mode == ScatterMode::kAtomic && !can_atomic)
     return Unimplemented("scatter %", instr.name(), ": no atomic update for ", nops, " operand(s) of ",
                          PrimitiveTypeName(t));

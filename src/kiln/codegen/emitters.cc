@@ -182,7 +182,8 @@ StatusOr<std::vector<KernelConfig>> CandidateConfigs(const HloInstruction& instr
         for (int b : {128, 256, 512, 1024}) {
           if (b < t || b < 32 || b > device.max_threads_per_block) continue;
           for (int v : halves(def.vector_width))
-            for (int s : {1, def.split}) raw.push_back(KernelConfig{b, v, def.unroll, b / t, s, 0});
+            for (int s : {1, def.split})
+              for (int u : {def.unroll, 1}) raw.push_back(KernelConfig{b, v, u, b / t, s, 0});
         }
       }
       break;
@@ -190,7 +191,8 @@ StatusOr<std::vector<KernelConfig>> CandidateConfigs(const HloInstruction& instr
     case EmitterKind::kColumnReduction:
       for (int b : {128, 256, 512})
         for (int v : halves(def.vector_width))
-          for (int s : {1, def.split, def.split * 2}) raw.push_back(KernelConfig{b, v, def.unroll, 0, s, 0});
+          for (int s : {1, def.split, def.split * 2})
+            for (int u : {def.unroll, 1}) raw.push_back(KernelConfig{b, v, u, 0, s, 0});
       break;
     case EmitterKind::kTranspose:
       for (int t : {32, 64})

@@ -65,7 +65,10 @@ StatusOr<KernelSpec> EmitDynamicUpdateSliceInPlace(const HloInstruction& fusion_
 
 // How a scatter combines updates (emit_scatter.cc):
 //   kAuto        kUnique when the scatter says unique_indices=true, else kAtomic when it has
-//                one operand of 1, 2, 4 or 8-byte elements, else kSerialized.
+//                one operand of 1, 2, 4 or 8-byte elements, except that a combiner whose
+//                result depends on the order of colliding updates (an overwrite: anything but
+//                one add/multiply/min/max/and/or/xor of its parameters) runs kSerialized when
+//                the scatter has at most 1024 windows (the evaluator's order); else kSerialized.
 //   kAtomic      one thread per update element, atomic read-modify-write (native atomics for
 //                add/min/max/and/or/xor where the hardware has them, else compare-and-swap
 //                around the combiner); duplicate indices combine in an unspecified order.
