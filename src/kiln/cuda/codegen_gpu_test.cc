@@ -6,7 +6,8 @@
 // per-type tolerances. Skipped without a GPU.
 //
 // KILN_CODEGEN_GPU_CORPUS=N runs every N-th distinct tests/data kernel (default 2; 0 skips);
-// KILN_CODEGEN_GPU_FILTER=a,b keeps only kernels whose HLO text contains a or b.
+// KILN_CODEGEN_GPU_FILTER=a,b keeps only kernels whose HLO text contains a or b;
+// KILN_CODEGEN_GPU_CASES=a,b only the catalogue cases whose name contains a or b.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -123,6 +124,15 @@ CompareOptions JobCompareOptions(const Job& j) {
   return o;
 }
 
+// KILN_CODEGEN_GPU_CASES=a,b: only the catalogue cases whose name contains a or b.
+bool SelectedCase(const std::string& name) {
+  const char* env = std::getenv("KILN_CODEGEN_GPU_CASES");
+  if (env == nullptr || *env == '\0') return true;
+  for (std::string_view f : StrSplit(env, ','))
+    if (!f.empty() && name.find(f) != std::string::npos) return true;
+  return false;
+}
+
 class CodegenGpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -218,6 +228,7 @@ class CodegenGpuTest : public ::testing::Test {
 TEST_F(CodegenGpuTest, CatalogueMatchesEvaluator) {
   std::vector<Job> jobs;
   for (const codegen::testing::CatalogueCase& c : codegen::testing::Catalogue()) {
+    if (!SelectedCase(c.name)) continue;
     KILN_ASSERT_OK_AND_ASSIGN(auto m, codegen::testing::ParseModule(c.hlo));
     StatusOr<KernelSpec> k = codegen::EmitKernel(*m->entry_computation()->root_instruction(), spec_);
     ASSERT_TRUE(k.ok()) << c.name << ": " << k.status().ToString();
@@ -229,6 +240,7 @@ TEST_F(CodegenGpuTest, CatalogueMatchesEvaluator) {
 TEST_F(CodegenGpuTest, CandidateConfigsMatchEvaluator) {
   std::vector<Job> jobs;
   for (const codegen::testing::CatalogueCase& c : codegen::testing::Catalogue()) {
+    if (!SelectedCase(c.name)) continue;
     if (c.name.rfind("elementwise_", 0) == 0) continue;
     KILN_ASSERT_OK_AND_ASSIGN(auto probe, codegen::testing::ParseModule(c.hlo));
     const HloInstruction& root = *probe->entry_computation()->root_instruction();
