@@ -1,6 +1,7 @@
 // Reduction kernel against the evaluator: row, column, middle and full reductions, every native
 // reducer and type family, general (variadic) reducers, kInput fusions with multiple outputs.
 #include <gtest/gtest.h>
+#include <cmath>
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/kernels/kernel_test_util.h"
@@ -219,6 +220,35 @@ ENTRY e {
     o.atol = 1e-4;
     return o;
   }());
+}
+
+}  // namespace
+}  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// Float max/min rows fold NaN-free lanes with plain compares and fold a row's first NaN in
+// separately: NaNs early, late, in the tail past the last 64 lanes, two in one row, with
+// infinities and signed zeros beside them; f32, f64 and bf16 (f32 lanes).
+TEST(ReduceKernelTest, NaNAndInfinitiesInFloatMaxMinRows) {
+  for (const char* t : {"f32", "f64", "bf16"})
+    for (const char* op : {"maximum", "minimum"}) {
+      auto m = testing::Parse(ReduceHlo(t, "6,300", "6", "1", op,
+                                        std::string(op) == "maximum" ? "-inf" : "inf"));
+      const HloInstruction* r = testing::Find(*m);
+      std::vector<Literal> ops = testing::RandomOperands(*r, 2);
+      ops[0].SetFromDouble(0 * 300 + 3, NAN);
+      ops[0].SetFromDouble(1 * 300 + 130, NAN);
+      ops[0].SetFromDouble(1 * 300 + 200, -NAN);
+      ops[0].SetFromDouble(2 * 300 + 299, NAN);  // the tail (300 = 4 * 64 + 44)
+      ops[0].SetFromDouble(3 * 300 + 10, INFINITY);
+      ops[0].SetFromDouble(3 * 300 + 11, -INFINITY);
+      ops[0].SetFromDouble(4 * 300 + 70, -0.0);
+      ops[0].SetFromDouble(5 * 300 + 5, -INFINITY);
+      SCOPED_TRACE(StrCat(t, " ", op));
+      testing::ExpectMatchesEvaluator(*r, {}, std::move(ops));
+    }
 }
 
 }  // namespace

@@ -124,6 +124,30 @@ struct Red {
     L lanes[kW];
     for (int j = 0; j < kW; ++j) lanes[j] = Identity<L>();
     int64_t i = 0;
+    if constexpr ((K == RedOp::kMax || K == RedOp::kMin) && std::is_floating_point_v<L>) {
+      // Float max/min: Op's NaN checks make each lane a chain of compares and mask logic. Fold
+      // with plain compares (which skip NaNs: vmaxps/vminps) and note NaNs on the side; a row
+      // holding one folds its first NaN in, as the sequential fold would have.
+      int32_t nan[kW] = {};
+      for (; i + kW <= n; i += kW)
+        for (int j = 0; j < kW; ++j) {
+          const L v = Lift<L>(x[i + j]);
+          if constexpr (K == RedOp::kMax) lanes[j] = lanes[j] < v ? v : lanes[j];
+          else lanes[j] = v < lanes[j] ? v : lanes[j];
+          nan[j] |= v != v;
+        }
+      int32_t any = 0;
+      for (int j = 0; j < kW; ++j) any |= nan[j];
+      if (any) {
+        for (int64_t f = 0; f < i; ++f) {
+          const L v = Lift<L>(x[f]);
+          if (v != v) {
+            lanes[0] = v;
+            break;
+          }
+        }
+      }
+    }
     for (; i + kW <= n; i += kW)
       for (int j = 0; j < kW; ++j) lanes[j] = Op<L>(lanes[j], Lift<L>(x[i + j]));
     for (int j = 0; i < n; ++i, ++j) lanes[j] = Op<L>(lanes[j], Lift<L>(x[i]));
