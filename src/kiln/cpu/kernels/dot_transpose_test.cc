@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/base/strings.h"
+#include "kiln/cpu/kernels/common.h"
 #include "kiln/cpu/kernels/kernel_test_util.h"
 #include "kiln/hlo/parser.h"
 
@@ -170,6 +171,41 @@ TEST(DotKernelTest, SmallMSpecialValues) {
   ops[0].Set<float>({2, 5}, std::numeric_limits<float>::quiet_NaN());
   ops[1].Set<float>({3, 19}, -std::numeric_limits<float>::infinity());
   testing::ExpectMatchesEvaluator(*d, {}, std::move(ops));
+}
+
+}  // namespace
+}  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// Note [Denormals in GEMMs]: GEMMs flush denormals while they run (results within tolerance of
+// the evaluator, which keeps them) and restore the caller's floating-point mode afterwards.
+TEST(DotKernelTest, DenormalOperandsAndRestoredMode) {
+#if defined(__SSE__)
+  // The control bits (rounding, FTZ, DAZ, masks), not the sticky exception flags (bits 0-5).
+  const unsigned before = _mm_getcsr() & ~0x3Fu;
+#endif
+  for (const char* c :
+       {"x = f32[4,64] parameter(0)\n y = f32[64,40] parameter(1)\n"
+        " ROOT d = f32[4,40] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+        "x = f32[2,70,80] parameter(0)\n y = f32[2,80,30] parameter(1)\n"
+        " ROOT d = f32[2,70,30] dot(x, y), lhs_batch_dims={0}, lhs_contracting_dims={2},"
+        " rhs_batch_dims={0}, rhs_contracting_dims={1}",
+        "x = f32[300,200] parameter(0)\n y = f32[200,100] parameter(1)\n"
+        " ROOT d = f32[300,100] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}"}) {
+    auto m = testing::Parse(StrCat("ENTRY e {\n ", c, "\n}\n"));
+    const HloInstruction* d = testing::Find(*m);
+    std::vector<Literal> ops = testing::RandomOperands(*d, 4);
+    // Every other element of x denormal.
+    for (int64_t i = 0; i < ops[0].shape().num_elements(); i += 2)
+      ops[0].SetFromDouble(i, 1e-39 * static_cast<double>(i % 7 + 1));
+    SCOPED_TRACE(c);
+    testing::ExpectMatchesEvaluator(*d, {}, std::move(ops));
+  }
+#if defined(__SSE__)
+  EXPECT_EQ(_mm_getcsr() & ~0x3Fu, before);
+#endif
 }
 
 }  // namespace

@@ -148,7 +148,8 @@ void BitcastCopyLoop(const ExprOp& op, int64_t n, void* const* p) {
 //   math instead (under 1 ns per element with AVX-512), which agrees with libm to a few ulps
 //   where its approximations hold (measured over [-120, 120] and special values: exp, log,
 //   tanh within 3e-7 relative). Lanes outside that range are recomputed with libm: exp of
-//   x > 88 (Eigen overflows early) or x < -87 (denormal results), log of inputs below
+//   x > 88 (Eigen overflows early) or x < -87 (denormal results) -- except that exp below -104
+//   is 0 and above 89 is +inf without a call --, log of inputs below
 //   FLT_MIN (Eigen clamps denormals). logistic is 1 / (1 + exp(-x)) with that exp, as the
 //   evaluator computes it. NaN and infinities follow libm.
 //   (Added by cpurt for the CPU benchmark; BackendTolerance covers the ulps.)
@@ -163,9 +164,13 @@ void FastExpF32(const float* __restrict a, float* __restrict o, int64_t n) {
     outside |= (x > 88.0f) | (x < -87.0f) | (x != x);
   }
   if (!outside) return;
+  // Far outside (masked attention scores: -inf or -1e9), libm's answer is known: 0 below -104
+  // (under half the smallest denormal), +inf above 89; libm only for the border ranges.
   for (int64_t i = 0; i < n; ++i) {
     const float x = kSign * a[i];
-    if (!(x <= 88.0f && x >= -87.0f) && !std::isnan(x)) o[i] = std::exp(x);
+    if (x < -104.0f) o[i] = 0.0f;
+    else if (x > 89.0f) o[i] = std::numeric_limits<float>::infinity();
+    else if (!(x <= 88.0f && x >= -87.0f) && !std::isnan(x)) o[i] = std::exp(x);
   }
 }
 

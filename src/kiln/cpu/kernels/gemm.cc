@@ -18,7 +18,12 @@ namespace {
 class EigenPoolAdapter final : public Eigen::ThreadPoolInterface {
  public:
   explicit EigenPoolAdapter(ThreadPool* pool) : pool_(pool) {}
-  void Schedule(std::function<void()> fn) override { pool_->Schedule(std::move(fn)); }
+  void Schedule(std::function<void()> fn) override {
+    pool_->Schedule([fn = std::move(fn)] {
+      ScopedFlushDenormals flush;  // Note [Denormals in GEMMs]
+      fn();
+    });
+  }
   int NumThreads() const override { return pool_->num_threads(); }
   // Eigen's contraction does not use thread ids; -1 ("not a pool thread") is always safe.
   int CurrentThreadId() const override { return -1; }
@@ -68,6 +73,7 @@ template <typename T>
 void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext& ctx,
           bool threads) {
   if (s.m == 0 || s.n == 0) return;
+  ScopedFlushDenormals flush;  // Note [Denormals in GEMMs]
   if (s.k == 0) {
     if (!s.accumulate) std::fill(c, c + s.m * s.n, T(0));
     return;
@@ -88,6 +94,7 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext&
     const int64_t len = rows ? s.m : s.n;
     ParallelFor(ctx, len, std::max<int64_t>(64, len / (4 * ctx.pool->num_threads())),
                 [&](int64_t i0, int64_t i1) {
+                  ScopedFlushDenormals flush;
                   if (rows) MatrixGemm(s, a, b, c, i0, i1, 0, 1);
                   else MatrixGemm(s, a, b, c, 0, 1, i0, i1);
                 });

@@ -89,6 +89,7 @@ void SmallMGemm(const GemmShape& s, const float* a, const float* b, float* c,
   // A panel is 2*m*16*k flops; tasks of at least ~1M flops.
   const int64_t min_chunk = std::max<int64_t>(1, (int64_t{1} << 20) / (2 * m * kLanes * k));
   ParallelFor(threads ? ctx : KernelContext{}, panels, min_chunk, [&](int64_t p0, int64_t p1) {
+    ScopedFlushDenormals flush;  // Note [Denormals in GEMMs]
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t j0 = p * kLanes, nc = std::min<int64_t>(kLanes, n - j0);
       if (nc == kLanes) {
