@@ -6,12 +6,54 @@
 
 #include "kiln/autotune/output_compare.h"
 #include "kiln/base/strings.h"
+#include "kiln/hlo/float_types.h"
 #include "kiln/hlo/literal.h"
 #include "kiln/hlo/random_literal.h"
 
 namespace kiln::autotune {
 
 namespace {
+
+uint64_t SplitMix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// f32 / bf16 / f16 inputs, uniform in [-1, 1), each element a hash of (seed, stream, index) so
+// that threads fill disjoint chunks: MakeRandomLiteral sets one element at a time through
+// Literal's generic access, seconds for the 128-MiB operands of a large GEMM. False for other
+// types (the caller uses MakeRandomLiteral).
+template <typename T>
+void FillUniform(uint8_t* out, int64_t n, uint64_t key) {
+  const int threads = static_cast<int>(std::clamp<int64_t>(
+      std::min<int64_t>(std::thread::hardware_concurrency(), n / (1 << 20) + 1), 1, 16));
+  const int64_t chunk = (n + threads - 1) / threads;
+  auto body = [&](int t) {
+    T* p = reinterpret_cast<T*>(out);
+    for (int64_t i = t * chunk, end = std::min(n, (t + 1) * chunk); i < end; ++i) {
+      const double u = static_cast<double>(SplitMix(key ^ SplitMix(static_cast<uint64_t>(i))) >> 11) *
+                           0x1p-52 - 1.0;
+      p[i] = static_cast<T>(static_cast<float>(u));
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(body, t);
+  body(0);
+  for (std::thread& th : pool) th.join();
+}
+
+bool FillRandomFast(const Shape& leaf, uint64_t seed, uint64_t stream, std::vector<uint8_t>& out) {
+  const int64_t n = leaf.num_elements();
+  const uint64_t key = SplitMix(seed ^ SplitMix(stream + 0x632be59bd9b4e019ull));
+  switch (leaf.element_type()) {
+    case PrimitiveType::kF32: out.resize(n * 4); FillUniform<float>(out.data(), n, key); return true;
+    case PrimitiveType::kBF16: out.resize(n * 2); FillUniform<bfloat16>(out.data(), n, key); return true;
+    case PrimitiveType::kF16: out.resize(n * 2); FillUniform<half>(out.data(), n, key); return true;
+    default: return false;
+  }
+}
 
 constexpr uint64_t kMaxFlushBytes = 512ull << 20;
 
@@ -120,6 +162,7 @@ Status Profiler::Prepare(const std::vector<Shape>& operand_shapes, const Shape& 
                                                  options_.redzone);
   // Host copies must live until the uploads have run.
   std::vector<Literal> values;
+  std::vector<std::vector<uint8_t>> fast(input_shapes_.size());
   values.reserve(input_shapes_.size());
   for (size_t i = 0; i < input_shapes_.size(); ++i) {
     const Shape& leaf = input_shapes_[i];
@@ -127,6 +170,10 @@ Status Profiler::Prepare(const std::vector<Shape>& operand_shapes, const Shape& 
                           redzones_->Allocate(LeafBytes(leaf), StrCat("input ", i)));
     inputs_.push_back(buffer);
     if (buffer.is_null()) continue;
+    if (FillRandomFast(leaf, options_.seed, i, fast[i]) && fast[i].size() == buffer.size) {
+      KILN_RETURN_IF_ERROR(stream_->MemcpyHostToDevice(buffer, fast[i].data(), buffer.size));
+      continue;
+    }
     values.push_back(MakeRandomLiteral(leaf, options_.seed, i));
     KILN_RETURN_IF_ERROR(
         stream_->MemcpyHostToDevice(buffer, values.back().untyped_data(), buffer.size));

@@ -9,8 +9,9 @@
 //   Measurement m = profiler->Profile(*candidate, {.best_us = best_so_far});
 //
 // Prepare allocates one redzone-guarded buffer per operand leaf and result leaf and fills the
-// operands from a seeded generator in the element type's sensible range (random_literal.h: floats
-// uniform in [-1, 1), small integers), so runs are reproducible. Profile then, for one candidate:
+// operands from a seeded generator in the element type's sensible range (floats uniform in
+// [-1, 1): f32/bf16/f16 from a hash of seed, operand and index on several threads, the rest from
+// random_literal.h; small integers), so runs are reproducible. Profile then, for one candidate:
 //   1. allocates its scratch (guarded too) and fills the outputs with the redzone pattern, so an
 //      output the candidate never writes reads as NaN;
 //   2. runs it once (warm-up) and waits, up to timeout_s;
