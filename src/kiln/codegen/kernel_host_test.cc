@@ -1,0 +1,311 @@
+// Generated loop kernels run on the CPU (label cpu): the catalogue's kernels that need no
+// block-level cooperation (no shared memory, barriers, atomics or second launch: the loop
+// emitter's elementwise, shape, gather, window and edge-value kernels) are compiled by the host
+// C++ compiler against a shim of CUDA's thread indices and intrinsics, launched one thread at a
+// time, and compared with the reference evaluator on random inputs (bit for bit where the case
+// asks). The GPU test (cuda/codegen_gpu_test.cc) runs every kernel on a device; this one runs
+// the portable subset in CI. Skipped without a host compiler (KILN_HOST_CXX picks one).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "kiln/base/strings.h"
+#include "kiln/codegen/codegen_test_util.h"
+#include "kiln/codegen/device_spec.h"
+#include "kiln/codegen/device_types.h"
+#include "kiln/codegen/elemental_emitter.h"
+#include "kiln/codegen/emitters.h"
+#include "kiln/eval/compare.h"
+#include "kiln/eval/evaluator.h"
+#include "kiln/hlo/random_literal.h"
+#include "kiln/runtime/test_macros.h"
+
+namespace kiln::codegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kShim = R"CPP(
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <utility>
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __launch_bounds__(n)
+struct kiln_dim3 { unsigned x, y, z; };
+static kiln_dim3 threadIdx, blockIdx, blockDim, gridDim;
+template <class A, class B> static inline auto min(A a, B b) -> decltype(a + b) { return b < a ? b : a; }
+template <class A, class B> static inline auto max(A a, B b) -> decltype(a + b) { return a < b ? b : a; }
+static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); return f; }
+static inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
+static inline int __float_as_int(float f) { int u; memcpy(&u, &f, 4); return u; }
+static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }
+static inline long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }
+static inline int __popcll(unsigned long long v) { return __builtin_popcountll(v); }
+static inline int __clzll(long long v) { return v == 0 ? 64 : __builtin_clzll((unsigned long long)v); }
+static inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) {
+  return (unsigned long long)(((unsigned __int128)a * b) >> 64);
+}
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+static inline unsigned atomicCAS(unsigned* p, unsigned c, unsigned v) { unsigned o = *p; if (o == c) *p = v; return o; }
+static inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long c, unsigned long long v) {
+  unsigned long long o = *p; if (o == c) *p = v; return o;
+}
+typedef unsigned short kiln_u16_;
+struct __half { kiln_u16_ x; };
+struct __nv_bfloat16 { kiln_u16_ x; };
+static inline kiln_u16_ __half_as_ushort(__half h) { return h.x; }
+static inline __half __ushort_as_half(kiln_u16_ b) { return __half{b}; }
+static inline kiln_u16_ __bfloat16_as_ushort(__nv_bfloat16 h) { return h.x; }
+static inline __nv_bfloat16 __ushort_as_bfloat16(kiln_u16_ b) { return __nv_bfloat16{b}; }
+static inline float __bfloat162float(__nv_bfloat16 h) { return __uint_as_float((unsigned)h.x << 16); }
+static inline float __half2float(__half h) {
+  const unsigned s = (h.x & 0x8000u) << 16, e = (h.x >> 10) & 0x1fu, m = h.x & 0x3ffu;
+  if (e == 0) { const float v = ldexpf((float)m, -24); return s ? -v : v; }
+  if (e == 0x1f) return __uint_as_float(s | 0x7f800000u | (m << 13));
+  return __uint_as_float(s | ((e + 112u) << 23) | (m << 13));
+}
+static inline double kiln_shim_round(double x, int mant, int min_exp, double mx) {
+  if (x == 0 || isinf(x)) return x;
+  int e;
+  frexp(x, &e);
+  const int ulp = ((e - 1) < min_exp ? min_exp : (e - 1)) - mant;
+  const double r = ldexp(nearbyint(ldexp(x, -ulp)), ulp);
+  return fabs(r) > mx ? copysign(INFINITY, x) : r;
+}
+static inline kiln_u16_ kiln_shim_f16(double x) {
+  const double r = kiln_shim_round(x, 10, -14, 65504.0);
+  const unsigned s = signbit(r) ? 0x8000u : 0u;
+  const double a = fabs(r);
+  if (isinf(a)) return (kiln_u16_)(s | 0x7c00u);
+  if (a < ldexp(1.0, -14)) return (kiln_u16_)(s | (unsigned)ldexp(a, 24));
+  int e;
+  const double f = frexp(a, &e);
+  return (kiln_u16_)(s | ((unsigned)(e - 1 + 15) << 10) | ((unsigned)ldexp(f * 2 - 1, 10)));
+}
+static inline __half __float2half_rn(float x) { return __half{kiln_shim_f16(x)}; }
+static inline __half __double2half(double x) { return __half{kiln_shim_f16(x)}; }
+static inline __nv_bfloat16 __double2bfloat16(double x) {
+  const float f = (float)kiln_shim_round(x, 7, -126, 3.3895313892515355e38);
+  return __nv_bfloat16{(kiln_u16_)(__float_as_uint(f) >> 16)};
+}
+static inline __nv_bfloat16 __float2bfloat16_rn(float x) { return __double2bfloat16(x); }
+template <class... P, size_t... I>
+static void kiln_host_call_(void (*k)(P...), void** a, std::index_sequence<I...>) { k(static_cast<P>(a[I])...); }
+template <class... P>
+static void kiln_host_call(void (*k)(P...), void** a) { kiln_host_call_(k, a, std::index_sequence_for<P...>{}); }
+extern "C" void kiln_host_set(const unsigned* v) {
+  blockIdx = {v[0], v[1], v[2]}; threadIdx = {v[3], v[4], v[5]};
+  gridDim = {v[6], v[7], v[8]}; blockDim = {v[9], v[10], v[11]};
+}
+)CPP";
+
+// The prelude without its CUDA includes and pragmas.
+std::string HostPrelude() {
+  std::string out;
+  for (std::string_view line : StrSplit(CodegenPrelude(), '\n')) {
+    if (line.rfind("#include", 0) == 0 || line.rfind("#pragma", 0) == 0) continue;
+    out += std::string(line) + "\n";
+  }
+  return out;
+}
+
+// Kernels the host can run: one launch, no shared memory, barriers, atomics or scratch.
+bool HostRunnable(const KernelSpec& k) {
+  if (k.emitter != "loop" && k.emitter != "dus_in_place") return false;  // threads cooperate
+  if (k.launches.size() != 1 || k.scratch_bytes > 0 || k.launches[0].dims.shared_memory_bytes > 0) return false;
+  for (const char* s : {"__syncthreads", "__shared__", "atomic", "shfl"})
+    if (k.source.find(s) != std::string::npos) return false;
+  for (const KernelParam& p : k.params)
+    if (p.kind == KernelParam::Kind::kScalar || p.kind == KernelParam::Kind::kScratch) return false;
+  return true;
+}
+
+// Literal (logical order) <-> bytes in `shape`'s layout.
+std::vector<int64_t> PhysicalOffsets(const Shape& shape) {
+  const int64_t n = shape.num_elements();
+  std::vector<int64_t> strides = PhysicalStrides(shape), out(n), idx(shape.rank(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < shape.rank(); ++d) off += idx[d] * strides[d];
+    out[i] = off;
+    for (int64_t d = shape.rank() - 1; d >= 0; --d) {
+      if (++idx[d] < shape.dimensions(d)) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+struct HostKernel {
+  std::string name;
+  std::unique_ptr<HloModule> module;
+  KernelSpec kernel;
+  bool exact = false;
+};
+
+TEST(KernelHostTest, LoopKernelsMatchTheEvaluator) {
+  const char* env = std::getenv("KILN_HOST_CXX");
+  const std::string cxx = env != nullptr && *env != '\0' ? env : "c++";
+  if (std::system((cxx + " --version > /dev/null 2>&1").c_str()) != 0) GTEST_SKIP() << "no host compiler " << cxx;
+  KILN_ASSERT_OK_AND_ASSIGN(DeviceSpec device, DeviceSpec::FromPreset("sm_90"));
+  // The catalogue's runnable kernels: the default config, and for the window cases every
+  // candidate (vector widths, unrolls).
+  std::vector<HostKernel> jobs;
+  for (const testing::CatalogueCase& c : testing::Catalogue()) {
+    KILN_ASSERT_OK_AND_ASSIGN(auto probe, testing::ParseModule(c.hlo));
+    const HloInstruction& root = *probe->entry_computation()->root_instruction();
+    std::vector<KernelConfig> configs = {KernelConfig{}};
+    if (c.name.find("window") != std::string::npos || c.name.find("select_and_scatter") != std::string::npos ||
+        c.name.rfind("edge_", 0) == 0 || c.name.rfind("bitcast", 0) == 0) {
+      KILN_ASSERT_OK_AND_ASSIGN(configs, CandidateConfigs(root, device));
+    }
+    for (const KernelConfig& config : configs) {
+      KILN_ASSERT_OK_AND_ASSIGN(auto m, testing::ParseModule(c.hlo));
+      StatusOr<KernelSpec> k = EmitKernel(*m->entry_computation()->root_instruction(), device, config);
+      ASSERT_TRUE(k.ok()) << c.name << ": " << k.status().ToString();
+      if (!HostRunnable(*k)) continue;
+      bool operands_ok = true;
+      for (const HloInstruction* op : m->entry_computation()->root_instruction()->operands())
+        operands_ok &= op->opcode() == HloOpcode::kParameter || op->opcode() == HloOpcode::kConstant;
+      if (!operands_ok) continue;
+      jobs.push_back(HostKernel{c.name + "." + k->config.ToString(), std::move(m), std::move(k).value(), c.exact});
+    }
+  }
+  ASSERT_GT(jobs.size(), 20u);
+  // One translation unit: the prelude once, each kernel in a namespace of its own.
+  const fs::path dir = fs::temp_directory_path() / ("kiln_kernel_host_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  {
+    std::ofstream src(dir / "kernels.cc");
+    src << kShim << HostPrelude();
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      std::string s = jobs[i].kernel.source;
+      const std::string inc = std::string("#include \"") + CodegenPreludeName() + "\"";
+      for (size_t p; (p = s.find(inc)) != std::string::npos;) s.erase(p, inc.size());
+      for (size_t p; (p = s.find("extern \"C\" ")) != std::string::npos;) s.erase(p, 11);
+      src << "namespace k" << i << " {\n" << s << "\n}\n";
+      src << "extern \"C\" void run_" << i << "(void** a) { kiln_host_call(k" << i
+          << "::" << jobs[i].kernel.launches[0].entry << ", a); }\n";
+    }
+  }
+  const fs::path lib = dir / "kernels.so";
+  const std::string cmd = cxx + " -std=c++17 -O1 -fPIC -shared -w -o " + lib.string() + " " +
+                          (dir / "kernels.cc").string() + " > " + (dir / "log").string() + " 2>&1";
+  if (std::system(cmd.c_str()) != 0) {
+    std::ifstream log(dir / "log");
+    std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    FAIL() << "host compile of the kernels failed:\n" << text.substr(0, 6000);
+  }
+  void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr) << dlerror();
+  auto set = reinterpret_cast<void (*)(const unsigned*)>(dlsym(handle, "kiln_host_set"));
+  ASSERT_NE(set, nullptr);
+  int failures = 0, passed = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    HostKernel& j = jobs[i];
+    SCOPED_TRACE(j.name);
+    auto run = reinterpret_cast<void (*)(void**)>(dlsym(handle, ("run_" + std::to_string(i)).c_str()));
+    ASSERT_NE(run, nullptr);
+    std::vector<Shape> shapes;
+    for (const HloInstruction* p : j.module->entry_computation()->parameter_instructions()) shapes.push_back(p->shape());
+    std::vector<Literal> args = MakeRandomArguments(shapes, /*seed=*/11 + i);
+    Evaluator evaluator(EvaluatorOptions{});
+    StatusOr<Literal> want = evaluator.Run(*j.module, args);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    const HloInstruction* root = j.module->entry_computation()->root_instruction();
+    // One buffer per parameter; an in-place output uses its operand's (operands come first,
+    // parameter k of kind kOperand is operand k).
+    std::vector<std::vector<uint8_t>> buffers;
+    std::vector<void*> pointers;
+    std::vector<std::pair<Shape, size_t>> outputs;  // shape, buffer index
+    for (const KernelParam& p : j.kernel.params) {
+      const int w = PrimitiveByteWidth(p.shape.element_type());
+      std::vector<uint8_t> b(std::max<int64_t>(p.shape.num_elements() * w, 16), 0xA5);
+      if (p.kind == KernelParam::Kind::kOperand) {
+        const HloInstruction* op = root->operand(p.index);
+        const Literal& l = op->opcode() == HloOpcode::kParameter ? args[op->parameter_number()] : op->literal();
+        std::vector<int64_t> offs = PhysicalOffsets(p.shape);
+        for (size_t e = 0; e < offs.size(); ++e) std::memcpy(&b[offs[e] * w], l.untyped_data() + e * w, w);
+      }
+      buffers.push_back(std::move(b));
+    }
+    for (size_t k = 0; k < j.kernel.params.size(); ++k) {
+      const KernelParam& p = j.kernel.params[k];
+      size_t b = k;
+      if (p.kind == KernelParam::Kind::kOutput)
+        for (const auto& [out, operand] : j.kernel.in_place)
+          if (out == p.index) b = size_t(operand);
+      pointers.push_back(buffers[b].data());
+      if (p.kind == KernelParam::Kind::kOutput) outputs.push_back({p.shape, b});
+    }
+    const runtime::LaunchDims& d = j.kernel.launches[0].dims;
+    for (unsigned bz = 0; bz < d.grid.z; ++bz)
+      for (unsigned by = 0; by < d.grid.y; ++by)
+        for (unsigned bx = 0; bx < d.grid.x; ++bx)
+          for (unsigned tz = 0; tz < d.block.z; ++tz)
+            for (unsigned ty = 0; ty < d.block.y; ++ty)
+              for (unsigned tx = 0; tx < d.block.x; ++tx) {
+                const unsigned v[12] = {bx, by, bz, tx, ty, tz, d.grid.x, d.grid.y, d.grid.z, d.block.x, d.block.y, d.block.z};
+                set(v);
+                run(pointers.data());
+              }
+    std::vector<Literal> outs;
+    for (const auto& [shape, b] : outputs) {
+      Literal l(shape);
+      const int w = PrimitiveByteWidth(shape.element_type());
+      std::vector<int64_t> offs = PhysicalOffsets(shape);
+      for (size_t e = 0; e < offs.size(); ++e) std::memcpy(l.untyped_data() + e * w, &buffers[b][offs[e] * w], w);
+      outs.push_back(std::move(l));
+    }
+    Literal got = outs.size() == 1 ? std::move(outs[0]) : Literal::MakeTuple(std::move(outs));
+    bool ok = true;
+    if (j.exact) {
+      std::vector<const Literal*> g, x;
+      if (got.shape().IsTuple()) {
+        for (int64_t t = 0; t < got.tuple_size(); ++t) {
+          g.push_back(&got.tuple_element(t));
+          x.push_back(&want->tuple_element(t));
+        }
+      } else {
+        g.push_back(&got);
+        x.push_back(&*want);
+      }
+      for (size_t t = 0; t < g.size(); ++t)
+        if (g[t]->size_bytes() != x[t]->size_bytes() ||
+            std::memcmp(g[t]->untyped_data(), x[t]->untyped_data(), g[t]->size_bytes()) != 0) {
+          ok = false;
+          if (failures < 20) ADD_FAILURE() << j.name << ": output " << t << " differs in its bits";
+        }
+    }
+    CompareOptions o;
+    o.backend_vs_evaluator = true;
+    Comparison c = CompareLiterals(got, *want, o);
+    if (!c.ok()) {
+      ok = false;
+      if (failures < 20) ADD_FAILURE() << j.name << ":\n" << c.ToString() << "\n" << j.kernel.hlo;
+    }
+    ok ? ++passed : ++failures;
+  }
+  std::cout << passed << " of " << jobs.size() << " host-run kernels match the evaluator\n";
+  EXPECT_EQ(failures, 0);
+  dlclose(handle);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kiln::codegen
