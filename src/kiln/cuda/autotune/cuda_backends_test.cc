@@ -157,5 +157,73 @@ ENTRY e {
   EXPECT_EQ(gemm.m, 64);
 }
 
+// The configs the backends list and the cache stores are the algorithms the thunks run.
+TEST(CudaBackendsTest, ConfigsAndAlgorithmsRoundTrip) {
+  auto module = ParseOrDie(kGemm);
+  ASSERT_NE(module, nullptr);
+  HloInstruction* gemm = Root(*module);
+  KILN_ASSERT_OK_AND_ASSIGN(libs::GemmDesc desc, GemmDescForCall(*gemm));
+  EXPECT_EQ(desc.min_alignment_bytes, 256u);
+
+  libs::GemmAlgorithm lt;
+  lt.backend = libs::GemmAlgorithm::Backend::kCublasLt;
+  lt.index = 3;
+  for (int i = 0; i < 8; ++i) lt.opaque[i] = 1000 + i;
+  lt.workspace_bytes = 4 << 20;
+  lt.waves = 0.5f;
+  lt.description = "cublasLt#3 algo=66";
+  autotune::Config c = GemmAlgorithmToConfig(lt);
+  EXPECT_EQ(c.backend(), "cublaslt");
+  KILN_ASSERT_OK_AND_ASSIGN(libs::GemmAlgorithm back, GemmAlgorithmFromConfig(c, desc));
+  EXPECT_EQ(back.backend, lt.backend);
+  EXPECT_EQ(back.index, 3);
+  EXPECT_EQ(back.opaque, lt.opaque);
+  EXPECT_EQ(back.workspace_bytes, lt.workspace_bytes);
+  EXPECT_EQ(back.description, lt.description);
+
+  libs::GemmAlgorithm blas;
+  blas.backend = libs::GemmAlgorithm::Backend::kCublas;
+  blas.cublas_algo = 7;
+  KILN_ASSERT_OK_AND_ASSIGN(libs::GemmAlgorithm blas_back,
+                            GemmAlgorithmFromConfig(GemmAlgorithmToConfig(blas), desc));
+  EXPECT_EQ(blas_back.cublas_algo, 7);
+  EXPECT_EQ(blas_back.workspace_bytes, desc.max_workspace_bytes);
+
+  EXPECT_FALSE(GemmAlgorithmFromConfig(autotune::Config("cublaslt", {{"opaque", {1, 2}}}), desc).ok());
+  EXPECT_FALSE(GemmAlgorithmFromConfig(autotune::Config("cublas", {{"algo", "x"}}), desc).ok());
+  EXPECT_FALSE(GemmAlgorithmFromConfig(autotune::Config("cudnn", {{"algo", 1}}), desc).ok());
+
+  // No choice written: nothing; a cuBLASLt choice on less aligned buffers: nothing (the
+  // heuristic picks again); on aligned ones: that algorithm.
+  KILN_ASSERT_OK_AND_ASSIGN(auto none, TunedGemmAlgorithm(*gemm, desc));
+  EXPECT_FALSE(none.has_value());
+  KILN_ASSERT_OK(autotune::WriteConfigToBackendConfig(*gemm, c));
+  KILN_ASSERT_OK_AND_ASSIGN(libs::GemmDesc still, GemmDescForCall(*gemm));  // config keys kept
+  EXPECT_EQ(still.m, desc.m);
+  KILN_ASSERT_OK_AND_ASSIGN(auto tuned, TunedGemmAlgorithm(*gemm, desc));
+  ASSERT_TRUE(tuned.has_value());
+  EXPECT_EQ(tuned->opaque, lt.opaque);
+  KILN_ASSERT_OK_AND_ASSIGN(libs::GemmDesc loose, GemmDescForCall(*gemm, 16));
+  KILN_ASSERT_OK_AND_ASSIGN(auto dropped, TunedGemmAlgorithm(*gemm, loose));
+  EXPECT_FALSE(dropped.has_value());
+
+  libs::ConvAlgorithm conv;
+  conv.index = 2;
+  conv.algo = 1;
+  conv.math_type = 2;
+  conv.workspace_bytes = 1 << 20;
+  conv.deterministic = true;
+  conv.tensor_ops = true;
+  conv.split_epilogue = true;
+  conv.description = "cudnn fwd#2";
+  KILN_ASSERT_OK_AND_ASSIGN(libs::ConvAlgorithm conv_back,
+                            ConvAlgorithmFromConfig(ConvAlgorithmToConfig(conv)));
+  EXPECT_EQ(conv_back.algo, 1);
+  EXPECT_EQ(conv_back.math_type, 2);
+  EXPECT_EQ(conv_back.workspace_bytes, conv.workspace_bytes);
+  EXPECT_TRUE(conv_back.deterministic && conv_back.tensor_ops && conv_back.split_epilogue);
+  EXPECT_FALSE(ConvAlgorithmFromConfig(autotune::Config("cudnn", {{"algo", 1}})).ok());
+}
+
 }  // namespace
 }  // namespace kiln::cuda
