@@ -181,8 +181,10 @@ ENTRY main {
   w = (s32[], f32[4,8], f32[8], f32[4,8], f32[4,8]) while(init), condition=cond, body=body
   r = f32[4,8] get-tuple-element(w), index=4
   we = f32[4,8] get-tuple-element(w), index=3
+  wx = f32[4,8] get-tuple-element(w), index=1
+  wc = f32[8] get-tuple-element(w), index=2
   after = f32[4,8] subtract(r, e)
-  ROOT out = (f32[4,8], f32[4,8], f32[4,8]) tuple(after, we, x)
+  ROOT out = (f32[4,8], f32[4,8], f32[4,8], f32[4,8], f32[8]) tuple(after, we, x, wx, wc)
 })";
   ExpectMatchesEvaluator(hlo);
   auto exe = MustCompile(hlo);
