@@ -3,6 +3,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/kernels/common.h"
+#include "kiln/cpu/kernels/gemm.h"
 #include "kiln/cpu/kernels/kernel_test_util.h"
 #include "kiln/hlo/parser.h"
 
@@ -206,6 +207,41 @@ TEST(DotKernelTest, DenormalOperandsAndRestoredMode) {
 #if defined(__SSE__)
   EXPECT_EQ(_mm_getcsr() & ~0x3Fu, before);
 #endif
+}
+
+}  // namespace
+}  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// SmallMGemm with B at every offset from a cache line (its panels then start `lead` columns
+// in, with a partial panel before them), with and without accumulation, against a plain loop.
+TEST(DotKernelTest, SmallMGemmMisalignedB) {
+  for (int64_t off = 0; off < 16; ++off)
+    for (auto [m, n, k] : {std::array<int64_t, 3>{16, 64, 9}, {5, 48, 33}, {3, 50, 7}}) {
+      for (bool acc : {false, true}) {
+        std::vector<float> a(m * k), bbuf(k * n + 32), c(m * n), want(m * n);
+        for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 13) - 6;
+        // 64-byte aligned base, then `off` floats in.
+        float* b = bbuf.data();
+        while (reinterpret_cast<uintptr_t>(b) % 64) ++b;
+        b += off;
+        for (int64_t i = 0; i < k * n; ++i) b[i] = static_cast<float>((i * 5) % 11) - 5;
+        for (int64_t i = 0; i < m * n; ++i) c[i] = want[i] = acc ? static_cast<float>(i % 3) : 0.f;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            for (int64_t kk = 0; kk < k; ++kk) want[i * n + j] += a[i * k + kk] * b[kk * n + j];
+        internal::GemmShape s{m, n, k, false, false, acc};
+        ASSERT_TRUE(internal::UseSmallMGemm(s));
+        KernelContext ctx;
+        ctx.pool = testing::TestPool();
+        internal::SmallMGemm(s, a.data(), b, c.data(), ctx, true);
+        // Small integers: exact in any order.
+        EXPECT_EQ(c, want) << "off " << off << " m " << m << " n " << n << " k " << k;
+        if (HasFailure()) return;
+      }
+    }
 }
 
 }  // namespace
