@@ -1,16 +1,9 @@
-// CloneModule: a deep copy of an HloModule (every computation, the header, the stack-frame
-// tables). The CPU compiler rewrites the module it compiles, so callers that keep theirs (the
-// `kiln` tool, the differential suite) compile a clone.
+// Forwarding header: CloneModule moved to kiln/passes/module_clone.h (backend-neutral); the
+// name stays available in kiln::cpu.
 #pragma once
 
-#include <memory>
-
-#include "kiln/hlo/module.h"
+#include "kiln/passes/module_clone.h"
 
 namespace kiln::cpu {
-
-// Instruction and computation names, attributes, literals (shared, they are immutable),
-// metadata and control dependencies are kept; called computations point into the copy.
-std::unique_ptr<HloModule> CloneModule(const HloModule& module);
-
+using ::kiln::CloneModule;
 }  // namespace kiln::cpu

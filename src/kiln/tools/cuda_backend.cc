@@ -5,6 +5,7 @@
 // Knobs for measuring alternatives (environment, "0" turns a default off):
 //   KILN_CUDA_GEMM_EPILOGUE=0   no epilogue fusion into cuBLASLt (bias/activation kernels instead)
 //   KILN_CUDA_CONV_EPILOGUE=0   no epilogue fusion into cuDNN
+//   KILN_CUDA_CONV_BACKWARD=0   gradient convolutions run as forward cuDNN calls
 //   KILN_CUDA_GRAPH=0           no CUDA graph replay
 //
 // Autotuning (--autotune*, autotune_options.h): with a device and a level other than off (or a
@@ -69,6 +70,7 @@ cuda::GpuCompileOptions CompileOptions(const codegen::DeviceSpec& spec) {
   o.verify_input = false;
   o.gemm.fuse_epilogues = !EnvOff("KILN_CUDA_GEMM_EPILOGUE");
   o.conv.fuse_epilogues = !EnvOff("KILN_CUDA_CONV_EPILOGUE");
+  o.conv.backward_convolutions = !EnvOff("KILN_CUDA_CONV_BACKWARD");
   return o;
 }
 

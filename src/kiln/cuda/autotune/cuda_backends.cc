@@ -181,6 +181,9 @@ class ConvCandidate : public Candidate {
     c.bias = Input(b, config_.bias_operand());
     c.side_input = Input(b, config_.side_operand());
     c.y = b.outputs.empty() ? runtime::DeviceMemory{} : b.outputs[0];
+    // The backward kinds read (dy, w) -> dx and (x, dy) -> dw (conv_config.h).
+    if (config_.kind == ConvCallKind::kBackwardData) std::swap(c.x, c.y);
+    if (config_.kind == ConvCallKind::kBackwardFilter) std::swap(c.w, c.y);
     return plan_->Run(algorithm_, c, b.scratch, stream);
   }
 
@@ -228,6 +231,7 @@ class CudnnBackend : public autotune::Backend {
     KILN_ASSIGN_OR_RETURN(libs::ConvAlgorithm a, ConvAlgorithmFromConfig(config));
     KILN_ASSIGN_OR_RETURN(ConvConfig conv, GetConvConfig(instr));
     KILN_ASSIGN_OR_RETURN(libs::ConvDesc desc, ConvDescForCall(instr));
+    a.kind = desc.kind;  // the config's algorithm numbers are of the call's kind
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<libs::ConvPlan> plan,
                           libs::ConvPlan::Create(desc, *device_));
     return std::unique_ptr<Candidate>(new ConvCandidate(std::move(plan), std::move(a), conv));

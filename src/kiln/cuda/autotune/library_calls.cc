@@ -37,7 +37,9 @@ StatusOr<libs::GemmDesc> GemmDescForCall(const HloInstruction& gemm, uint64_t mi
 StatusOr<libs::ConvDesc> ConvDescForCall(const HloInstruction& conv) {
   KILN_ASSIGN_OR_RETURN(ConvConfig c, GetConvConfig(conv));
   libs::ConvDesc d;
-  d.kind = libs::ConvKind::kForward;
+  d.kind = c.kind == ConvCallKind::kBackwardData     ? libs::ConvKind::kBackwardData
+           : c.kind == ConvCallKind::kBackwardFilter ? libs::ConvKind::kBackwardFilter
+                                                      : libs::ConvKind::kForward;
   d.dtype = conv.shape().element_type();
   d.precision = c.precision;
   const libs::ConvLayout layout =

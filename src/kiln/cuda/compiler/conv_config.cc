@@ -18,6 +18,30 @@ std::vector<int64_t> Layout(bool last, int64_t outer, int64_t channels, const st
 
 }  // namespace
 
+std::string_view ConvCallKindName(ConvCallKind k) {
+  switch (k) {
+    case ConvCallKind::kForward: return "forward";
+    case ConvCallKind::kBackwardData: return "backward_data";
+    case ConvCallKind::kBackwardFilter: return "backward_filter";
+  }
+  return "?";
+}
+
+std::vector<int64_t> ConvConfig::Operand0Dims() const {
+  return kind == ConvCallKind::kBackwardData ? OutputDims() : InputDims();
+}
+std::vector<int64_t> ConvConfig::Operand1Dims() const {
+  return kind == ConvCallKind::kBackwardFilter ? OutputDims() : FilterDims();
+}
+std::vector<int64_t> ConvConfig::ResultDims() const {
+  switch (kind) {
+    case ConvCallKind::kForward: break;
+    case ConvCallKind::kBackwardData: return InputDims();
+    case ConvCallKind::kBackwardFilter: return FilterDims();
+  }
+  return OutputDims();
+}
+
 std::vector<int64_t> ConvConfig::InputDims() const {
   return Layout(channels_last, batch, input_features, input_spatial);
 }
@@ -38,6 +62,7 @@ int64_t ConvConfig::flops() const {
 
 std::string ConvConfig::ToJson() const {
   nlohmann::ordered_json j;
+  if (kind != ConvCallKind::kForward) j["kind"] = std::string(ConvCallKindName(kind));
   j["layout"] = channels_last ? "channels_last" : "channels_first";
   j["batch"] = batch;
   j["input_features"] = input_features;
@@ -83,6 +108,12 @@ StatusOr<ConvConfig> ConvConfig::FromJson(std::string_view text) {
   if (*layout == "channels_last") c.channels_last = true;
   else if (*layout == "channels_first") c.channels_last = false;
   else return InvalidArgument("conv config: unknown layout ", layout->dump());
+  if (auto it = j.find("kind"); it != j.end()) {
+    if (*it == "forward") c.kind = ConvCallKind::kForward;
+    else if (*it == "backward_data") c.kind = ConvCallKind::kBackwardData;
+    else if (*it == "backward_filter") c.kind = ConvCallKind::kBackwardFilter;
+    else return InvalidArgument("conv config: unknown kind ", it->dump());
+  }
   KILN_RETURN_IF_ERROR(get_int("batch", c.batch));
   KILN_RETURN_IF_ERROR(get_int("input_features", c.input_features));
   KILN_RETURN_IF_ERROR(get_int("output_features", c.output_features));
@@ -112,6 +143,8 @@ StatusOr<ConvConfig> ConvConfig::FromJson(std::string_view text) {
   if (c.feature_group_count < 1 || c.input_features % c.feature_group_count != 0 ||
       c.output_features % c.feature_group_count != 0)
     return InvalidArgument("conv config: bad feature_group_count ", c.feature_group_count);
+  if (c.kind != ConvCallKind::kForward && (c.has_bias || c.side_input_scale != 0 || c.relu || c.alpha != 1))
+    return InvalidArgument("conv config: only forward convolutions fuse an epilogue");
   return c;
 }
 
@@ -125,8 +158,8 @@ StatusOr<ConvConfig> GetConvConfig(const HloInstruction& conv) {
   if (conv.operand_count() != c.operand_count())
     return InvalidArgument("conv %", conv.name(), " has ", conv.operand_count(), " operands, its config wants ",
                            c.operand_count());
-  if (conv.operand(0)->shape().dimensions() != c.InputDims() ||
-      conv.operand(1)->shape().dimensions() != c.FilterDims() || conv.shape().dimensions() != c.OutputDims())
+  if (conv.operand(0)->shape().dimensions() != c.Operand0Dims() ||
+      conv.operand(1)->shape().dimensions() != c.Operand1Dims() || conv.shape().dimensions() != c.ResultDims())
     return InvalidArgument("conv %", conv.name(), ": shapes do not match its config ", c.ToJson());
   if (c.has_bias && conv.operand(c.bias_operand())->shape().dimensions() != std::vector<int64_t>{c.output_features})
     return InvalidArgument("conv %", conv.name(), ": bias must have ", c.output_features, " elements");

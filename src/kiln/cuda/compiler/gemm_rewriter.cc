@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "kiln/base/strings.h"
+#include "kiln/cuda/compiler/epilogue_matching.h"
 #include "kiln/cuda/compiler/gemm_config.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/dot_canonicalizer.h"
@@ -24,31 +25,20 @@ bool GemmTypesSupported(PrimitiveType lhs, PrimitiveType rhs, PrimitiveType out)
     case P::kF16: return out == P::kF16 || out == P::kF32;
     case P::kF64: return out == P::kF64;
     case P::kC64: return out == P::kC64;
+    case P::kC128: return out == P::kC128;
+    case P::kS8: return out == P::kS32;  // cuBLASLt's s32 accumulation (no epilogue)
     default: return false;
   }
 }
 
 namespace {
 
-bool EpilogueType(PrimitiveType t) {
-  return t == PrimitiveType::kF32 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF16;
-}
-
-bool RowMajor(const Shape& s) { return !s.has_layout() || s.layout().IsDefaultFor(s.rank()); }
-
-// A reshape or bitcast between dense row-major arrays of one element type: the same bytes.
-bool IsByteView(const HloInstruction* i) {
-  if (i->opcode() != HloOpcode::kReshape && i->opcode() != HloOpcode::kBitcast) return false;
-  const Shape& a = i->shape();
-  const Shape& b = i->operand(0)->shape();
-  if (!a.IsArray() || !b.IsArray() || a.element_type() != b.element_type()) return false;
-  return RowMajor(a) && RowMajor(b);
-}
-
-HloInstruction* StripViews(HloInstruction* i) {
-  while (IsByteView(i)) i = i->operand(0);
-  return i;
-}
+using match::DependsOn;
+using match::EpilogueType;
+using match::IsByteView;
+using match::RowMajor;
+using match::ScalarConstantValue;
+using match::StripViews;
 
 // Splits `dims` (all > 1) into three consecutive groups with products a, b, c; returns the
 // group sizes or nullopt.
@@ -114,34 +104,6 @@ Storage FoldOperand(HloInstruction* op, int64_t batch, int64_t rows, int64_t col
   if (is_identity(straight)) return {z, false};
   if (is_identity(swapped)) return {z, true};
   return s;
-}
-
-// The scalar value of a constant or a broadcast of a scalar constant.
-std::optional<double> ScalarConstantValue(const HloInstruction* i) {
-  while (i->opcode() == HloOpcode::kBroadcast || IsByteView(i)) i = i->operand(0);
-  if (i->opcode() != HloOpcode::kConstant || !i->has_literal() || i->literal_elided()) return std::nullopt;
-  const Literal& l = i->literal();
-  if (!l.shape().IsArray() || l.element_count() < 1 || IsComplexType(l.shape().element_type()))
-    return std::nullopt;
-  double v = l.GetAsDouble(0);
-  for (int64_t k = 1; k < l.element_count(); ++k)
-    if (l.GetAsDouble(k) != v) return std::nullopt;
-  return v;
-}
-
-// Whether `target` is an operand (transitively) of `from`.
-bool DependsOn(HloInstruction* from, const HloInstruction* target) {
-  std::unordered_set<const HloInstruction*> seen;
-  std::vector<HloInstruction*> work = {from};
-  while (!work.empty()) {
-    HloInstruction* x = work.back();
-    work.pop_back();
-    if (x == target) return true;
-    if (!seen.insert(x).second) continue;
-    for (HloInstruction* o : x->operands()) work.push_back(o);
-    for (HloInstruction* o : x->control_predecessors()) work.push_back(o);
-  }
-  return false;
 }
 
 double GeluTanh(double x) {
@@ -323,7 +285,9 @@ StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& option
         continue;
       }
       if (u->opcode() == HloOpcode::kAdd) {
-        if (!bias && EpilogueType(out_type) && last_dim_is_n && other->opcode() == HloOpcode::kBroadcast &&
+        const bool bias_type_ok = out_type == PrimitiveType::kF32 ||
+                                  (options.fuse_low_precision_bias && EpilogueType(out_type));
+        if (!bias && bias_type_ok && last_dim_is_n && other->opcode() == HloOpcode::kBroadcast &&
             other->attrs().dimensions == std::vector<int64_t>{rank - 1} &&
             other->operand(0)->shape().element_type() == out_type && RowMajor(other->operand(0)->shape())) {
           bias = other->operand(0);
@@ -364,6 +328,27 @@ StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& option
       }
       break;
     }
+  }
+
+  // cuBLASLt's integer GEMMs run only with k contiguous in both operands (lhs stored [m,k], rhs
+  // stored [n,k]); other storage gets an explicit transpose of the (1-byte) operand.
+  if (lhs->shape().element_type() == PrimitiveType::kS8) {
+    HloEditor ed(dot->parent());
+    // st.buffer's bytes are [B', a, b] (B' absent when broadcast); make them [B', b, a].
+    auto flip = [&](Storage& st, bool broadcast, int64_t a, int64_t b) -> Status {
+      std::vector<int64_t> dims = broadcast ? std::vector<int64_t>{a, b} : std::vector<int64_t>{c.batch, a, b};
+      KILN_ASSIGN_OR_RETURN(HloInstruction * r,
+                            ed.Reshape(st.buffer, Shape::ArrayWithDefaultLayout(PrimitiveType::kS8, dims), dot));
+      KILN_ASSIGN_OR_RETURN(st.buffer, ed.Transpose(r, broadcast ? std::vector<int64_t>{1, 0}
+                                                                 : std::vector<int64_t>{0, 2, 1},
+                                                    nullptr, dot));
+      st.transposed = !st.transposed;
+      return OkStatus();
+    };
+    if (ls.transposed) KILN_RETURN_IF_ERROR(flip(ls, c.lhs_broadcast, c.k, c.m));
+    if (!rs.transposed) KILN_RETURN_IF_ERROR(flip(rs, c.rhs_broadcast, c.k, c.n));
+    c.lhs_transposed = ls.transposed;
+    c.rhs_transposed = rs.transposed;
   }
 
   HloComputation* comp = dot->parent();

@@ -2,7 +2,7 @@
 //
 // Runs after DotCanonicalizer and the simplifier, before fusion. For every dot in the canonical
 // [B,M,K] x [B,K,N] form whose types a BLAS library runs (f32, bf16, f16 -> same or f32, f64,
-// c64; see GemmTypesSupported), it builds one `__kiln$gemm` custom call:
+// c64, c128, s8 -> s32; see GemmTypesSupported), it builds one `__kiln$gemm` custom call:
 //
 //   Operand layouts. An operand that is a transpose of a buffer (possibly between reshapes, as
 //   the canonicalizer writes it) whose bytes are the canonical matrix transposed -- [B,K,M] for
@@ -14,7 +14,8 @@
 //   shape, which the GEMM then produces directly), in this order, each step only when the value
 //   has exactly that one use and the same element type:
 //     multiply by a scalar constant                    -> alpha
-//     add broadcast(bias[N]) over the last dimension   -> bias        (f32/bf16/f16 results)
+//     add broadcast(bias[N]) over the last dimension   -> bias        (f32 results; bf16/f16
+//                                                         only with fuse_low_precision_bias)
 //     add a value of the result's shape                -> beta = 1, c (the residual; not one
 //                                                         computed from the dot itself)
 //     max(x, 0)                                        -> relu        (f32/bf16/f16 results)
@@ -41,6 +42,12 @@ struct GemmRewriterOptions {
   bool fuse_epilogues = true;
   // Fold transposed operands into the GEMM's operand layouts.
   bool fold_transposes = true;
+  // Fuse a bf16/f16 bias add into a bf16/f16 GEMM. The HLO rounds the product to bf16/f16 and
+  // then rounds the sum again; cuBLASLt adds the bias in f32 and rounds once, which differs
+  // from the evaluator (and XLA) by an ulp of the product -- a large relative error where the
+  // bias cancels the product. Off by default: the add then runs in a fused elementwise kernel
+  // (bias adds done in f32 by the HLO fuse either way).
+  bool fuse_low_precision_bias = false;
 };
 
 // Whether a library GEMM computes lhs x rhs -> out for these element types.

@@ -6,7 +6,6 @@
 #include "kiln/base/strings.h"
 #include "kiln/base/thread_pool.h"
 #include "kiln/codegen/emitters.h"
-#include "kiln/cpu/layout_normalization.h"
 #include "kiln/cuda/compiler/thunk_emitter.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/verifier.h"
@@ -16,6 +15,7 @@
 #include "kiln/passes/compile_summary.h"
 #include "kiln/passes/fusion_passes.h"
 #include "kiln/passes/fusion_utils.h"
+#include "kiln/passes/layout_normalization.h"
 #include "kiln/passes/simple_passes.h"
 #include "kiln/passes/simplification_pipeline.h"
 
@@ -155,7 +155,7 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   if (options.verify_between_passes) po.verifier = [](const HloModule& m) { return VerifyModule(m); };
   HloPassPipeline pipeline("gpu", po);
   pipeline.AddPass<UnfuseAll>();
-  pipeline.AddPass<cpu::LayoutNormalization>();
+  pipeline.AddPass<LayoutNormalization>();
   SimplificationOptions so;
   so.canonicalize_dots = true;
   AddSimplificationPasses(pipeline, so);

@@ -3,7 +3,7 @@
 // The pipeline (one HloPassPipeline "gpu": --dump-passes and --stats see every pass):
 //   unfuse                fusions already in the module (XLA's post-optimization dumps) are
 //                         inlined: kiln fuses with its own policy
-//   layout-normalization  every array row-major (cpu/layout_normalization.h; shared with the CPU
+//   layout-normalization  every array row-major (passes/layout_normalization.h; shared with the CPU
 //                         backend: row-major is what kiln's kernels and libraries assume)
 //   simplification        call inlining, then to a fixed point tuple/algebraic simplification,
 //                         constant folding, CSE, DCE, while-loop simplification; then dots made

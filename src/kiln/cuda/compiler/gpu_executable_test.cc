@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/base/strings.h"
 #include "kiln/cuda/cuda_platform.h"
 #include "kiln/eval/compare.h"
 #include "kiln/eval/evaluator.h"
@@ -193,6 +194,157 @@ ENTRY e {
   ROOT t = (f32[2,9,9,5], f32[3,3,5,6]) tuple(dx, dw)
 })");
   ExpectClose(r);
+}
+
+// The gradient forms map onto cuDNN's backward-data / backward-filter calls (conv_rewriter.h):
+// strides 1 and 2, SAME/VALID, filter dilation, feature groups, depthwise, NCHW, 1-D and 3-D.
+TEST(GpuExecutableTest, ConvolutionGradientsRunOnCudnnBackwardCalls) {
+  REQUIRE_DEVICE();
+  struct Case {
+    const char* name;
+    const char* body;  // the entry's instructions
+    const char* kind;  // expected in the thunk listing
+  };
+  const Case cases[] = {
+      {"bwd_data_nhwc_s2_same", R"(
+  dy = f32[4,8,8,16] parameter(0)
+  w = f32[3,3,8,16] parameter(1)
+  r = f32[3,3,8,16] reverse(w), dimensions={0,1}
+  ROOT dx = f32[4,16,16,8] convolution(dy, r), window={size=3x3 pad=2_1x2_1 lhs_dilate=2x2}, dim_labels=b01f_01oi->b01f, operand_precision={highest,highest})",
+       "backward_data"},
+      {"bwd_data_nchw_s2_valid", R"(
+  dy = f32[2,6,4,4] parameter(0)
+  w = f32[6,4,3,3] parameter(1)
+  r = f32[6,4,3,3] reverse(w), dimensions={2,3}
+  ROOT dx = f32[2,4,9,9] convolution(dy, r), window={size=3x3 pad=2_2x2_2 lhs_dilate=2x2}, dim_labels=bf01_io01->bf01, operand_precision={highest,highest})",
+       "backward_data"},
+      {"bwd_data_groups", R"(
+  dy = f32[2,5,5,8] parameter(0)
+  w = f32[3,3,6,4] parameter(1)
+  r = f32[3,3,6,4] reverse(w), dimensions={0,1}
+  ROOT dx = f32[2,10,10,6] convolution(dy, r), window={size=3x3 pad=2_1x2_1 lhs_dilate=2x2}, dim_labels=b01f_01oi->b01f, feature_group_count=2, operand_precision={highest,highest})",
+       "backward_data"},
+      {"bwd_data_1d_dilated_s1", R"(
+  dy = f32[2,10,5] parameter(0)
+  w = f32[3,3,5] parameter(1)
+  r = f32[3,3,5] reverse(w), dimensions={0}
+  ROOT dx = f32[2,10,3] convolution(dy, r), window={size=3 pad=2_2 rhs_dilate=2}, dim_labels=b0f_0oi->b0f, operand_precision={highest,highest})",
+       "backward_data"},
+      {"bwd_data_3d_s2", R"(
+  dy = f32[1,2,2,2,3] parameter(0)
+  w = f32[2,2,2,2,3] parameter(1)
+  r = f32[2,2,2,2,3] reverse(w), dimensions={0,1,2}
+  ROOT dx = f32[1,5,5,5,2] convolution(dy, r), window={size=2x2x2 pad=1_2x1_2x1_2 lhs_dilate=2x2x2}, dim_labels=b012f_012oi->b012f, operand_precision={highest,highest})",
+       "backward_data"},
+      {"bwd_filter_nhwc_s2_same", R"(
+  x = f32[4,16,16,8] parameter(0)
+  dy = f32[4,8,8,16] parameter(1)
+  ROOT dw = f32[3,3,8,16] convolution(x, dy), window={size=8x8 pad=0_1x0_1 rhs_dilate=2x2}, dim_labels=f01b_i01o->01bf, operand_precision={highest,highest})",
+       "backward_filter"},
+      {"bwd_filter_sym_pad", R"(
+  x = f32[2,7,7,3] parameter(0)
+  dy = f32[2,4,4,5] parameter(1)
+  ROOT dw = f32[3,3,3,5] convolution(x, dy), window={size=4x4 pad=1_1x1_1 rhs_dilate=2x2}, dim_labels=f01b_i01o->01bf, operand_precision={highest,highest})",
+       "backward_filter"},
+      {"bwd_filter_nchw_s1", R"(
+  x = f32[2,3,7,7] parameter(0)
+  dy = f32[2,5,5,5] parameter(1)
+  ROOT dw = f32[5,3,3,3] convolution(x, dy), window={size=5x5}, dim_labels=fb01_io01->fb01, operand_precision={highest,highest})",
+       "backward_filter"},
+      {"bwd_filter_depthwise", R"(
+  x = f32[2,6,6,4] parameter(0)
+  dy = f32[2,6,6,4] parameter(1)
+  ROOT dw = f32[3,3,1,4] convolution(x, dy), window={size=6x6 pad=1_1x1_1}, dim_labels=f01b_i01o->01bf, batch_group_count=4, operand_precision={highest,highest})",
+       "backward_filter"},
+      {"bwd_filter_1d_dilated", R"(
+  x = f32[1,9,3] parameter(0)
+  dy = f32[1,5,2] parameter(1)
+  ROOT dw = f32[3,3,2] convolution(x, dy), window={size=5 stride=2}, dim_labels=f0b_i0o->0bf, operand_precision={highest,highest})",
+       "backward_filter"},
+      {"bwd_filter_3d_s2", R"(
+  x = f32[1,5,5,5,2] parameter(0)
+  dy = f32[1,2,2,2,3] parameter(1)
+  ROOT dw = f32[2,2,2,2,3] convolution(x, dy), window={size=2x2x2 rhs_dilate=2x2x2}, dim_labels=f012b_i012o->012bf, operand_precision={highest,highest})",
+       "backward_filter"},
+      {"bwd_data_bf16", R"(
+  dy = bf16[2,4,4,8] parameter(0)
+  w = bf16[3,3,8,8] parameter(1)
+  r = bf16[3,3,8,8] reverse(w), dimensions={0,1}
+  ROOT dx = bf16[2,8,8,8] convolution(dy, r), window={size=3x3 pad=2_1x2_1 lhs_dilate=2x2}, dim_labels=b01f_01oi->b01f)",
+       "backward_data"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Result r = RunBoth(StrCat("HloModule ", c.name, "\nENTRY e {", c.body, "\n}\n"), 2);
+    ExpectClose(r);
+    if (!r.exe) continue;
+    const std::string listing = r.exe->compiled().ThunkListing();
+    EXPECT_NE(listing.find(c.kind), std::string::npos) << listing;
+    EXPECT_EQ(listing.find("[host fallback]"), std::string::npos) << listing;
+    EXPECT_EQ(listing.find("host %"), std::string::npos) << listing;
+  }
+}
+
+// Replace-mode scatter with heavily overlapping windows: the evaluator applies updates in
+// order, so the last window to hit a row wins; the compiler serializes such scatters.
+TEST(GpuExecutableTest, OverlappingReplaceScatterAppliesUpdatesInOrder) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule scat
+replace {
+  a = f32[] parameter(0)
+  ROOT b = f32[] parameter(1)
+}
+ENTRY e {
+  op = f32[8,256] parameter(0)
+  upd = f32[4096,256] parameter(1)
+  i = s32[4096,1] iota(), iota_dimension=0
+  m = s32[] constant(5)
+  mb = s32[4096,1] broadcast(m), dimensions={}
+  idx = s32[4096,1] remainder(i, mb)
+  ROOT s = f32[8,256] scatter(op, idx, upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=replace
+})", 2);
+  ExpectClose(r);
+  if (r.exe) EXPECT_EQ(r.exe->compiled().ThunkListing().find("host %"), std::string::npos);
+}
+
+// s8 x s8 -> s32 runs on cuBLASLt's integer GEMM (exact), plain and batched.
+TEST(GpuExecutableTest, Int8GemmOnCublasLt) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule i8
+ENTRY e {
+  a = s8[64,128] parameter(0)
+  b = s8[128,32] parameter(1)
+  d = s32[64,32] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ba = s8[4,32,64] parameter(2)
+  bb = s8[4,32,64] parameter(3)
+  bd = s32[4,32,32] dot(ba, bb), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}
+  ROOT t = (s32[64,32], s32[4,32,32]) tuple(d, bd)
+})", 2);
+  ExpectClose(r);
+  if (!r.exe) return;
+  const std::string listing = r.exe->compiled().ThunkListing();
+  EXPECT_EQ(listing.find("host %"), std::string::npos) << listing;
+  EXPECT_EQ(listing.find("[host fallback]"), std::string::npos) << listing;
+}
+
+// Complex dots run on cuBLASLt (CGEMM, ZGEMM), not on the host.
+TEST(GpuExecutableTest, ComplexGemms) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule cplx
+ENTRY e {
+  a = c64[16,24] parameter(0)
+  b = c64[24,8] parameter(1)
+  d = c64[16,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}
+  za = c128[3,16,24] parameter(2)
+  zb = c128[3,24,8] parameter(3)
+  zd = c128[3,16,8] dot(za, zb), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  ROOT t = (c64[16,8], c128[3,16,8]) tuple(d, zd)
+})", 2);
+  ExpectClose(r);
+  if (!r.exe) return;
+  const std::string listing = r.exe->compiled().ThunkListing();
+  EXPECT_EQ(listing.find("host %"), std::string::npos) << listing;
+  EXPECT_EQ(listing.find("[host fallback]"), std::string::npos) << listing;
 }
 
 TEST(GpuExecutableTest, WhileLoopAndConditional) {

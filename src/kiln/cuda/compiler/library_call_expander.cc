@@ -96,8 +96,98 @@ StatusOr<HloInstruction*> ExpandGemm(HloInstruction* g) {
   return v;
 }
 
+// The backward kinds as the HLO convolutions JAX writes for the gradients (conv_rewriter.h),
+// over the call's operands in the config's layout.
+StatusOr<HloInstruction*> ExpandBackwardConv(HloInstruction* call, const ConvConfig& c) {
+  HloEditor ed(call->parent());
+  const int64_t n = c.spatial_dims();
+  const PrimitiveType t = call->shape().element_type();
+  const int64_t g = c.feature_group_count;
+  std::vector<int64_t> spatial;
+  for (int64_t i = 0; i < n; ++i) spatial.push_back(c.channels_last ? 1 + i : 2 + i);
+  const int64_t channels = c.channels_last ? n + 1 : 1;
+  ConvolutionDimensionNumbers dn;
+  Window window;
+  auto conv = std::make_unique<HloInstruction>(HloOpcode::kConvolution,
+                                               Shape::ArrayWithDefaultLayout(t, c.ResultDims()));
+  if (c.kind == ConvCallKind::kBackwardData) {
+    // dx = conv(dy, w') with lhs dilation = strides and the filter reversed (window reversal),
+    // its features swapped; for groups, w [K, C/G] -> w' [C, K/G].
+    HloInstruction* w = call->operand(1);
+    dn.kernel_spatial_dimensions = spatial;
+    if (g == 1) {
+      dn.kernel_input_feature_dimension = 0;
+      dn.kernel_output_feature_dimension = channels;
+    } else {
+      std::vector<int64_t> split = {g, c.output_features / g};
+      std::vector<int64_t> perm = {0, c.channels_last ? n + 2 : 2, 1};
+      for (int64_t i = 0; i < n; ++i) perm.push_back(c.channels_last ? 2 + i : 3 + i);
+      const std::vector<int64_t> fd = c.FilterDims();
+      split.insert(split.end(), fd.begin() + 1, fd.end());
+      KILN_ASSIGN_OR_RETURN(HloInstruction * r, ed.Reshape(w, Shape::ArrayWithDefaultLayout(t, split), call));
+      KILN_ASSIGN_OR_RETURN(HloInstruction * tr, ed.Transpose(r, perm, nullptr, call));
+      std::vector<int64_t> merged = {c.input_features, c.output_features / g};
+      merged.insert(merged.end(), c.filter_spatial.begin(), c.filter_spatial.end());
+      KILN_ASSIGN_OR_RETURN(w, ed.Reshape(tr, Shape::ArrayWithDefaultLayout(t, merged), call));
+      dn.kernel_output_feature_dimension = 0;
+      dn.kernel_input_feature_dimension = 1;
+      dn.kernel_spatial_dimensions.clear();
+      for (int64_t i = 0; i < n; ++i) dn.kernel_spatial_dimensions.push_back(2 + i);
+    }
+    dn.input_batch_dimension = dn.output_batch_dimension = 0;
+    dn.input_feature_dimension = dn.output_feature_dimension = channels;
+    dn.input_spatial_dimensions = dn.output_spatial_dimensions = spatial;
+    for (int64_t i = 0; i < n; ++i) {
+      WindowDimension wd;
+      const int64_t k = (c.filter_spatial[i] - 1) * c.dilations[i] + 1;
+      wd.size = c.filter_spatial[i];
+      wd.base_dilation = c.strides[i];
+      wd.window_dilation = c.dilations[i];
+      wd.window_reversal = true;
+      wd.padding_low = k - 1 - c.padding_low[i];
+      wd.padding_high = c.input_spatial[i] - (c.output_spatial[i] - 1) * c.strides[i] - 1 + c.padding_low[i];
+      window.dimensions.push_back(wd);
+    }
+    conv->AppendOperand(call->operand(0));
+    conv->AppendOperand(w);
+    conv->attrs().feature_group_count = g;
+  } else {
+    // dw = conv(x, dy): x's batch contracted as the feature, its channels the batch (G batch
+    // groups), dy the filter, rhs dilation = strides, stride = the filter dilation.
+    dn.input_feature_dimension = 0;
+    dn.input_batch_dimension = channels;
+    dn.input_spatial_dimensions = spatial;
+    dn.kernel_input_feature_dimension = 0;
+    dn.kernel_output_feature_dimension = channels;
+    dn.kernel_spatial_dimensions = spatial;
+    dn.output_feature_dimension = 0;
+    dn.output_batch_dimension = channels;
+    dn.output_spatial_dimensions = spatial;
+    for (int64_t i = 0; i < n; ++i) {
+      WindowDimension wd;
+      wd.size = c.output_spatial[i];
+      wd.stride = c.dilations[i];
+      wd.window_dilation = c.strides[i];
+      wd.padding_low = c.padding_low[i];
+      wd.padding_high = (c.filter_spatial[i] - 1) * c.dilations[i] + (c.output_spatial[i] - 1) * c.strides[i] + 1 -
+                        c.input_spatial[i] - c.padding_low[i];
+      window.dimensions.push_back(wd);
+    }
+    conv->AppendOperand(call->operand(0));
+    conv->AppendOperand(call->operand(1));
+    conv->attrs().batch_group_count = g;
+  }
+  conv->attrs().convolution_dimension_numbers = dn;
+  conv->attrs().window = window;
+  if (c.precision != Precision::kDefault) conv->attrs().precision_config.operand_precision = {c.precision, c.precision};
+  HloInstruction* v = ed.Add(std::move(conv), call);
+  KILN_RETURN_IF_ERROR(ReplaceInstruction(call, v));
+  return v;
+}
+
 StatusOr<HloInstruction*> ExpandConv(HloInstruction* call) {
   KILN_ASSIGN_OR_RETURN(ConvConfig c, GetConvConfig(*call));
+  if (c.kind != ConvCallKind::kForward) return ExpandBackwardConv(call, c);
   HloEditor ed(call->parent());
   const int64_t n = c.spatial_dims();
   ConvolutionDimensionNumbers dn;

@@ -74,6 +74,7 @@ Status GemmThunk::Initialize(const ThunkInitParams& params) {
     KILN_ASSIGN_OR_RETURN(plan_, libs::GemmPlan::Create(desc_, *params.device));
     if (tuned_) {
       algorithm_ = *tuned_;
+      algorithm_.kind = desc_.kind;  // the tuned algorithm numbers are of this kind
       return OkStatus();
     }
     KILN_ASSIGN_OR_RETURN(std::vector<libs::GemmAlgorithm> algos, plan_->ListAlgorithms(8));
@@ -176,9 +177,14 @@ Status ConvThunk::Execute(const ThunkExecuteParams& params) const {
   if (use_fallback_) return fallback_->Execute(params);
   if (!plan_) return FailedPrecondition("conv %", name(), " is not initialized");
   libs::ConvBuffers b;
-  b.x = params.buffers->Get(operands_[0]);
-  b.w = params.buffers->Get(operands_[1]);
-  b.y = params.buffers->Get(output_);
+  const runtime::DeviceMemory in0 = params.buffers->Get(operands_[0]);
+  const runtime::DeviceMemory in1 = params.buffers->Get(operands_[1]);
+  const runtime::DeviceMemory out = params.buffers->Get(output_);
+  switch (desc_.kind) {  // the call's operands and result by kind (conv_config.h)
+    case libs::ConvKind::kForward: b.x = in0, b.w = in1, b.y = out; break;
+    case libs::ConvKind::kBackwardData: b.y = in0, b.w = in1, b.x = out; break;
+    case libs::ConvKind::kBackwardFilter: b.x = in0, b.y = in1, b.w = out; break;
+  }
   size_t next = 2;
   if (desc_.has_bias) b.bias = params.buffers->Get(operands_[next++]);
   if (desc_.side_input_scale != 0) b.side_input = params.buffers->Get(operands_[next++]);

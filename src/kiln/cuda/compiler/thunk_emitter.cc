@@ -20,6 +20,31 @@ namespace kiln::cuda {
 
 namespace {
 
+// How a scatter combines: windows that overlap combine in an unspecified order under the
+// atomic mode, which only gives the evaluator's (sequential, in order) result when the combiner
+// does not care about the order -- add, multiply, min, max, and, or, xor of its two parameters
+// (floating-point sums and products up to rounding). Any other combiner (replace -- JAX's
+// x.at[i].set -- or a general computation) is serialized unless the scatter promises unique
+// indices. Serialized scatters run in one block: deterministic, slow for many windows.
+codegen::ScatterMode ScatterModeFor(const HloInstruction& scatter) {
+  if (scatter.attrs().unique_indices) return codegen::ScatterMode::kAuto;
+  const HloComputation* c = scatter.to_apply();
+  if (c == nullptr || c->num_parameters() != 2 || scatter.operand_count() != 3)
+    return codegen::ScatterMode::kSerialized;
+  const HloInstruction* root = c->root_instruction();
+  if (root->operand_count() == 2 && root->operand(0)->opcode() == HloOpcode::kParameter &&
+      root->operand(1)->opcode() == HloOpcode::kParameter && root->operand(0) != root->operand(1)) {
+    switch (root->opcode()) {
+      case HloOpcode::kAdd: case HloOpcode::kMultiply: case HloOpcode::kMinimum: case HloOpcode::kMaximum:
+      case HloOpcode::kAnd: case HloOpcode::kOr: case HloOpcode::kXor:
+        return codegen::ScatterMode::kAuto;
+      default:
+        break;
+    }
+  }
+  return codegen::ScatterMode::kSerialized;
+}
+
 enum class How { kNone, kKernel, kGemm, kConv, kSort, kFft, kCopy, kWhile, kConditional, kCall, kHost };
 
 bool RowMajor(const Shape& s) { return !s.has_layout() || s.layout().IsDefaultFor(s.rank()); }
@@ -136,13 +161,19 @@ class Emitter {
       switch (how) {
         case How::kKernel: {
           Pending p{instr, {}, {}, false, ""};
-          // The autotuner's launch configuration, when it chose one (codegen_backend.h).
+          // The autotuner's launch configuration, when it chose one (codegen_backend.h); scatters
+          // in the mode ScatterModeFor picks.
           KILN_ASSIGN_OR_RETURN(codegen::KernelConfig tuned, TunedKernelConfig(*instr));
-          StatusOr<codegen::KernelSpec> spec = codegen::EmitKernel(*instr, options_.device, tuned);
+          auto emit = [&](const codegen::KernelConfig& config) {
+            return instr->opcode() == HloOpcode::kScatter
+                       ? codegen::EmitScatter(*instr, options_.device, config, ScatterModeFor(*instr))
+                       : codegen::EmitKernel(*instr, options_.device, config);
+          };
+          StatusOr<codegen::KernelSpec> spec = emit(tuned);
           if (!spec.ok() && !(tuned == codegen::KernelConfig{})) {
             KILN_LOG(Warning) << "cuda: %" << instr->name() << ": the tuned config " << tuned.ToString()
                               << " does not emit (" << spec.status().message() << "); using the default";
-            spec = codegen::EmitKernel(*instr, options_.device);
+            spec = emit(codegen::KernelConfig{});
           }
           if (spec.ok()) p.spec = std::move(*spec);
           else p.error = spec.status().message();

@@ -11,7 +11,10 @@
 //                 (Sharding, SPMDFullToShardShape, SPMDShardToFullShape);
 //   WhileThunk, ConditionalThunk (nested sequences), calls emitted inline;
 //   KernelThunk   every fusion and every op the kernel emitters take (codegen::ChooseEmitter);
-//   HostThunk     anything else (gather, scatter, rng, reduce-window, LAPACK-like custom calls,
+//                 scatters whose combiner depends on the order of updates (replace, general
+//                 computations) without unique_indices use the serialized mode, which applies
+//                 overlapping windows in the evaluator's order;
+//   HostThunk     anything else (rng, reduce-window, LAPACK-like custom calls,
 //                 dots and convolutions no library runs, ...): evaluated on the host, with a
 //                 warning per opcode. infeed/outfeed/send/recv are errors.
 // Kernels are generated first for the whole module and compiled in parallel (NVRTC, disk

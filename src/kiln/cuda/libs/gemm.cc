@@ -40,6 +40,11 @@ void EncodeScalar(PrimitiveType scale_type, double real, double imag, unsigned c
       std::memcpy(out, &v, sizeof(v));
       break;
     }
+    case PrimitiveType::kC128: {
+      std::complex<double> v(real, imag);
+      std::memcpy(out, &v, sizeof(v));
+      break;
+    }
     default: {
       float v = static_cast<float>(real);
       std::memcpy(out, &v, sizeof(v));

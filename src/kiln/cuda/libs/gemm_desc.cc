@@ -135,7 +135,7 @@ StatusOr<GemmTypes> ResolveGemmTypes(const GemmDesc& d) {
   auto unsupported = [&]() {
     return Unimplemented("gemm: no NVIDIA library multiplies ", TypeCombination(d),
                          " (supported: f32, bf16/f16 -> same or f32, f8e4m3fn/f8e5m2 -> "
-                         "f32/bf16/f16/f8, s8 -> s32, f64, c64)");
+                         "f32/bf16/f16/f8, s8 -> s32, f64, c64, c128)");
   };
   if (l == PrimitiveType::kF32 && r == l && o == l) {
     t.compute = highest ? GemmCompute::kF32 : GemmCompute::kF32Tf32;
@@ -184,10 +184,18 @@ StatusOr<GemmTypes> ResolveGemmTypes(const GemmDesc& d) {
       return Unimplemented("gemm: epilogue ", GemmEpilogueName(d.epilogue),
                            " on a complex GEMM");
     }
+  } else if (l == PrimitiveType::kC128 && r == l && o == l) {
+    // ZGEMM: complex f64 accumulation (compute 64F, scale c128).
+    t.compute = GemmCompute::kF64;
+    t.scale = PrimitiveType::kC128;
+    if (d.epilogue != GemmEpilogue::kNone) {
+      return Unimplemented("gemm: epilogue ", GemmEpilogueName(d.epilogue),
+                           " on a complex GEMM");
+    }
   } else {
     return unsupported();
   }
-  if (d.alpha_imag != 0 && t.scale != PrimitiveType::kC64) {
+  if (d.alpha_imag != 0 && t.scale != PrimitiveType::kC64 && t.scale != PrimitiveType::kC128) {
     return InvalidArgument("gemm: a complex alpha on a real GEMM");
   }
 

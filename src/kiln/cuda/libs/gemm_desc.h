@@ -34,7 +34,7 @@
 //                          outputs). cuBLASLt requires k contiguous in both operands (lhs [m,k],
 //                          rhs [n,k]) and a non-transposed out.
 //   s8, s8 -> s32          s32 accumulation, alpha/beta integral
-//   f64, f64 -> f64        c64, c64 -> c64 (alpha may be complex)
+//   f64, f64 -> f64        c64, c64 -> c64, c128, c128 -> c128 (alpha may be complex)
 // Anything else is Unimplemented, naming the combination, so the compiler can fall back (e.g. to
 // converting the operands, or to a generated kernel).
 #pragma once
@@ -67,7 +67,7 @@ struct GemmDesc {
   // look at it: kHighest forbids TF32. kPackedNibble counts as kDefault.
   Precision precision = Precision::kDefault;
   double alpha = 1.0;
-  double alpha_imag = 0.0;  // c64 only
+  double alpha_imag = 0.0;  // c64 and c128 only
   double beta = 0.0;        // beta != 0 reads c (out's type and layout; may alias out)
   GemmEpilogue epilogue = GemmEpilogue::kNone;
   // Type of the bias vector (n elements, batch stride 0: the same for every batch entry).
@@ -98,7 +98,7 @@ std::string_view GemmComputeName(GemmCompute c);
 
 struct GemmTypes {
   PrimitiveType a, b, c, d, bias;  // library A = rhs, B = lhs (see the header comment), C, D
-  PrimitiveType scale;             // type of alpha/beta: f32, f64, s32 or c64
+  PrimitiveType scale;             // type of alpha/beta: f32, f64, s32, c64 or c128
   GemmCompute compute;
 };
 

@@ -1,6 +1,6 @@
 // Layout normalization: text in, checks on the printed module out, values checked by the
 // evaluator before and after.
-#include "kiln/cpu/layout_normalization.h"
+#include "kiln/passes/layout_normalization.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include "kiln/hlo/random_literal.h"
 #include "kiln/hlo/verifier.h"
 
-namespace kiln::cpu {
+namespace kiln {
 namespace {
 
 // Runs the pass; checks the module verifies, has no non-default layout left, and evaluates
@@ -133,4 +133,4 @@ TEST(LayoutNormalizationTest, MajorToMinor) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln

@@ -1,10 +1,10 @@
-#include "kiln/cpu/module_clone.h"
+#include "kiln/passes/module_clone.h"
 
 #include <unordered_map>
 
 #include "kiln/hlo/clone.h"
 
-namespace kiln::cpu {
+namespace kiln {
 
 std::unique_ptr<HloModule> CloneModule(const HloModule& module) {
   auto clone = std::make_unique<HloModule>(module.name());
@@ -28,4 +28,4 @@ std::unique_ptr<HloModule> CloneModule(const HloModule& module) {
   return clone;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln

@@ -1,4 +1,4 @@
-#include "kiln/cpu/layout_normalization.h"
+#include "kiln/passes/layout_normalization.h"
 
 #include <numeric>
 
@@ -6,7 +6,7 @@
 #include "kiln/passes/buffer_assignment.h"
 #include "kiln/passes/hlo_editor.h"
 
-namespace kiln::cpu {
+namespace kiln {
 
 namespace {
 
@@ -190,4 +190,4 @@ StatusOr<bool> LayoutNormalization::Run(HloModule& module) {
   return changed;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln
