@@ -377,7 +377,7 @@ TEST(ConvRewriterTest, BackwardFilter3DStride2) {
 ENTRY e {
   x = f32[1,5,5,5,2] parameter(0)
   dy = f32[1,2,2,2,3] parameter(1)
-  ROOT dw = f32[2,2,2,2,3] convolution(x, dy), window={size=2x2x2 rhs_dilate=2x2x2}, dim_labels=f012b_i012o->012bf
+  ROOT dw = f32[3,3,3,2,3] convolution(x, dy), window={size=2x2x2 rhs_dilate=2x2x2}, dim_labels=f012b_i012o->012bf
 })"), "backward_filter");
 }
 

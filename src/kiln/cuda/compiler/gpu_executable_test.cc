@@ -264,7 +264,7 @@ TEST(GpuExecutableTest, ConvolutionGradientsRunOnCudnnBackwardCalls) {
       {"bwd_filter_3d_s2", R"(
   x = f32[1,5,5,5,2] parameter(0)
   dy = f32[1,2,2,2,3] parameter(1)
-  ROOT dw = f32[2,2,2,2,3] convolution(x, dy), window={size=2x2x2 rhs_dilate=2x2x2}, dim_labels=f012b_i012o->012bf, operand_precision={highest,highest})",
+  ROOT dw = f32[3,3,3,2,3] convolution(x, dy), window={size=2x2x2 rhs_dilate=2x2x2}, dim_labels=f012b_i012o->012bf, operand_precision={highest,highest})",
        "backward_filter"},
       {"bwd_data_bf16", R"(
   dy = bf16[2,4,4,8] parameter(0)
