@@ -21,7 +21,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/codegen/device_spec.h"
-#include "kiln/cpu/module_clone.h"
+#include "kiln/passes/module_clone.h"
 #include "kiln/cuda/compiler/gpu_compiler.h"
 #include "kiln/cuda/compiler/gpu_executable.h"
 #include "kiln/cuda/cuda_platform.h"
@@ -108,7 +108,7 @@ StatusOr<std::unique_ptr<cuda::GpuExecutable>> CompileAndLoad(const HloModule& m
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<CudaAutotune> tuning, MakeCudaAutotune(flags, device));
   o.autotune = tuning->options;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CompiledGpuModule> compiled,
-                        cuda::GpuCompiler::Compile(cpu::CloneModule(module), o));
+                        cuda::GpuCompiler::Compile(CloneModule(module), o));
   KILN_RETURN_IF_ERROR(AfterAutotune(flags, *compiled));
   cuda::GpuExecutableOptions eo;
   eo.use_cuda_graph = !EnvOff("KILN_CUDA_GRAPH");
@@ -224,7 +224,7 @@ class CudaBackend : public Backend {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<CudaAutotune> tuning, MakeCudaAutotune(options.autotune, device));
     o.autotune = tuning->options;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<cuda::CompiledGpuModule> compiled,
-                          cuda::GpuCompiler::Compile(cpu::CloneModule(module), o));
+                          cuda::GpuCompiler::Compile(CloneModule(module), o));
     KILN_RETURN_IF_ERROR(AfterAutotune(options.autotune, *compiled));
     const cuda::GpuCompileStats& st = compiled->stats;
     std::string s = StrCat("target: ", where, " (", spec.arch(), ")\n");

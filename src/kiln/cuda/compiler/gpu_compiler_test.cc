@@ -91,7 +91,9 @@ TEST(GpuCompilerTest, ConformanceCasesCompile) {
     const bool device_family = name.starts_with("ew_") || name.starts_with("red_sum") || name.starts_with("nn_softmax") ||
                                name.starts_with("nn_layernorm") || name.starts_with("dot_mm_f32") ||
                                name.starts_with("dot_mm_bf16");
-    if (device_family) EXPECT_TRUE((*c)->stats.host_fallbacks.empty()) << (*c)->stats.ToString();
+    if (device_family) {
+      EXPECT_TRUE((*c)->stats.host_fallbacks.empty()) << (*c)->stats.ToString();
+    }
   }
   EXPECT_GT(compiled, 15);
 }

@@ -304,7 +304,9 @@ ENTRY e {
   ROOT s = f32[8,256] scatter(op, idx, upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=replace
 })", 2);
   ExpectClose(r);
-  if (r.exe) EXPECT_EQ(r.exe->compiled().ThunkListing().find("host %"), std::string::npos);
+  if (r.exe) {
+    EXPECT_EQ(r.exe->compiled().ThunkListing().find("host %"), std::string::npos);
+  }
 }
 
 // s8 x s8 -> s32 runs on cuBLASLt's integer GEMM (exact), plain and batched.
