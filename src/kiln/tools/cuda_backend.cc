@@ -7,6 +7,7 @@
 //   KILN_CUDA_CONV_EPILOGUE=0   no epilogue fusion into cuDNN
 //   KILN_CUDA_CONV_BACKWARD=0   gradient convolutions run as forward cuDNN calls
 //   KILN_CUDA_GRAPH=0           no CUDA graph replay
+//   KILN_CUDA_SIDE_STREAM=0     everything on one stream (no library call / kernel pairs)
 //
 // Autotuning (--autotune*, autotune_options.h): with a device and a level other than off (or a
 // forced config), the GPU compiler's autotuning step runs with the CUDA factory and the cache
@@ -112,6 +113,7 @@ StatusOr<std::unique_ptr<cuda::GpuExecutable>> CompileAndLoad(const HloModule& m
   KILN_RETURN_IF_ERROR(AfterAutotune(flags, *compiled));
   cuda::GpuExecutableOptions eo;
   eo.use_cuda_graph = !EnvOff("KILN_CUDA_GRAPH");
+  eo.use_side_stream = !EnvOff("KILN_CUDA_SIDE_STREAM");
   return cuda::GpuExecutable::Create(std::move(compiled), *device, eo);
 }
 

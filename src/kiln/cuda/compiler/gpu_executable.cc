@@ -128,6 +128,14 @@ Status GpuExecutable::Initialize() {
     workspace_ = m.get();
     owned_.push_back(std::move(m));
   }
+  if (options_.use_side_stream) {
+    side_pairs_ = compiled_->entry.PlanSideStream();
+    if (side_pairs_ > 0) {
+      KILN_ASSIGN_OR_RETURN(side_stream_, device_.CreateStream({}));
+      KILN_ASSIGN_OR_RETURN(fork_, device_.CreateEvent({}));
+      KILN_ASSIGN_OR_RETURN(join_, device_.CreateEvent({}));
+    }
+  }
   KILN_RETURN_IF_ERROR(stream_->Synchronize());
   result_shape_ = Logical(compiled_->module->entry_computation()->root_instruction()->shape());
   graph_eligible_ = options_.use_cuda_graph && !compiled_->entry.SyncsHost();
@@ -156,6 +164,13 @@ Status GpuExecutable::SetArguments(std::span<const Literal> arguments) {
   return stream_->Synchronize();
 }
 
+void GpuExecutable::SetSideStream(ThunkExecuteParams& p) const {
+  if (!side_stream_) return;
+  p.side_stream = side_stream_.get();
+  p.fork = fork_.get();
+  p.join = join_.get();
+}
+
 Status GpuExecutable::Capture() {
   KILN_ASSIGN_OR_RETURN(const GraphApi* g, LoadGraphApi(device_.api()));
   CUstream s = static_cast<CudaStream*>(stream_.get())->handle();
@@ -166,6 +181,7 @@ Status GpuExecutable::Capture() {
   p.buffers = &buffers_;
   p.stream = stream_.get();
   p.workspace = workspace_;
+  SetSideStream(p);
   Status run = compiled_->entry.Execute(p);
   CUgraph graph = nullptr;
   Status end = CuStatus(api, g->cuStreamEndCapture(s, &graph), "cuStreamEndCapture");
@@ -202,8 +218,12 @@ Status GpuExecutable::ExecuteLocked(const GpuRunOptions& options) {
       // A failed capture may leave the stream in error: start over on a fresh one.
       KILN_ASSIGN_OR_RETURN(stream_, device_.CreateStream({}));
       p.stream = stream_.get();
+      if (side_stream_) {
+        KILN_ASSIGN_OR_RETURN(side_stream_, device_.CreateStream({}));
+      }
     }
   }
+  SetSideStream(p);
   if (options.poison) {
     const int64_t arena = compiled_->assignment->temp_allocation();
     if (arena >= 0 && !buffers_.bases[arena].is_null()) KILN_RETURN_IF_ERROR(stream_->Memset8(buffers_.bases[arena], 0xff));
@@ -300,7 +320,7 @@ Status GpuExecutable::WriteChromeTrace(const std::string& path) const {
   bool first = true;
   for (const ThunkProfiler::Span& sp : profiler_->last_run()) {
     out << (first ? "" : ",\n") << "{\"name\":\"" << sp.thunk->name() << "\",\"cat\":\""
-        << ThunkKindName(sp.thunk->kind()) << "\",\"ph\":\"X\",\"pid\":0,\"tid\":0,\"ts\":" << sp.start_ms * 1e3
+        << ThunkKindName(sp.thunk->kind()) << "\",\"ph\":\"X\",\"pid\":0,\"tid\":" << sp.lane << ",\"ts\":" << sp.start_ms * 1e3
         << ",\"dur\":" << sp.duration_ms * 1e3 << ",\"args\":{\"bytes\":" << sp.thunk->bytes()
         << ",\"flops\":" << sp.thunk->flops() << "}}";
     first = false;

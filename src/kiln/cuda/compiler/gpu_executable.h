@@ -41,6 +41,9 @@ namespace kiln::cuda {
 struct GpuExecutableOptions {
   // Replay runs without host synchronization as a CUDA graph (Note [CUDA graph capture]).
   bool use_cuda_graph = true;
+  // Run independent (library call, kernel) pairs of the entry sequence on two streams
+  // (Note [Side stream] in gpu_thunk.h); graphs capture the fork and join.
+  bool use_side_stream = true;
 };
 
 struct GpuRunOptions {
@@ -70,6 +73,8 @@ class GpuExecutable {
   // Device time of the last Execute (events around it), milliseconds.
   double last_device_ms() const { return last_device_ms_; }
   bool graph_captured() const { return graph_exec_ != nullptr; }
+  // Pairs of the entry sequence that run concurrently on the side stream.
+  int64_t side_stream_pairs() const { return side_pairs_; }
   bool graph_eligible() const { return graph_eligible_; }
 
   const CompiledGpuModule& compiled() const { return *compiled_; }
@@ -93,6 +98,10 @@ class GpuExecutable {
   std::unique_ptr<runtime::BfcAllocator> allocator_;
   std::unique_ptr<runtime::Stream> stream_;
   std::unique_ptr<runtime::Event> start_, stop_;
+  std::unique_ptr<runtime::Stream> side_stream_;       // null: no planned pair
+  std::unique_ptr<runtime::Event> fork_, join_;
+  int64_t side_pairs_ = 0;
+  void SetSideStream(ThunkExecuteParams& p) const;
   std::vector<runtime::OwnedDeviceMemory> owned_;  // constants, parameters, arena, workspace
   BufferAllocations buffers_;
   runtime::DeviceMemory workspace_;

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "kiln/base/strings.h"
 #include "kiln/cuda/cuda_platform.h"
 #include "kiln/eval/compare.h"
@@ -37,7 +40,7 @@ struct Result {
 
 // Compiles and runs `text` (twice when `runs` is 2: the second run replays the graph) on seeded
 // random inputs; returns both results.
-Result RunBoth(const std::string& text, int runs = 1, uint64_t seed = 3) {
+Result RunBoth(const std::string& text, int runs = 1, uint64_t seed = 3, GpuExecutableOptions eo = {}) {
   Result r;
   CudaDevice* device = TheDevice();
   auto m = ParseHloModule(text);
@@ -53,7 +56,7 @@ Result RunBoth(const std::string& text, int runs = 1, uint64_t seed = 3) {
   auto compiled = GpuCompiler::Compile(std::move(*m), o);
   EXPECT_TRUE(compiled.ok()) << compiled.status().ToString();
   if (!compiled.ok() || !expected.ok()) return r;
-  auto exe = GpuExecutable::Create(std::move(*compiled), *device);
+  auto exe = GpuExecutable::Create(std::move(*compiled), *device, eo);
   EXPECT_TRUE(exe.ok()) << exe.status().ToString();
   if (!exe.ok()) return r;
   GpuRunOptions ro;
@@ -347,6 +350,61 @@ ENTRY e {
   const std::string listing = r.exe->compiled().ThunkListing();
   EXPECT_EQ(listing.find("host %"), std::string::npos) << listing;
   EXPECT_EQ(listing.find("[host fallback]"), std::string::npos) << listing;
+}
+
+bool SameBytes(const Literal& a, const Literal& b) {
+  if (a.tuple_size() != b.tuple_size()) return false;
+  for (int64_t i = 0; i < a.tuple_size(); ++i)
+    if (!SameBytes(a.tuple_element(i), b.tuple_element(i))) return false;
+  return a.size_bytes() == b.size_bytes() &&
+         std::equal(a.untyped_data(), a.untyped_data() + a.size_bytes(), b.untyped_data());
+}
+
+// Note [Side stream]: a GEMM and an independent kernel run on two streams, forked and joined
+// with events: the results are the single-stream ones (bit for bit) eagerly, profiled, and
+// replayed from the CUDA graph that captured the fork and join; the trace puts the kernel on
+// its own lane.
+TEST(GpuExecutableTest, IndependentKernelRunsBesideTheGemmOnASideStream) {
+  REQUIRE_DEVICE();
+  const std::string text = R"(HloModule side
+ENTRY e {
+  a = f32[256,512] parameter(0)
+  b = f32[512,384] parameter(1)
+  c = f32[1024,1024] parameter(2)
+  d = f32[256,384] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}
+  t = f32[1024,1024] tanh(c)
+  two = f32[] constant(2)
+  tb = f32[1024,1024] broadcast(two), dimensions={}
+  e = f32[1024,1024] multiply(t, tb)
+  ROOT r = (f32[256,384], f32[1024,1024]) tuple(d, e)
+})";
+  Result two = RunBoth(text, 3);
+  ExpectClose(two);
+  if (!two.exe) return;
+  const std::string listing = two.exe->compiled().ThunkListing();
+  EXPECT_EQ(two.exe->side_stream_pairs(), 1) << listing;
+  EXPECT_TRUE(two.exe->graph_captured());
+  GpuExecutableOptions single;
+  single.use_side_stream = false;
+  Result one = RunBoth(text, 1, 3, single);
+  ASSERT_TRUE(one.exe);
+  EXPECT_EQ(one.exe->side_stream_pairs(), 0);
+  EXPECT_TRUE(SameBytes(two.actual, one.actual));
+  // Profiled (eager) runs use the side stream too.
+  GpuRunOptions po;
+  po.profile = true;
+  ASSERT_TRUE(two.exe->Execute(po).ok());
+  ASSERT_TRUE(two.exe->Execute(po).ok());
+  auto again = two.exe->FetchResult();
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(SameBytes(*again, one.actual));
+  const std::string trace = ::testing::TempDir() + "/side_stream_trace.json";
+  ASSERT_TRUE(two.exe->WriteChromeTrace(trace).ok());
+  std::ifstream in(trace);
+  std::stringstream s;
+  s << in.rdbuf();
+  EXPECT_NE(s.str().find("\"tid\":1"), std::string::npos) << s.str();
+  EXPECT_NE(s.str().find("\"tid\":0"), std::string::npos) << s.str();
 }
 
 TEST(GpuExecutableTest, WhileLoopAndConditional) {

@@ -31,12 +31,79 @@ Status ThunkSequence::Initialize(const ThunkInitParams& params) {
   return OkStatus();
 }
 
+bool IndependentThunks(const GpuThunk& a, const GpuThunk& b) {
+  if (!a.buffer_uses_known() || !b.buffer_uses_known()) return false;
+  auto overlap = [](const BufferSlice& x, const BufferSlice& y) {
+    return x.allocation == y.allocation && x.offset < y.offset + y.size && y.offset < x.offset + x.size;
+  };
+  auto conflicts = [&](const GpuThunk& w, const GpuThunk& o) {
+    for (const BufferSlice& x : w.writes()) {
+      for (const BufferSlice& y : o.writes())
+        if (overlap(x, y)) return true;
+      for (const BufferSlice& y : o.reads())
+        if (overlap(x, y)) return true;
+    }
+    return false;
+  };
+  return !conflicts(a, b) && !conflicts(b, a);
+}
+
+int64_t ThunkSequence::PlanSideStream() {
+  side_.assign(thunks_.size(), false);
+  int64_t pairs = 0;
+  auto library = [](const GpuThunk& t) {
+    return (t.kind() == GpuThunk::Kind::kGemm || t.kind() == GpuThunk::Kind::kConv) && !t.SyncsHost();
+  };
+  auto side_kernel = [](const GpuThunk& t) {
+    return t.kind() == GpuThunk::Kind::kKernel && t.workspace_bytes() == 0 && !t.SyncsHost();
+  };
+  for (size_t i = 0; i + 1 < thunks_.size(); ++i) {
+    const GpuThunk& a = *thunks_[i];
+    const GpuThunk& b = *thunks_[i + 1];
+    if (((library(a) && side_kernel(b)) || (side_kernel(a) && library(b))) && IndependentThunks(a, b)) {
+      side_[i] = true;
+      ++pairs;
+      ++i;  // a thunk takes part in one pair at most
+    }
+  }
+  return pairs;
+}
+
+int64_t ThunkSequence::side_pairs() const { return std::count(side_.begin(), side_.end(), true); }
+
+namespace {
+
+Status RunOne(const GpuThunk& t, const ThunkExecuteParams& params) {
+  if (params.profiler) KILN_RETURN_IF_ERROR(params.profiler->Begin(t, *params.stream));
+  Status s = t.Execute(params);
+  if (!s.ok()) return s.WithContext(StrCat("%", t.name()));
+  if (params.profiler) KILN_RETURN_IF_ERROR(params.profiler->End(t, *params.stream));
+  return OkStatus();
+}
+
+}  // namespace
+
 Status ThunkSequence::Execute(const ThunkExecuteParams& params) const {
-  for (const auto& t : thunks_) {
-    if (params.profiler) KILN_RETURN_IF_ERROR(params.profiler->Begin(*t, *params.stream));
-    Status s = t->Execute(params);
-    if (!s.ok()) return s.WithContext(StrCat("%", t->name()));
-    if (params.profiler) KILN_RETURN_IF_ERROR(params.profiler->End(*t, *params.stream));
+  const bool two_streams = params.side_stream && params.fork && params.join;
+  for (size_t i = 0; i < thunks_.size(); ++i) {
+    if (two_streams && i + 1 < thunks_.size() && i < side_.size() && side_[i]) {
+      // Note [Side stream]: fork, the library call on the main stream, the kernel on the side
+      // one, join.
+      const bool first_is_kernel = thunks_[i]->kind() == GpuThunk::Kind::kKernel;
+      const GpuThunk& kernel = *thunks_[first_is_kernel ? i : i + 1];
+      const GpuThunk& library = *thunks_[first_is_kernel ? i + 1 : i];
+      KILN_RETURN_IF_ERROR(params.stream->RecordEvent(*params.fork));
+      KILN_RETURN_IF_ERROR(params.side_stream->WaitEvent(*params.fork));
+      ThunkExecuteParams side = params;
+      side.stream = params.side_stream;
+      KILN_RETURN_IF_ERROR(RunOne(library, params));
+      KILN_RETURN_IF_ERROR(RunOne(kernel, side));
+      KILN_RETURN_IF_ERROR(params.side_stream->RecordEvent(*params.join));
+      KILN_RETURN_IF_ERROR(params.stream->WaitEvent(*params.join));
+      ++i;
+      continue;
+    }
+    KILN_RETURN_IF_ERROR(RunOne(*thunks_[i], params));
   }
   return OkStatus();
 }
@@ -86,7 +153,7 @@ StatusOr<runtime::Event*> ThunkProfiler::NextEvent() {
 Status ThunkProfiler::Begin(const GpuThunk& thunk, runtime::Stream& stream) {
   KILN_ASSIGN_OR_RETURN(runtime::Event * e, NextEvent());
   KILN_RETURN_IF_ERROR(stream.RecordEvent(*e));
-  open_.push_back({&thunk, e, nullptr});
+  open_.push_back({&thunk, e, nullptr, &stream});
   return OkStatus();
 }
 
@@ -108,10 +175,11 @@ Status ThunkProfiler::Collect() {
   const bool count = runs_++ > 0;
   std::unordered_map<const GpuThunk*, size_t> index;
   for (size_t i = 0; i < entries_.size(); ++i) index[entries_[i].thunk] = i;
+  const runtime::Stream* main = pending_.empty() ? nullptr : pending_.front().stream;
   for (const Pending& p : pending_) {
     KILN_ASSIGN_OR_RETURN(float ms, p.end->ElapsedMillisSince(*p.begin));
     KILN_ASSIGN_OR_RETURN(float start, p.begin->ElapsedMillisSince(*origin));
-    last_run_.push_back({p.thunk, start, ms});
+    last_run_.push_back({p.thunk, start, ms, p.stream == main ? 0 : 1});
     if (!count) continue;
     auto it = index.find(p.thunk);
     if (it == index.end()) {

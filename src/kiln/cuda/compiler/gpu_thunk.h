@@ -55,6 +55,11 @@ struct ThunkInitParams {
 struct ThunkExecuteParams {
   const BufferAllocations* buffers = nullptr;
   runtime::Stream* stream = nullptr;
+  // Note [Side stream]: a second stream and two events (fork, join) for the pairs a sequence
+  // planned to run concurrently (ThunkSequence::PlanSideStream); null: everything on `stream`.
+  runtime::Stream* side_stream = nullptr;
+  runtime::Event* fork = nullptr;
+  runtime::Event* join = nullptr;
   // Scratch shared by every thunk (they run one after another on one stream): at least the
   // largest workspace_bytes() of the executable's thunks.
   runtime::DeviceMemory workspace;
@@ -99,6 +104,18 @@ class GpuThunk {
   // One line: "kernel %fusion.3 row_reduction b256.v4 ..." .
   virtual std::string ToString() const;
 
+  // The buffer slices one execution reads and writes, set by the thunk emitter for kernels and
+  // library calls (the instruction's operand and result leaves); unknown for the others, which
+  // then never run beside another thunk (Note [Side stream]).
+  void set_buffer_uses(std::vector<BufferSlice> reads, std::vector<BufferSlice> writes) {
+    reads_ = std::move(reads);
+    writes_ = std::move(writes);
+    uses_known_ = true;
+  }
+  bool buffer_uses_known() const { return uses_known_; }
+  const std::vector<BufferSlice>& reads() const { return reads_; }
+  const std::vector<BufferSlice>& writes() const { return writes_; }
+
  protected:
   GpuThunk(Kind kind, std::string name, int64_t bytes = 0, int64_t flops = 0)
       : kind_(kind), name_(std::move(name)), bytes_(bytes), flops_(flops) {}
@@ -108,7 +125,13 @@ class GpuThunk {
   std::string name_;
   int64_t bytes_, flops_;
   int64_t id_ = -1;
+  std::vector<BufferSlice> reads_, writes_;
+  bool uses_known_ = false;
 };
+
+// Whether two thunks may run at the same time: both have known buffer uses and no slice one of
+// them writes overlaps a slice the other reads or writes.
+bool IndependentThunks(const GpuThunk& a, const GpuThunk& b);
 
 std::string_view ThunkKindName(GpuThunk::Kind kind);
 
@@ -122,8 +145,22 @@ class ThunkSequence {
   const std::vector<std::unique_ptr<GpuThunk>>& thunks() const { return thunks_; }
   std::vector<std::unique_ptr<GpuThunk>> TakeThunks() && { return std::move(thunks_); }
   Status Initialize(const ThunkInitParams& params);
-  // Runs every thunk in order (with profiling events around each when params.profiler is set).
+  // Runs every thunk in order (with profiling events around each when params.profiler is set);
+  // planned pairs concurrently when params.side_stream is set (Note [Side stream]).
   Status Execute(const ThunkExecuteParams& params) const;
+
+  // Note [Side stream]
+  //   After Initialize (workspace sizes are final), marks adjacent pairs of a library call (GEMM,
+  //   convolution) and a kernel that are independent (IndependentThunks) and where the kernel
+  //   needs no workspace (the library call may use it): Execute then forks the side stream
+  //   from the main one with an event, runs the kernel there and the library call on the main
+  //   stream, and joins back with a second event, so everything before the pair happens before
+  //   both and everything after waits for both. Library calls stay on the main stream (their
+  //   handles are bound to it). Inside a CUDA graph capture the events become the graph's fork
+  //   and join edges. Returns the number of pairs; nested sequences (loop bodies, branches)
+  //   are not planned and run on one stream.
+  int64_t PlanSideStream();
+  int64_t side_pairs() const;
   bool SyncsHost() const;
   uint64_t WorkspaceBytes() const;  // max over the thunks, nested ones included
   // Every thunk, nested ones after their owner, depth first.
@@ -131,6 +168,8 @@ class ThunkSequence {
 
  private:
   std::vector<std::unique_ptr<GpuThunk>> thunks_;
+  // side_[i]: thunks i and i+1 run concurrently, the kernel of the two on the side stream.
+  std::vector<bool> side_;
 };
 
 // Per-thunk device times of profiled runs (events recorded around each thunk). The first
@@ -157,6 +196,7 @@ class ThunkProfiler {
   struct Span {
     const GpuThunk* thunk;
     double start_ms, duration_ms;
+    int lane = 0;  // 0: the run's main stream, 1: the side stream
   };
   const std::vector<Span>& last_run() const { return last_run_; }
   void Reset();
@@ -172,6 +212,7 @@ class ThunkProfiler {
     const GpuThunk* thunk;
     runtime::Event* begin;
     runtime::Event* end;
+    const runtime::Stream* stream = nullptr;
   };
   std::vector<Pending> pending_, open_;
   std::vector<Entry> entries_;

@@ -74,7 +74,6 @@ Status GemmThunk::Initialize(const ThunkInitParams& params) {
     KILN_ASSIGN_OR_RETURN(plan_, libs::GemmPlan::Create(desc_, *params.device));
     if (tuned_) {
       algorithm_ = *tuned_;
-      algorithm_.kind = desc_.kind;  // the tuned algorithm numbers are of this kind
       return OkStatus();
     }
     KILN_ASSIGN_OR_RETURN(std::vector<libs::GemmAlgorithm> algos, plan_->ListAlgorithms(8));
@@ -150,6 +149,7 @@ Status ConvThunk::Initialize(const ThunkInitParams& params) {
     KILN_ASSIGN_OR_RETURN(plan_, libs::ConvPlan::Create(desc_, *params.device));
     if (tuned_) {
       algorithm_ = *tuned_;
+      algorithm_.kind = desc_.kind;  // the tuned algorithm numbers are of this kind
       return OkStatus();
     }
     KILN_ASSIGN_OR_RETURN(std::vector<libs::ConvAlgorithm> algos, plan_->ListAlgorithms());

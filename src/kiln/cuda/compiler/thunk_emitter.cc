@@ -272,8 +272,30 @@ class Emitter {
 
   StatusOr<ThunkSequence> EmitComputation(const HloComputation& c) {
     std::vector<std::unique_ptr<GpuThunk>> out;
-    for (const HloInstruction* instr : schedule_.sequence(&c)) KILN_RETURN_IF_ERROR(EmitInstruction(*instr, out));
+    for (const HloInstruction* instr : schedule_.sequence(&c)) {
+      const size_t before = out.size();
+      KILN_RETURN_IF_ERROR(EmitInstruction(*instr, out));
+      SetBufferUses(*instr, out, before);
+    }
     return ThunkSequence(std::move(out));
+  }
+
+  // Kernels and library calls record the slices they read (the operands' leaves) and write
+  // (the result's leaves): ThunkSequence::PlanSideStream runs independent ones concurrently.
+  void SetBufferUses(const HloInstruction& instr, std::vector<std::unique_ptr<GpuThunk>>& out, size_t from) {
+    std::vector<BufferSlice> reads;
+    for (const HloInstruction* o : instr.operands()) {
+      StatusOr<std::vector<BufferSlice>> l = Leaves(*o);
+      if (!l.ok()) return;
+      reads.insert(reads.end(), l->begin(), l->end());
+    }
+    StatusOr<std::vector<BufferSlice>> writes = Leaves(instr);
+    if (!writes.ok()) return;
+    for (size_t i = from; i < out.size(); ++i) {
+      const GpuThunk::Kind k = out[i]->kind();
+      if (k == GpuThunk::Kind::kKernel || k == GpuThunk::Kind::kGemm || k == GpuThunk::Kind::kConv)
+        out[i]->set_buffer_uses(reads, *writes);
+    }
   }
 
   Status EmitInstruction(const HloInstruction& instr, std::vector<std::unique_ptr<GpuThunk>>& out) {
