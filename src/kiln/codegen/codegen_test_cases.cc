@@ -221,6 +221,46 @@ ENTRY e {
   ROOT s = bf16[10,11] select-and-scatter(x, g, z), window={size=3x3 stride=1x2 pad=1_1x0_0}, select=gt, scatter=add
 })",
                    "loop"});
+  // cholesky: positive definite constants (lower and upper, real and complex), and random
+  // matrices (not positive definite: all NaN, as the evaluator returns them).
+  cases.push_back({"cholesky_f32_lower", R"(HloModule m
+ENTRY e {
+  a = f32[2,4,4] constant({{{5, 1, 2, 0}, {1, 6, 1, 2}, {2, 1, 7, 1}, {0, 2, 1, 8}}, {{4, 2, 0, 1}, {2, 5, 1, 0}, {0, 1, 3, 1}, {1, 0, 1, 9}}})
+  ROOT c = f32[2,4,4] cholesky(a), lower=true
+})",
+                   "cholesky"});
+  cases.push_back({"cholesky_c64_upper", R"(HloModule m
+ENTRY e {
+  a = c64[3,3] constant({{(6, 0), (1, 2), (0, -1)}, {(1, -2), (5, 0), (2, 1)}, {(0, 1), (2, -1), (7, 0)}})
+  ROOT c = c64[3,3] cholesky(a), lower=false
+})",
+                   "cholesky"});
+  cases.push_back({"cholesky_f64_random", R"(HloModule m
+ENTRY e {
+  a = f64[3,5,5] parameter(0)
+  ROOT c = f64[3,5,5] cholesky(a), lower=true
+})",
+                   "cholesky"});
+  // triangular-solve: both sides, both triangles, every transpose, unit diagonal, all types.
+  auto trsm = [](const std::string& name, const std::string& t, const std::string& a,
+                 const std::string& b, const std::string& opts) {
+    return CatalogueCase{name, R"(HloModule m
+ENTRY e {
+  a = )" + t + a + R"( parameter(0)
+  b = )" + t + b + R"( parameter(1)
+  ROOT x = )" + t + b + R"( triangular-solve(a, b), )" + opts + R"(
+})",
+                         "triangular_solve"};
+  };
+  cases.push_back(trsm("trsm_f32_left_lower", "f32", "[2,5,5]", "[2,5,3]",
+                       "left_side=true, lower=true, transpose_a=NO_TRANSPOSE"));
+  cases.push_back(trsm("trsm_f64_right_upper_transpose_unit", "f64", "[4,4]", "[3,4]",
+                       "lower=false, unit_diagonal=true, transpose_a=TRANSPOSE"));
+  cases.push_back(trsm("trsm_c64_left_upper_adjoint", "c64", "[3,3]", "[3,2]",
+                       "left_side=true, lower=false, transpose_a=ADJOINT"));
+  cases.push_back(trsm("trsm_c128_right_lower_adjoint", "c128", "[2,4,4]", "[2,3,4]",
+                       "lower=true, transpose_a=ADJOINT"));
+  cases.push_back(trsm("trsm_f32_right_lower", "f32", "[6,6]", "[5,6]", "lower=true, transpose_a=NO_TRANSPOSE"));
   return cases;
 }
 

@@ -28,6 +28,8 @@ std::string_view EmitterKindName(EmitterKind kind) {
     case EmitterKind::kDynamicUpdateSliceInPlace: return "dus_in_place";
     case EmitterKind::kScatter: return "scatter";
     case EmitterKind::kRngBitGenerator: return "rng_bit_generator";
+    case EmitterKind::kCholesky: return "cholesky";
+    case EmitterKind::kTriangularSolve: return "triangular_solve";
   }
   return "?";
 }
@@ -77,6 +79,14 @@ bool IsInPlaceDus(const FusionView& view) {
 StatusOr<EmitterKind> ChooseEmitter(const HloInstruction& instr) {
   if (instr.opcode() == HloOpcode::kScatter) return EmitterKind::kScatter;
   if (instr.opcode() == HloOpcode::kRngBitGenerator) return EmitterKind::kRngBitGenerator;
+  if (instr.opcode() == HloOpcode::kCholesky) {
+    KILN_RETURN_IF_ERROR(CheckCholesky(instr));
+    return EmitterKind::kCholesky;
+  }
+  if (instr.opcode() == HloOpcode::kTriangularSolve) {
+    KILN_RETURN_IF_ERROR(CheckTriangularSolve(instr));
+    return EmitterKind::kTriangularSolve;
+  }
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
   for (const HloInstruction* i : view.body)
     if (!IsElementalOpcode(i->opcode()))
@@ -112,6 +122,8 @@ StatusOr<KernelSpec> EmitWith(EmitterKind kind, const HloInstruction& instr,
       return EmitDynamicUpdateSliceInPlace(instr, device, config);
     case EmitterKind::kScatter: return EmitScatter(instr, device, config);
     case EmitterKind::kRngBitGenerator: return EmitRngBitGenerator(instr, device, config);
+    case EmitterKind::kCholesky: return EmitCholesky(instr, device, config);
+    case EmitterKind::kTriangularSolve: return EmitTriangularSolve(instr, device, config);
   }
   return Internal("bad emitter kind");
 }
@@ -150,7 +162,9 @@ StatusOr<KernelConfig> DefaultConfig(EmitterKind kind, const HloInstruction& ins
       return ResolveTransposeConfig(device, KernelConfig{});
     case EmitterKind::kDynamicUpdateSliceInPlace:
     case EmitterKind::kScatter:
-    case EmitterKind::kRngBitGenerator: {
+    case EmitterKind::kRngBitGenerator:
+    case EmitterKind::kCholesky:
+    case EmitterKind::kTriangularSolve: {
       KILN_ASSIGN_OR_RETURN(KernelSpec spec, EmitWith(kind, instr, device, KernelConfig{}));
       return spec.config;
     }
@@ -205,6 +219,10 @@ StatusOr<std::vector<KernelConfig>> CandidateConfigs(const HloInstruction& instr
     case EmitterKind::kScatter:
     case EmitterKind::kRngBitGenerator:
       for (int b : {128, 256, 512, 1024}) raw.push_back(KernelConfig{b, 1, 1, 0, 0, 0});
+      break;
+    case EmitterKind::kCholesky:
+    case EmitterKind::kTriangularSolve:
+      for (int b : {32, 64, 128, 256}) raw.push_back(KernelConfig{b, 1, 1, 0, 0, 0});
       break;
   }
   std::vector<KernelConfig> out;

@@ -19,6 +19,8 @@
 //   EmitScatter        scatter, in place (output i is operand i's buffer): atomic, unique-index
 //                      or serialized (deterministic) combining; see ScatterMode.
 //   EmitRngBitGenerator  rng-bit-generator (Philox, Threefry), bit-exact with the evaluator.
+//   EmitCholesky, EmitTriangularSolve  small batched matrices, one thread per matrix / per
+//                      column (row) of b, in double working precision (the evaluator's).
 //   Gather, iota, broadcast of a constant (fill), copy and transpose need no emitter of their
 //   own: the loop (or transpose) emitter takes them as unfused instructions, and gather also
 //   fuses into loop fusions like any other index map. Reduce-window and select-and-scatter are
@@ -48,6 +50,8 @@ enum class EmitterKind {
   kDynamicUpdateSliceInPlace,
   kScatter,
   kRngBitGenerator,
+  kCholesky,
+  kTriangularSolve,
 };
 std::string_view EmitterKindName(EmitterKind kind);  // "loop", "row_reduction", ...
 
@@ -85,6 +89,15 @@ StatusOr<KernelSpec> EmitScatter(const HloInstruction& scatter, const DeviceSpec
                                  const KernelConfig& config, ScatterMode mode = ScatterMode::kAuto);
 // Knobs: block_size only. Outputs: the new state, then the bits.
 StatusOr<KernelSpec> EmitRngBitGenerator(const HloInstruction& rng, const DeviceSpec& device,
+                                         const KernelConfig& config);
+
+// cholesky and triangular-solve of f32/f64/c64/c128 batched row-major matrices (emit_linalg.cc):
+// the evaluator's algorithms in double (complex double) working precision, one thread per
+// matrix (cholesky, n <= 256) or per column/row of b (triangular-solve, k <= 2048); larger
+// ones are declined (the GPU compiler runs them on the host). Knobs: block_size only.
+StatusOr<KernelSpec> EmitCholesky(const HloInstruction& cholesky, const DeviceSpec& device,
+                                  const KernelConfig& config);
+StatusOr<KernelSpec> EmitTriangularSolve(const HloInstruction& solve, const DeviceSpec& device,
                                          const KernelConfig& config);
 
 // The emitter best suited to `instr`, judged from its structure (Unimplemented with a reason

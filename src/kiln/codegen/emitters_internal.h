@@ -17,4 +17,9 @@ int64_t ReduceRecomputeFactor(const FusionView& view, int64_t iteration_elements
 KernelConfig ResolveLoopConfig(const FusionView& view, const DeviceSpec& device,
                                const KernelConfig& config);
 
+// Whether the linalg emitters take the instruction (emit_linalg.cc): Unimplemented/
+// InvalidArgument with the reason otherwise.
+Status CheckCholesky(const HloInstruction& instr);
+Status CheckTriangularSolve(const HloInstruction& instr);
+
 }  // namespace kiln::codegen

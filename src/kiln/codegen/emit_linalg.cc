@@ -1,0 +1,266 @@
+// Cholesky and triangular-solve emitters: simple kernels for the small batched matrices JAX's
+// linalg produces, with the evaluator's algorithms and arithmetic (eval/linalg.cc): double (or
+// complex double) working values in a scratch buffer, one rounding to the result type. One
+// thread factors one matrix (cholesky) or solves one column/row of B (triangular-solve), so
+// matrices are limited in size (kMaxCholesky, kMaxSolve); larger ones stay on the host.
+#include <algorithm>
+
+#include "kiln/base/strings.h"
+#include "kiln/codegen/device_types.h"
+#include "kiln/codegen/elemental_emitter.h"
+#include "kiln/codegen/emitter_common.h"
+#include "kiln/codegen/emitters.h"
+#include "kiln/codegen/emitters_internal.h"
+
+namespace kiln::codegen {
+
+namespace {
+
+// Per thread: n^3/3 dependent double operations for cholesky, k^2/2 per right-hand side.
+constexpr int64_t kMaxCholesky = 256;
+constexpr int64_t kMaxSolve = 2048;
+
+bool LinalgType(PrimitiveType t) {
+  return t == PrimitiveType::kF32 || t == PrimitiveType::kF64 || t == PrimitiveType::kC64 ||
+         t == PrimitiveType::kC128;
+}
+
+bool RowMajor(const Shape& s) {
+  return SamePhysicalShape(WithLayout(s), Shape::ArrayWithDefaultLayout(s.element_type(), s.dimensions()));
+}
+
+// Device helpers on the working type W (double or kiln_c128) for storage type `t`.
+std::string WorkHelpers(PrimitiveType t) {
+  const bool cplx = IsComplexType(t);
+  const std::string st = StorageType(t);
+  std::string s;
+  if (!cplx) {
+    s += "typedef double W;\n";
+    s += "KILN_DEVICE W w_load(const " + st + "* p) { return (double)*p; }\n";
+    s += "KILN_DEVICE void w_store(" + st + "* p, W v) { *p = (" + st + ")v; }\n";
+    s += "KILN_DEVICE W w_real(double r) { return r; }\n";
+    s += "KILN_DEVICE double w_re(W v) { return v; }\n";
+    s += "KILN_DEVICE W w_conj(W v) { return v; }\n";
+    s += "KILN_DEVICE W w_sub(W a, W b) { return a - b; }\n";
+    s += "KILN_DEVICE W w_mul(W a, W b) { return a * b; }\n";
+    s += "KILN_DEVICE W w_div(W a, W b) { return a / b; }\n";
+    s += "KILN_DEVICE W w_div_real(W a, double r) { return a / r; }\n";
+    s += "KILN_DEVICE W w_nan() { return KILN_NAN_D; }\n";
+  } else {
+    s += "typedef kiln_c128 W;\n";
+    s += "KILN_DEVICE W w_load(const " + st + "* p) { return W{(double)p->re, (double)p->im}; }\n";
+    s += "KILN_DEVICE void w_store(" + st + "* p, W v) { *p = " + st + "{(" +
+         (t == PrimitiveType::kC64 ? std::string("float") : std::string("double")) + ")v.re, (" +
+         (t == PrimitiveType::kC64 ? std::string("float") : std::string("double")) + ")v.im}; }\n";
+    s += "KILN_DEVICE W w_real(double r) { return W{r, 0.0}; }\n";
+    s += "KILN_DEVICE double w_re(W v) { return v.re; }\n";
+    s += "KILN_DEVICE W w_conj(W v) { return W{v.re, -v.im}; }\n";
+    s += "KILN_DEVICE W w_sub(W a, W b) { return kiln_csub(a, b); }\n";
+    s += "KILN_DEVICE W w_mul(W a, W b) { return kiln_cmul(a, b); }\n";
+    s += "KILN_DEVICE W w_div(W a, W b) { return kiln_cdiv(a, b); }\n";
+    s += "KILN_DEVICE W w_div_real(W a, double r) { return W{a.re / r, a.im / r}; }\n";
+    s += "KILN_DEVICE W w_nan() { return W{KILN_NAN_D, 0.0}; }\n";
+  }
+  return s;
+}
+
+KernelConfig ResolveBlock(const KernelConfig& config, const DeviceSpec& device, Status* status) {
+  KernelConfig c = config;
+  if (c.block_size == 0) c.block_size = 64;
+  if (c.block_size < 32 || c.block_size > device.max_threads_per_block || c.block_size % 32 != 0)
+    *status = InvalidArgument("linalg emitter: bad block size ", c.block_size);
+  c.vector_width = 1;
+  c.unroll = 1;
+  return c;
+}
+
+}  // namespace
+
+Status CheckCholesky(const HloInstruction& instr) {
+  if (instr.opcode() != HloOpcode::kCholesky || instr.operand_count() != 1)
+    return Unimplemented("cholesky emitter: %", instr.name(), " is not a cholesky");
+  const Shape& s = instr.operand(0)->shape();
+  const int64_t r = s.rank();
+  if (!instr.shape().IsArray() || r < 2 || s.dimensions(r - 1) != s.dimensions(r - 2) ||
+      instr.shape().dimensions() != s.dimensions())
+    return InvalidArgument("cholesky %", instr.name(), ": expected batched square matrices");
+  if (!LinalgType(s.element_type()))
+    return Unimplemented("cholesky %", instr.name(), " of ", PrimitiveTypeName(s.element_type()));
+  if (!RowMajor(s) || !RowMajor(instr.shape()))
+    return Unimplemented("cholesky %", instr.name(), ": non-row-major layout");
+  if (s.dimensions(r - 1) > kMaxCholesky)
+    return Unimplemented("cholesky %", instr.name(), ": matrices larger than ", kMaxCholesky,
+                         " (one thread per matrix) run on the host");
+  return OkStatus();
+}
+
+Status CheckTriangularSolve(const HloInstruction& instr) {
+  if (instr.opcode() != HloOpcode::kTriangularSolve || instr.operand_count() != 2)
+    return Unimplemented("triangular-solve emitter: %", instr.name(), " is not a triangular-solve");
+  const Shape& as = instr.operand(0)->shape();
+  const Shape& bs = instr.operand(1)->shape();
+  const int64_t r = as.rank();
+  if (!instr.shape().IsArray() || r < 2 || bs.rank() != r || as.dimensions(r - 1) != as.dimensions(r - 2) ||
+      instr.shape().dimensions() != bs.dimensions() || as.element_type() != bs.element_type())
+    return InvalidArgument("triangular-solve %", instr.name(), ": bad operand shapes");
+  for (int64_t d = 0; d + 2 < r; ++d)
+    if (as.dimensions(d) != bs.dimensions(d))
+      return InvalidArgument("triangular-solve %", instr.name(), ": batch dimensions differ");
+  const TriangularSolveOptions& o = instr.attrs().triangular_solve_options;
+  const int64_t k = as.dimensions(r - 1);
+  if (k != (o.left_side ? bs.dimensions(r - 2) : bs.dimensions(r - 1)))
+    return InvalidArgument("triangular-solve %", instr.name(), ": a and b do not match");
+  if (!LinalgType(as.element_type()))
+    return Unimplemented("triangular-solve %", instr.name(), " of ", PrimitiveTypeName(as.element_type()));
+  if (!RowMajor(as) || !RowMajor(bs) || !RowMajor(instr.shape()))
+    return Unimplemented("triangular-solve %", instr.name(), ": non-row-major layout");
+  if (k > kMaxSolve)
+    return Unimplemented("triangular-solve %", instr.name(), ": systems larger than ", kMaxSolve,
+                         " run on the host");
+  return OkStatus();
+}
+
+StatusOr<KernelSpec> EmitCholesky(const HloInstruction& instr, const DeviceSpec& device,
+                                  const KernelConfig& config) {
+  KILN_RETURN_IF_ERROR(CheckCholesky(instr));
+  const Shape& s = instr.operand(0)->shape();
+  const PrimitiveType t = s.element_type();
+  const int64_t n = s.dimensions(s.rank() - 1);
+  const int64_t batch = n == 0 ? 0 : s.num_elements() / (n * n);
+  Status st = OkStatus();
+  const KernelConfig c = ResolveBlock(config, device, &st);
+  KILN_RETURN_IF_ERROR(st);
+  KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
+  KernelAssembler ka(view, "cholesky", c);
+  ka.MarkRead(0);
+  const int wbytes = IsComplexType(t) ? 16 : 8;
+  const std::string scratch = ka.AddScratch(std::max<int64_t>(batch * n * n * wbytes, 16));
+  const std::string N = std::to_string(n), NN = std::to_string(n * n);
+  ka.source().AddHeaderComment(StrCat("cholesky: one thread per ", n, "x", n, " matrix, ", batch,
+                                      " matrices; lower=", instr.attrs().cholesky_lower));
+  std::string b;
+  auto line = [&](const std::string& x) { b += "  " + x + "\n"; };
+  line("const long long m = (long long)blockIdx.x * " + std::to_string(c.block_size) + " + threadIdx.x;");
+  line("if (m >= " + std::to_string(batch) + "LL) return;");
+  line("const " + StorageType(t) + "* a = " + ka.operand_pointer(0) + " + m * " + NN + ";");
+  line(StorageType(t) + "* out = " + ka.output_pointer(0) + " + m * " + NN + ";");
+  line("W* l = reinterpret_cast<W*>(" + scratch + ") + m * " + NN + ";");
+  // The lower-triangle problem: for upper, the (unconjugated) transpose, as the evaluator does.
+  const std::string M = instr.attrs().cholesky_lower ? "a[i * " + N + " + j]" : "a[j * " + N + " + i]";
+  line("bool failed = false;");
+  line("for (int j = 0; j < " + N + " && !failed; ++j) {");
+  line("  { const int i = j; W d = w_load(&" + M + ");");
+  line("    for (int k = 0; k < j; ++k) d = w_sub(d, w_mul(l[j * " + N + " + k], w_conj(l[j * " + N + " + k])));");
+  line("    const double piv = sqrt(w_re(d));");
+  line("    if (piv != piv) { failed = true; break; }");
+  line("    l[j * " + N + " + j] = w_real(piv); }");
+  line("  const double piv = w_re(l[j * " + N + " + j]);");
+  line("  for (int i = j + 1; i < " + N + "; ++i) {");
+  line("    W v = w_load(&" + M + ");");
+  line("    for (int k = 0; k < j; ++k) v = w_sub(v, w_mul(l[i * " + N + " + k], w_conj(l[j * " + N + " + k])));");
+  line("    l[i * " + N + " + j] = w_div_real(v, piv);");
+  line("  }");
+  line("}");
+  const std::string dst = instr.attrs().cholesky_lower ? "out[i * " + N + " + j]" : "out[j * " + N + " + i]";
+  line("for (int i = 0; i < " + N + "; ++i)");
+  line("  for (int j = 0; j < " + N + "; ++j)");
+  line("    w_store(&" + dst + ", failed ? w_nan() : (j <= i ? l[i * " + N + " + j] : w_real(0.0)));");
+  const std::string entry = "cholesky_" + SanitizeIdentifier(instr.name());
+  ka.source().AddEntry(WorkHelpers(t));
+  ka.AddEntry(entry, c.block_size, b);
+  runtime::LaunchDims dims;
+  dims.grid.x = static_cast<uint32_t>(std::max<int64_t>(1, CeilDiv(batch, c.block_size)));
+  dims.block.x = static_cast<uint32_t>(c.block_size);
+  ka.AddLaunch(entry, dims);
+  return ka.Finish();
+}
+
+StatusOr<KernelSpec> EmitTriangularSolve(const HloInstruction& instr, const DeviceSpec& device,
+                                         const KernelConfig& config) {
+  KILN_RETURN_IF_ERROR(CheckTriangularSolve(instr));
+  const Shape& as = instr.operand(0)->shape();
+  const Shape& bs = instr.operand(1)->shape();
+  const PrimitiveType t = as.element_type();
+  const int64_t r = bs.rank();
+  const int64_t k = as.dimensions(r - 1), m = bs.dimensions(r - 2), n = bs.dimensions(r - 1);
+  const int64_t batch = (m == 0 || n == 0) ? 0 : bs.num_elements() / (m * n);
+  const TriangularSolveOptions& o = instr.attrs().triangular_solve_options;
+  Status st = OkStatus();
+  const KernelConfig c = ResolveBlock(config, device, &st);
+  KILN_RETURN_IF_ERROR(st);
+  KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
+  KernelAssembler ka(view, "triangular_solve", c);
+  ka.MarkRead(0);
+  ka.MarkRead(1);
+  const int wbytes = IsComplexType(t) ? 16 : 8;
+  const std::string scratch = ka.AddScratch(std::max<int64_t>(batch * m * n * wbytes, 16));
+  // Each thread solves one column (left side: T X = B) or one row (right side: X T = B).
+  const int64_t per_batch = o.left_side ? n : m;
+  const int64_t threads = batch * per_batch;
+  const std::string K = std::to_string(k), S = std::to_string(o.left_side ? n : 1);
+  ka.source().AddHeaderComment(StrCat("triangular-solve: one thread per ", o.left_side ? "column" : "row",
+                                      " of b, ", threads, " in all"));
+  std::string b;
+  auto line = [&](const std::string& x) { b += "  " + x + "\n"; };
+  line("const long long g = (long long)blockIdx.x * " + std::to_string(c.block_size) + " + threadIdx.x;");
+  line("if (g >= " + std::to_string(threads) + "LL) return;");
+  line("const long long bi = g / " + std::to_string(per_batch) + ", q = g % " + std::to_string(per_batch) + ";");
+  line("const " + StorageType(t) + "* A = " + ka.operand_pointer(0) + " + bi * " + std::to_string(k * k) + ";");
+  // x[i]: element i of this thread's column (stride n) or row (stride 1) of B / X.
+  const std::string base = o.left_side ? "bi * " + std::to_string(m * n) + " + q"
+                                       : "bi * " + std::to_string(m * n) + " + q * " + std::to_string(n);
+  line("const " + StorageType(t) + "* B = " + ka.operand_pointer(1) + " + " + base + ";");
+  line(StorageType(t) + "* X = " + ka.output_pointer(0) + " + " + base + ";");
+  line("W* x = reinterpret_cast<W*>(" + scratch + ") + " + base + ";");
+  line("for (int i = 0; i < " + K + "; ++i) x[i * " + S + "] = w_load(&B[i * " + S + "]);");
+  // T(i, j) = op(the `lower` triangle of A, unit diagonal if asked).
+  std::string av = [&]() {
+    std::string in_tri = o.lower ? "(c <= r)" : "(c >= r)";
+    std::string diag = o.unit_diagonal ? "r == c ? w_real(1.0) : " : "";
+    return "(" + diag + "(" + in_tri + " ? w_load(&A[r * " + K + " + c]) : w_real(0.0)))";
+  }();
+  b += "#define KILN_A(r, c) " + av + "\n";
+  switch (o.transpose_a) {
+    case TriangularTranspose::kNoTranspose: b += "#define KILN_T(i, j) KILN_A(i, j)\n"; break;
+    case TriangularTranspose::kTranspose: b += "#define KILN_T(i, j) KILN_A(j, i)\n"; break;
+    case TriangularTranspose::kAdjoint: b += "#define KILN_T(i, j) w_conj(KILN_A(j, i))\n"; break;
+  }
+  const bool t_lower = o.lower != (o.transpose_a != TriangularTranspose::kNoTranspose);
+  if (o.left_side) {
+    if (t_lower) {
+      line("for (int i = 0; i < " + K + "; ++i) {");
+      line("  W v = x[i * " + S + "];");
+      line("  for (int j = 0; j < i; ++j) v = w_sub(v, w_mul(KILN_T(i, j), x[j * " + S + "]));");
+    } else {
+      line("for (int i = " + K + " - 1; i >= 0; --i) {");
+      line("  W v = x[i * " + S + "];");
+      line("  for (int j = i + 1; j < " + K + "; ++j) v = w_sub(v, w_mul(KILN_T(i, j), x[j * " + S + "]));");
+    }
+    line("  x[i * " + S + "] = w_div(v, KILN_T(i, i));");
+    line("}");
+  } else {
+    if (t_lower) {
+      line("for (int j = " + K + " - 1; j >= 0; --j) {");
+      line("  W v = x[j];");
+      line("  for (int i = j + 1; i < " + K + "; ++i) v = w_sub(v, w_mul(x[i], KILN_T(i, j)));");
+    } else {
+      line("for (int j = 0; j < " + K + "; ++j) {");
+      line("  W v = x[j];");
+      line("  for (int i = 0; i < j; ++i) v = w_sub(v, w_mul(x[i], KILN_T(i, j)));");
+    }
+    line("  x[j] = w_div(v, KILN_T(j, j));");
+    line("}");
+  }
+  line("for (int i = 0; i < " + K + "; ++i) w_store(&X[i * " + S + "], x[i * " + S + "]);");
+  b += "#undef KILN_T\n#undef KILN_A\n";
+  const std::string entry = "trsm_" + SanitizeIdentifier(instr.name());
+  ka.source().AddEntry(WorkHelpers(t));
+  ka.AddEntry(entry, c.block_size, b);
+  runtime::LaunchDims dims;
+  dims.grid.x = static_cast<uint32_t>(std::max<int64_t>(1, CeilDiv(threads, c.block_size)));
+  dims.block.x = static_cast<uint32_t>(c.block_size);
+  ka.AddLaunch(entry, dims);
+  return ka.Finish();
+}
+
+}  // namespace kiln::codegen
