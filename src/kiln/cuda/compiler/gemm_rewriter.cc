@@ -40,6 +40,17 @@ using match::RowMajor;
 using match::ScalarConstantValue;
 using match::StripViews;
 
+// Whether a value of type `t` converts exactly into `out`, a floating-point GEMM type.
+bool WidensTo(PrimitiveType t, PrimitiveType out) {
+  using P = PrimitiveType;
+  if (out != P::kF32 && out != P::kF64) return false;
+  switch (t) {
+    case P::kF16: case P::kBF16: case P::kF32: return true;
+    case P::kF64: return out == P::kF64;
+    default: return false;
+  }
+}
+
 // Splits `dims` (all > 1) into three consecutive groups with products a, b, c; returns the
 // group sizes or nullopt.
 std::optional<std::array<size_t, 3>> GroupDims(const std::vector<int64_t>& dims, int64_t a, int64_t b,
@@ -212,15 +223,31 @@ StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& option
   HloInstruction* lhs = dot->operand(0);
   HloInstruction* rhs = dot->operand(1);
   const PrimitiveType out_type = dot->shape().element_type();
-  if (!GemmTypesSupported(lhs->shape().element_type(), rhs->shape().element_type(), out_type)) return false;
   if (!RowMajor(dot->shape()) || !RowMajor(lhs->shape()) || !RowMajor(rhs->shape())) return false;
+  // Mixed floating-point operands no library multiplies as they are (bf16 x f32 -> f32,
+  // f16 x bf16 -> f32, f32 x f32 -> f64, ...): both are widened -- exactly -- to the result type
+  // (f32 or f64), and an f32 product then runs at full f32 precision (no TF32: the HLO's
+  // precision rule is about its own operand types).
+  bool widened = false;
+  if (!GemmTypesSupported(lhs->shape().element_type(), rhs->shape().element_type(), out_type) &&
+      WidensTo(lhs->shape().element_type(), out_type) && WidensTo(rhs->shape().element_type(), out_type)) {
+    HloEditor ed(dot->parent());
+    if (lhs->shape().element_type() != out_type) {
+      KILN_ASSIGN_OR_RETURN(lhs, ed.Convert(lhs, out_type, nullptr, dot));
+    }
+    if (rhs->shape().element_type() != out_type) {
+      KILN_ASSIGN_OR_RETURN(rhs, ed.Convert(rhs, out_type, nullptr, dot));
+    }
+    widened = true;
+  }
+  if (!GemmTypesSupported(lhs->shape().element_type(), rhs->shape().element_type(), out_type)) return false;
   const bool batched = dot->shape().rank() == 3;
   GemmConfig c;
   c.batch = batched ? dot->shape().dimensions(0) : 1;
   c.m = lhs->shape().dimensions(batched ? 1 : 0);
   c.k = lhs->shape().dimensions(batched ? 2 : 1);
   c.n = rhs->shape().dimensions(batched ? 2 : 1);
-  c.precision = *DotPrecision(*dot);
+  c.precision = widened ? Precision::kHighest : *DotPrecision(*dot);
   if (c.m * c.n * c.k == 0) return false;  // an empty product: a fill, not a GEMM
 
   Storage ls = FoldOperand(lhs, c.batch, c.m, c.k, options.fold_transposes);

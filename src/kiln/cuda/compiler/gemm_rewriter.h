@@ -2,7 +2,9 @@
 //
 // Runs after DotCanonicalizer and the simplifier, before fusion. For every dot in the canonical
 // [B,M,K] x [B,K,N] form whose types a BLAS library runs (f32, bf16, f16 -> same or f32, f64,
-// c64, c128, s8 -> s32; see GemmTypesSupported), it builds one `__kiln$gemm` custom call:
+// c64, c128, s8 -> s32; see GemmTypesSupported) -- or whose floating-point operands widen
+// exactly to an f32/f64 result (mixed types: converted first, then a full-precision GEMM) --
+// it builds one `__kiln$gemm` custom call:
 //
 //   Operand layouts. An operand that is a transpose of a buffer (possibly between reshapes, as
 //   the canonicalizer writes it) whose bytes are the canonical matrix transposed -- [B,K,M] for

@@ -279,6 +279,44 @@ ENTRY e {
   CheckValues(text, *m);
 }
 
+// Mixed floating-point operands are widened to the result type and multiplied at full
+// precision; mixed integer dots stay dots.
+TEST(GemmRewriterTest, MixedFloatOperandsAreWidened) {
+  const char* text = R"(HloModule m
+ENTRY e {
+  a = bf16[8,16] parameter(0)
+  b = f32[16,4] parameter(1)
+  ROOT d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})";
+  auto m = Rewrite(text);
+  ASSERT_TRUE(m);
+  auto g = Gemms(*m);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0]->operand(0)->opcode(), HloOpcode::kConvert);
+  EXPECT_EQ(g[0]->operand(0)->shape().element_type(), PrimitiveType::kF32);
+  EXPECT_EQ(g[0]->operand(1)->opcode(), HloOpcode::kParameter);
+  EXPECT_EQ(GetGemmConfig(*g[0])->precision, Precision::kHighest);
+  CheckValues(text, *m);
+  const char* f64 = R"(HloModule m
+ENTRY e {
+  a = f16[2,8,16] parameter(0)
+  b = f32[2,16,4] parameter(1)
+  ROOT d = f64[2,8,4] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+})";
+  auto m64 = Rewrite(f64);
+  ASSERT_TRUE(m64);
+  EXPECT_EQ(Gemms(*m64).size(), 1u);
+  CheckValues(f64, *m64);
+  auto ints = Rewrite(R"(HloModule m
+ENTRY e {
+  a = s8[4,5] parameter(0)
+  b = s32[5,6] parameter(1)
+  ROOT d = s32[4,6] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  ASSERT_TRUE(ints);
+  EXPECT_TRUE(Gemms(*ints).empty());
+}
+
 TEST(GemmRewriterTest, HighestPrecisionIsRecorded) {
   const char* text = R"(HloModule m
 ENTRY e {

@@ -332,6 +332,26 @@ ENTRY e {
   EXPECT_EQ(listing.find("[host fallback]"), std::string::npos) << listing;
 }
 
+// Mixed floating-point dots: operands widened to the result type, full-precision GEMMs.
+TEST(GpuExecutableTest, MixedFloatDotsRunAsWidenedGemms) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule mixed
+ENTRY e {
+  a = bf16[64,96] parameter(0)
+  b = f32[96,32] parameter(1)
+  d = f32[64,32] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  c = f16[3,16,24] parameter(2)
+  e = f32[3,24,8] parameter(3)
+  f = f64[3,16,8] dot(c, e), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+  ROOT t = (f32[64,32], f64[3,16,8]) tuple(d, f)
+})", 2);
+  ExpectClose(r);
+  if (!r.exe) return;
+  const std::string listing = r.exe->compiled().ThunkListing();
+  EXPECT_EQ(listing.find("host %"), std::string::npos) << listing;
+  EXPECT_EQ(listing.find("[host fallback]"), std::string::npos) << listing;
+}
+
 // Complex dots run on cuBLASLt (CGEMM, ZGEMM), not on the host.
 TEST(GpuExecutableTest, ComplexGemms) {
   REQUIRE_DEVICE();
