@@ -230,10 +230,20 @@ StatusOr<std::unique_ptr<Autotuner>> Autotuner::Create(BackendList backends,
                              "' (have: ", StrJoin(names, ", "), ")");
     }
   }
+  for (const std::string& allowed : options.allow_backends) {
+    if (std::find(names.begin(), names.end(), allowed) == names.end()) {
+      return InvalidArgument("cannot allow unknown autotuning backend '", allowed,
+                             "' (have: ", StrJoin(names, ", "), ")");
+    }
+  }
+  // The allowlist first, then the exclusions; the factory's order is kept.
   BackendList kept;
   for (auto& b : backends) {
-    auto& ex = options.exclude_backends;
-    if (std::find(ex.begin(), ex.end(), b->name()) == ex.end()) kept.push_back(std::move(b));
+    const auto& al = options.allow_backends;
+    const auto& ex = options.exclude_backends;
+    bool allowed = al.empty() || std::find(al.begin(), al.end(), b->name()) != al.end();
+    bool excluded = std::find(ex.begin(), ex.end(), b->name()) != ex.end();
+    if (allowed && !excluded) kept.push_back(std::move(b));
   }
   for (const ForcedConfig& f : options.forced) {
     bool known = std::any_of(kept.begin(), kept.end(),

@@ -9,8 +9,8 @@
 // Run, for the module's instructions outside fusion bodies:
 //   1. groups identical instructions (same InstructionFingerprint): each group is tuned once and
 //      the result applied to all of its members;
-//   2. asks every backend (minus excluded ones) for its SupportedConfigs; a group no backend
-//      supports is left alone;
+//   2. asks every backend (only the allowed ones when there is an allowlist, minus excluded
+//      ones) for its SupportedConfigs; a group no backend supports is left alone;
 //   3. decides, in this order: a forced config for the instruction's kind; the default config
 //      when tuning is off; the only candidate when there is one (without a device: after asking
 //      the cache, since backends may list fewer configs offline); a cache hit; otherwise tunes
@@ -82,6 +82,11 @@ struct AutotuneOptions {
   // Pick the first valid candidate in the backends' order instead of the fastest (and ask
   // backends for deterministic configs only).
   bool deterministic = false;
+  // Non-empty: only these backends (by name) are kept; the others are dropped in Create and
+  // never asked for candidates. Order does not matter (the factory's order is kept).
+  std::vector<std::string> allow_backends;
+  // These backends are dropped (applied after allow_backends). Create fails with
+  // InvalidArgument, naming the known backends, when either list names an unknown one.
   std::vector<std::string> exclude_backends;
   std::vector<ForcedConfig> forced;
   ProfileOptions profile;

@@ -1,5 +1,6 @@
 // The autotuner end to end on the host platform with scripted fake backends: selection,
-// failure handling, grouping, the cache and its modes, forced/excluded backends, determinism.
+// failure handling, grouping, the cache and its modes, forced/excluded/allowed backends,
+// determinism.
 #include "kiln/autotune/autotuner.h"
 
 #include <filesystem>
@@ -291,6 +292,53 @@ TEST_F(AutotunerTest, ForcedConfigsAndExcludedBackends) {
   EXPECT_EQ(ref_->launch_calls(), 0);
   options_.exclude_backends = {"nonesuch"};
   EXPECT_EQ(Tune(*other, nullptr).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(AutotunerTest, AllowlistKeepsOnlyTheNamedBackends) {
+  auto module = testing::ParseOrDie(kModule);
+  // Only "gen": "ref" is dropped before anything is asked of it.
+  options_.allow_backends = {"gen"};
+  BackendList list = Backends();
+  auto ref_asked = ref_->supported_calls();
+  auto gen_asked = gen_->supported_calls();
+  KILN_ASSERT_OK_AND_ASSIGN(
+      auto tuner, Autotuner::Create(std::move(list), host_.device->description(), host_.device,
+                                    nullptr, options_));
+  ASSERT_EQ(tuner->backends().size(), 1u);
+  EXPECT_EQ(tuner->backends()[0]->name(), "gen");
+  KILN_ASSERT_OK_AND_ASSIGN(AutotuneReport report, tuner->Run(*module));
+  EXPECT_EQ(ref_asked->load(), 0);
+  EXPECT_GT(gen_asked->load(), 0);
+  for (const InstructionReport& g : report.groups) {
+    ASSERT_TRUE(g.chosen.has_value());
+    EXPECT_EQ(g.chosen->backend(), "gen");
+    for (const CandidateRecord& c : g.candidates) EXPECT_EQ(c.config.backend(), "gen");
+  }
+
+  // Both allowed, "gen" excluded: the exclusion applies after the allowlist.
+  options_.allow_backends = {"gen", "ref"};
+  options_.exclude_backends = {"gen"};
+  list = Backends();
+  ref_asked = ref_->supported_calls();
+  gen_asked = gen_->supported_calls();
+  auto other = testing::ParseOrDie(kModule);
+  KILN_ASSERT_OK_AND_ASSIGN(report, Tune(*other, nullptr, std::move(list), host_.device));
+  EXPECT_EQ(report.CountSource(ChoiceSource::kOnlyCandidate), 2);
+  EXPECT_GT(ref_asked->load(), 0);
+  EXPECT_EQ(gen_asked->load(), 0);
+
+  // Allowed and excluded alike: nothing is left, nothing is tuned.
+  options_.allow_backends = {"gen"};
+  KILN_ASSERT_OK_AND_ASSIGN(report, Tune(*testing::ParseOrDie(kModule), nullptr));
+  EXPECT_EQ(report.CountSource(ChoiceSource::kTuned), 0);
+
+  // An unknown name is an error that names the known backends.
+  options_.exclude_backends.clear();
+  options_.allow_backends = {"gen", "nonesuch"};
+  auto bad = Tune(*other, nullptr);
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("'nonesuch' (have: ref, gen)"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST_F(AutotunerTest, NoValidCandidateFallsBackToTheDefault) {

@@ -71,7 +71,7 @@ check cache_list_invalid 0 '0 entries and 2 invalid files' -- "$KILN" cache list
 check tune_over_corrupt 0 'autotune cache: ignoring' -- "$KILN" tune "$M" --device host --autotune-cache "$CACHE" --repetitions 1
 check cache_list_repaired 0 '2 entries in' -- "$KILN" cache list --autotune-cache "$CACHE"
 
-# Options: off, forced configs, excluded backends, bad values.
+# Options: off, forced configs, excluded and allowed backends, bad values.
 check tune_off 0 '2 default' -- "$KILN" tune "$M" --device host --autotune off --autotune-cache "$TMP/cache3"
 check tune_forced 0 'host_gemm \{"order":"ijk","tile_k":16,"tile_m":16,"tile_n":16\}.*forced' -- \
   "$KILN" tune "$M" --device host --autotune-cache-mode off \
@@ -80,6 +80,21 @@ check tune_exclude 0 '2 single candidate' -- \
   "$KILN" tune "$M" --device host --autotune-cache-mode off --autotune-exclude host_gemm
 check tune_bad_exclude 2 "cannot exclude unknown autotuning backend 'cublas'" -- \
   "$KILN" tune "$M" --device host --autotune-exclude cublas
+# The allowlist: only host_gemm is asked, so host_eval (which every dot also supports, see the
+# unrestricted dump above) appears nowhere in the dump; an unknown name fails naming the known
+# ones; the exclusion applies after the allowlist.
+check tune_backends 0 '2 tuned' -- \
+  "$KILN" tune "$M" --device host --autotune-cache-mode off --repetitions 1 \
+    --autotune-backends host_gemm --autotune-dump-json "$TMP/allow.json"
+check tune_backends_dump 0 '"backend": "host_gemm"' -- cat "$TMP/allow.json"
+check tune_backends_only 1 '' -- grep -Eq '"backend": "[a-z_]+"' \
+  <(grep -Eo '"backend": "[a-z_]+"' "$TMP/allow.json" | grep -v '"host_gemm"')
+check unrestricted_dump_has_eval 0 '' -- grep -q '"backend": "host_eval"' "$TMP/tune.json"
+check tune_backends_list 0 '2 single candidate' -- \
+  "$KILN" tune "$M" --device host --autotune-cache-mode off \
+    --autotune-backends host_gemm,host_eval --autotune-exclude host_gemm
+check tune_bad_backends 2 "cannot allow unknown autotuning backend 'cublas' \\(have: host_gemm, host_eval\\)" -- \
+  "$KILN" tune "$M" --device host --autotune-backends host_eval,cublas
 check tune_bad_force 2 'autotune-force' -- "$KILN" tune "$M" --device host --autotune-force dot
 check tune_bad_level 2 '' -- "$KILN" tune "$M" --autotune sometimes
 check tune_deterministic 0 '2 tuned' -- \

@@ -25,6 +25,10 @@ void AddAutotuneFlags(CLI::App* cmd, AutotuneFlags* flags) {
       ->check(CLI::IsMember({"off", "read-only", "read-write", "require-complete"}));
   cmd->add_flag("--autotune-deterministic", flags->deterministic,
                 "pick the first valid config in the backends' fixed order, not the fastest");
+  cmd->add_option("--autotune-backends", flags->backends,
+                  "NAME[,NAME...]: ask only these backends for candidates (repeatable; "
+                  "--autotune-exclude applies after)")
+      ->delimiter(',');
   cmd->add_option("--autotune-exclude", flags->exclude, "leave this backend out (repeatable)");
   cmd->add_option("--autotune-force", flags->force,
                   "KIND=BACKEND[:JSON]: use this config for every instruction of KIND "
@@ -52,6 +56,7 @@ StatusOr<autotune::AutotuneOptions> MakeAutotuneOptions(const AutotuneFlags& fla
   if (!level.ok()) return level.status().WithContext("--autotune");
   options.level = *level;
   options.deterministic = flags.deterministic;
+  options.allow_backends = flags.backends;
   options.exclude_backends = flags.exclude;
   for (const std::string& f : flags.force) {
     auto forced = autotune::ParseForcedConfig(f);

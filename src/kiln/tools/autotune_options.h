@@ -6,6 +6,7 @@
 //                                      $XDG_CACHE_HOME/kiln/autotune, else ~/.cache/kiln/autotune)
 //   --autotune-cache-mode MODE         off | read-only | read-write (default) | require-complete
 //   --autotune-deterministic           first valid config in fixed order, not the fastest
+//   --autotune-backends NAME[,NAME...]  only these backends (repeatable; exclusions apply after)
 //   --autotune-exclude BACKEND         leave a backend out (repeatable)
 //   --autotune-force KIND=BACKEND[:JSON]  force a config on every instruction of a kind
 //                                      (repeatable; for debugging)
@@ -33,6 +34,7 @@ struct AutotuneFlags {
   std::string cache_dir;  // empty: the default directory
   std::string cache_mode = "read-write";
   bool deterministic = false;
+  std::vector<std::string> backends;  // empty: every backend of the factory
   std::vector<std::string> exclude;
   std::vector<std::string> force;
   std::string dump_json;  // empty: don't

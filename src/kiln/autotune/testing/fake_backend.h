@@ -57,6 +57,9 @@ class FakeBackend : public Backend {
   // Calls so far (tests check that a cache hit compiles and runs nothing).
   int compile_calls() const { return compile_calls_.load(); }
   int launch_calls() const { return launch_calls_->load(); }
+  // SupportedConfigs calls; shared so a test can still read it after the autotuner dropped
+  // (destroyed) this backend, e.g. because it is not on the allowlist.
+  std::shared_ptr<const std::atomic<int>> supported_calls() const { return supported_calls_; }
 
  private:
   std::string name_;
@@ -67,6 +70,7 @@ class FakeBackend : public Backend {
   std::string version_;
   std::atomic<int> compile_calls_{0};
   std::shared_ptr<std::atomic<int>> launch_calls_ = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<std::atomic<int>> supported_calls_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace kiln::autotune::testing
