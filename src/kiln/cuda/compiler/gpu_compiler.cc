@@ -6,6 +6,7 @@
 #include "kiln/base/strings.h"
 #include "kiln/base/thread_pool.h"
 #include "kiln/codegen/emitters.h"
+#include "kiln/cuda/compiler/sort_dimension_rewriter.h"
 #include "kiln/cuda/compiler/thunk_emitter.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/verifier.h"
@@ -161,6 +162,8 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   AddSimplificationPasses(pipeline, so);
   pipeline.AddPass<GemmRewriter>(options.gemm);
   pipeline.AddPass<ConvRewriter>(options.conv);
+  // Sorts along a non-minor dimension -> transposes around a row sort the device runs.
+  pipeline.AddPass<SortDimensionRewriter>();
   pipeline.AddPass<AlgebraicSimplifier>();
   pipeline.AddPass<CommonSubexpressionElimination>();
   pipeline.AddPass<DeadCodeElimination>();

@@ -125,5 +125,35 @@ ENTRY e {
   fs::remove_all(o.kernel_dump_dir);
 }
 
+// Sorts along non-minor dimensions (rank 2 along 0, rank 3 along 1, variadic argsort) become
+// device sort thunks between transposes (sort_dimension_rewriter.h), none on the host.
+TEST(GpuCompilerTest, NonMinorSortsBecomeDeviceSorts) {
+  if (!NvrtcPresent()) GTEST_SKIP() << "no NVRTC";
+  auto c = CompileText(R"(HloModule s
+lt {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT l = pred[] compare(a, b), direction=LT, type=TOTALORDER
+}
+lt1 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT l = pred[] compare(a, b), direction=LT, type=TOTALORDER
+}
+ENTRY e {
+  x = f32[300,7] parameter(0)
+  i0 = s32[300,7] iota(), iota_dimension=0
+  s0 = (f32[300,7], s32[300,7]) sort(x, i0), dimensions={0}, is_stable=true, to_apply=lt
+  z = f32[6,40,5] parameter(1)
+  s1 = f32[6,40,5] sort(z), dimensions={1}, to_apply=lt1
+  ROOT t = ((f32[300,7], s32[300,7]), f32[6,40,5]) tuple(s0, s1)
+})");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(Count(**c, "sort"), 2) << (*c)->ThunkListing();
+  EXPECT_EQ(Count(**c, "host"), 0) << (*c)->ThunkListing();
+}
+
 }  // namespace
 }  // namespace kiln::cuda

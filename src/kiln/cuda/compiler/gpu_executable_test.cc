@@ -493,5 +493,54 @@ ENTRY e {
   ExpectClose(r);
 }
 
+// Sorts along a non-minor dimension run on the device as transpose -> row sort -> transpose
+// (sort_dimension_rewriter.h): rank 2 along dimension 0, rank 3 along dimensions 0 and 1,
+// variadic argsort (keys + iota payload, s32 keys with many ties: the device sort is stable,
+// so the payload order among equal keys must match the evaluator's), f32 keys unstable.
+TEST(GpuExecutableTest, SortsAlongNonMinorDimensionsRunOnTheDevice) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule s
+ltf {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT l = pred[] compare(a, b), direction=LT, type=TOTALORDER
+}
+lti {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT l = pred[] compare(a, b), direction=LT
+}
+gt1 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT l = pred[] compare(a, b), direction=GT, type=TOTALORDER
+}
+ENTRY e {
+  x = f32[300,7] parameter(0)
+  i0 = s32[300,7] iota(), iota_dimension=0
+  s0 = (f32[300,7], s32[300,7]) sort(x, i0), dimensions={0}, to_apply=ltf
+  y = s32[6,40,5] parameter(1)
+  three = s32[] constant(3)
+  b3 = s32[6,40,5] broadcast(three), dimensions={}
+  k = s32[6,40,5] and(y, b3)
+  i1 = s32[6,40,5] iota(), iota_dimension=1
+  s1 = (s32[6,40,5], s32[6,40,5]) sort(k, i1), dimensions={1}, is_stable=true, to_apply=lti
+  i2 = s32[6,40,5] iota(), iota_dimension=0
+  s2 = (s32[6,40,5], s32[6,40,5]) sort(k, i2), dimensions={0}, is_stable=true, to_apply=lti
+  z = f32[33,4,9] parameter(2)
+  s3 = f32[33,4,9] sort(z), dimensions={0}, to_apply=gt1
+  ROOT t = ((f32[300,7], s32[300,7]), (s32[6,40,5], s32[6,40,5]), (s32[6,40,5], s32[6,40,5]), f32[33,4,9]) tuple(s0, s1, s2, s3)
+})");
+  ExpectClose(r);
+  if (!r.exe) return;
+  const std::string listing = r.exe->compiled().ThunkListing();
+  EXPECT_EQ(listing.find("host %"), std::string::npos) << listing;
+  EXPECT_EQ(listing.find("[host fallback]"), std::string::npos) << listing;
+}
+
 }  // namespace
 }  // namespace kiln::cuda
