@@ -40,15 +40,17 @@ class EigenPoolAdapter final : public Eigen::ThreadPoolInterface {
 // Note [Eigen's own pool for contractions]
 //   Eigen's contraction cuts a mid-sized product into many short tasks with barriers between
 //   them; on kiln's ThreadPool (one mutex-guarded queue, workers sleeping on a condition
-//   variable) every task pays a wake-up and the queue's lock, which on 16 cores made a
-//   300x700x500 product 3x slower than the same contraction on an Eigen::ThreadPool (spinning,
-//   work-stealing). KILN_CPU_GEMM_POOL=eigen runs contractions on a process-wide
-//   Eigen::ThreadPool with as many threads as ctx.pool (created on first use, one per thread
-//   count); the default (kiln) keeps one set of worker threads (Note [Eigen threads]).
+//   variable) every task pays a wake-up and the queue's lock. Measured on 16 cores (the H200
+//   machine's host, bench/cpu, 2026-11-29): kiln/XLA gemm_f32_odd 3.43 -> 0.90, gemm_f32 1.97 ->
+//   1.20, mlp_f32 3.57 -> 1.04 with contractions on an Eigen::ThreadPool (spinning,
+//   work-stealing); neutral on 2 cores. So contractions run on a process-wide Eigen::ThreadPool
+//   with as many threads as ctx.pool (created on first use, one per thread count); its threads
+//   sleep when idle. KILN_CPU_GEMM_POOL=kiln runs them on kiln's pool instead (one set of worker
+//   threads, Note [Eigen threads]).
 bool UseEigenPool() {
   static const bool eigen = [] {
     const char* v = std::getenv("KILN_CPU_GEMM_POOL");
-    return v != nullptr && std::string_view(v) == "eigen";
+    return v == nullptr || std::string_view(v) != "kiln";
   }();
   return eigen;
 }
