@@ -20,34 +20,11 @@
 #include "kiln/passes/fusion_utils.h"
 #include "kiln/passes/simple_passes.h"
 #include "kiln/passes/simplification_pipeline.h"
+#include "kiln/passes/unfuse_all.h"
 
 namespace kiln::cpu {
 
 namespace {
-
-// Inlines every fusion of the module's sequential computations (a module optimized elsewhere
-// arrives fused by somebody else's policy).
-class UnfuseAll : public HloPass {
- public:
-  std::string_view name() const override { return "unfuse"; }
-  StatusOr<bool> Run(HloModule& module) override {
-    bool changed = false;
-    for (bool again = true; again;) {
-      again = false;
-      CallGraph graph(module);
-      for (HloComputation* c : module.computations()) {
-        if (graph.context(c) != CallContext::kSequential) continue;
-        for (HloInstruction* instr : c->MakeInstructionPostOrder()) {
-          if (instr->opcode() != HloOpcode::kFusion) continue;
-          KILN_RETURN_IF_ERROR(Unfuse(instr));
-          again = changed = true;
-        }
-      }
-    }
-    if (changed) module.RemoveUnreachableComputations();
-    return changed;
-  }
-};
 
 // CpuFusionPolicy, with floating division counted as expensive: a divide costs several
 // multiplies on the CPU, so the fusion policy must not recompute one per element of a

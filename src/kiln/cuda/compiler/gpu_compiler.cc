@@ -19,33 +19,11 @@
 #include "kiln/passes/layout_normalization.h"
 #include "kiln/passes/simple_passes.h"
 #include "kiln/passes/simplification_pipeline.h"
+#include "kiln/passes/unfuse_all.h"
 
 namespace kiln::cuda {
 
 namespace {
-
-// Inlines every fusion of the module's sequential computations.
-class UnfuseAll : public HloPass {
- public:
-  std::string_view name() const override { return "unfuse"; }
-  StatusOr<bool> Run(HloModule& module) override {
-    bool changed = false;
-    for (bool again = true; again;) {
-      again = false;
-      CallGraph graph(module);
-      for (HloComputation* c : module.computations()) {
-        if (graph.context(c) != CallContext::kSequential) continue;
-        for (HloInstruction* instr : c->MakeInstructionPostOrder()) {
-          if (instr->opcode() != HloOpcode::kFusion) continue;
-          KILN_RETURN_IF_ERROR(Unfuse(instr));
-          again = changed = true;
-        }
-      }
-    }
-    if (changed) module.RemoveUnreachableComputations();
-    return changed;
-  }
-};
 
 class FusionPass : public HloPass {
  public:
