@@ -13,6 +13,13 @@
 //              XlaFuzz/<module>  $KILN_SHARED_DIR/corpus/xla-fuzz/*.hlo on seeded random inputs
 //                                (MakeRandomArguments, seed 42)
 // Tolerances: BackendTolerance (src/kiln/eval/tolerance.h) -- exact for integers and pred.
+// Autotuning: KILN_DIFFERENTIAL_AUTOTUNE=on|exhaustive compiles every case with the autotuner
+// (the --autotune flags of autotune_options.h; the cuda backend tunes, the others ignore them),
+// with a cache in a fresh temporary directory per process (removed at exit), so every distinct
+// instruction is measured once per process and nothing is read from an earlier run.
+// KILN_DIFFERENTIAL_AUTOTUNE_BACKENDS=NAME[,NAME...] restricts tuning to those backends (the
+// allowlist, e.g. "fission"); unset or empty: every backend of the factory. Unset (or "off"):
+// no tuning, the defaults.
 // One test per (case, backend): a failure names both. Nothing is skipped: a case a backend
 // cannot run fails with the backend's error; only an absent data folder shows as a skip.
 #include <gtest/gtest.h>
@@ -22,6 +29,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdlib.h>  // mkdtemp
 #include <string>
 #include <vector>
 
@@ -32,6 +40,7 @@
 #include "kiln/hlo/npy_literal.h"
 #include "kiln/hlo/parser.h"
 #include "kiln/hlo/random_literal.h"
+#include "kiln/tools/autotune_options.h"
 #include "kiln/tools/backend_registry.h"
 
 namespace kiln {
@@ -57,6 +66,38 @@ std::vector<std::string> BackendsUnderTest() {
     if (devices.ok() && !devices->empty()) out.emplace_back(b->name());
   }
   return out;
+}
+
+// The autotuning flags KILN_DIFFERENTIAL_AUTOTUNE* ask for, or null (no tuning). The cache
+// directory is created on first use and removed when the process exits.
+const AutotuneFlags* DifferentialAutotuneFlags() {
+  struct TunedFlags {
+    AutotuneFlags flags;
+    bool on = false;
+    ~TunedFlags() {
+      std::error_code ec;
+      if (!flags.cache_dir.empty()) fs::remove_all(flags.cache_dir, ec);
+    }
+  };
+  static TunedFlags* const tuned = [] {
+    static TunedFlags t;
+    const char* level = std::getenv("KILN_DIFFERENTIAL_AUTOTUNE");
+    if (level == nullptr || *level == '\0' || std::string(level) == "off") return &t;
+    t.flags.level = level;  // MakeAutotuneOptions rejects a bad level: every case then fails, naming it
+    std::string dir = (fs::temp_directory_path() / "kiln-differential-autotune-XXXXXX").string();
+    if (mkdtemp(dir.data()) == nullptr) {
+      ADD_FAILURE() << "KILN_DIFFERENTIAL_AUTOTUNE: cannot create a temporary cache directory";
+      return &t;
+    }
+    t.flags.cache_dir = dir;
+    t.flags.cache_mode = "read-write";
+    if (const char* b = std::getenv("KILN_DIFFERENTIAL_AUTOTUNE_BACKENDS"))
+      for (std::string_view name : StrSplit(b, ','))
+        if (!name.empty()) t.flags.backends.emplace_back(name);
+    t.on = true;
+    return &t;
+  }();
+  return tuned->on ? &tuned->flags : nullptr;
 }
 
 enum class Inputs { kNpz, kRandom };
@@ -179,6 +220,7 @@ void RunDifferential(const Param& p) {
   ASSERT_TRUE(expected.ok()) << "reference: " << expected.status().message();
   BackendRunOptions ro;
   ro.threads = 2;
+  ro.autotune = DifferentialAutotuneFlags();
   auto actual = backend->Run(**module, args, ro);
   ASSERT_TRUE(actual.ok()) << p.backend << ": " << actual.status().message();
   CompareOptions co;
