@@ -11,6 +11,7 @@
 #include "kiln/cuda/libs/cublas_gemm.h"
 #include "kiln/cuda/libs/gemm.h"
 #include "kiln/cuda/autotune/codegen_backend.h"
+#include "kiln/cuda/autotune/fission_backend.h"
 
 namespace kiln::cuda {
 
@@ -261,14 +262,20 @@ StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescript
       cuda, options, StrCat("cublas ", LibraryVersion(target, "cublas"))));
   backends.push_back(std::make_unique<CublasLtBackend>(
       cuda, options, StrCat("cublasLt ", LibraryVersion(target, "cublasLt"))));
+  // Generated kernels need NVRTC; without it fission is left out and the fusions keep their
+  // default configs.
+  StatusOr<std::unique_ptr<NvrtcCompiler>> nvrtc = NvrtcCompiler::Create(NvrtcOptions{});
+  std::shared_ptr<NvrtcCompiler> shared_nvrtc;
+  if (nvrtc.ok()) shared_nvrtc = std::move(*nvrtc);
+  if (shared_nvrtc) {
+    backends.push_back(
+        CreateFissionBackend(codegen::DeviceSpec::FromDescription(target), device, shared_nvrtc, options));
+  }
   backends.push_back(std::make_unique<CudnnBackend>(
       cuda, options, StrCat("cudnn ", LibraryVersion(target, "cudnn"))));
-  // Generated kernels need NVRTC; without it the fusions keep their default configs.
-  StatusOr<std::unique_ptr<NvrtcCompiler>> nvrtc = NvrtcCompiler::Create(NvrtcOptions{});
-  if (nvrtc.ok()) {
-    backends.push_back(CreateCodegenBackend(codegen::DeviceSpec::FromDescription(target), device,
-                                            std::shared_ptr<NvrtcCompiler>(std::move(*nvrtc)),
-                                            options));
+  if (shared_nvrtc) {
+    backends.push_back(
+        CreateCodegenBackend(codegen::DeviceSpec::FromDescription(target), device, shared_nvrtc, options));
   }
   return backends;
 }

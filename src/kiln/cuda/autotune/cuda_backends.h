@@ -8,6 +8,11 @@
 //             on, 128 exhaustive), each with its workspace: config {"index", "opaque" (the
 //             cublasLtMatmulAlgo_t words), "workspace", "waves", "desc"}. Needs a device to list.
 //             Deterministic mode keeps only algorithms without split-K.
+//   fission   GEMM calls with an epilogue (bias, activation, residual): the plain GEMM on each
+//             algorithm cuBLASLt's heuristic returns for the epilogue-free problem, followed by
+//             the epilogue as one generated kernel; applied, it splits the call into a GEMM call
+//             and an epilogue fusion (fission_backend.h). Needs a device to list and NVRTC
+//             (else left out).
 //   cudnn     convolution custom calls (__kiln$conv) on cuDNN: the algorithms ConvPlan lists,
 //             in its order (for fused calls: cuDNN's fused call first where it is documented,
 //             then the split fallback, conv.h), config {"algo", "math_type", "workspace",

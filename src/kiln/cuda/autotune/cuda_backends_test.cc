@@ -78,12 +78,18 @@ TEST(CudaBackendsTest, OfflineConfigLists) {
   ASSERT_NE(module, nullptr);
   // bf16 with a bias epilogue: cuBLAS cannot fuse it, cuBLASLt needs a device to list.
   KILN_ASSERT_OK_AND_ASSIGN(autotune::BackendList backends, CreateCudaBackends(H200(), nullptr, {}));
-  // cublas, cublaslt, cudnn, and codegen where NVRTC loads.
+  // cublas, cublaslt, cudnn, and fission (after cublaslt) and codegen where NVRTC loads.
   const size_t libraries = 3;
-  ASSERT_EQ(backends.size(), libraries + (NvrtcCompiler::Create({}).ok() ? 1 : 0));
+  const bool nvrtc = NvrtcCompiler::Create({}).ok();
+  ASSERT_EQ(backends.size(), libraries + (nvrtc ? 2 : 0));
   EXPECT_EQ(backends[0]->name(), "cublas");
   EXPECT_EQ(backends[0]->version(), "cublas 13.0.2");
-  EXPECT_EQ(backends[2]->version(), "cudnn 9.13.0");
+  EXPECT_EQ(backends[1]->name(), "cublaslt");
+  if (nvrtc) {
+    EXPECT_EQ(backends[2]->name(), "fission");
+    EXPECT_EQ(backends[4]->name(), "codegen");
+  }
+  EXPECT_EQ(backends[nvrtc ? 3 : 2]->version(), "cudnn 9.13.0");
   for (const auto& b : backends) {
     KILN_ASSERT_OK_AND_ASSIGN(auto configs, b->SupportedConfigs(*Root(*module)));
     EXPECT_TRUE(configs.empty()) << b->name();
