@@ -360,6 +360,8 @@ class FissionBackend : public autotune::Backend {
 
 bool FissionApplies(const HloInstruction& instr) {
   if (!IsGemmCall(instr) || !instr.shape().IsArray() || !match::RowMajor(instr.shape())) return false;
+  // The split replaces the call for its users, which control edges would forbid.
+  if (!instr.control_predecessors().empty() || !instr.control_successors().empty()) return false;
   if (!EpilogueOutput(instr.shape().element_type())) return false;
   StatusOr<GemmConfig> g = GetGemmConfig(instr);
   if (!g.ok()) return false;

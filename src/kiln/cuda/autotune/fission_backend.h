@@ -4,7 +4,7 @@
 //
 // What it takes. Every `__kiln$gemm` call (gemm_config.h) with an f32, bf16 or f16 result and
 // an epilogue beyond alpha: a bias, an activation (relu, gelu) and/or a residual c (beta != 0),
-// with row-major shapes. alpha alone is not split: every GEMM scales for free, so a separate
+// with row-major shapes and no control dependencies. alpha alone is not split: every GEMM scales for free, so a separate
 // pass could only be slower. Convolution calls are not taken: cuDNN's own split fallback
 // (libs/conv.h, ConvAlgorithm::split_epilogue: the unfused convolution plus kiln's epilogue
 // kernel, listed by the `cudnn` backend) already measures the split for them.

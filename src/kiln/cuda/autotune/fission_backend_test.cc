@@ -197,6 +197,13 @@ ENTRY e {
   }
   EXPECT_EQ(SplitGemmEpilogue(Find(*other, "scaled"), FakeAlgorithm()).status().code(),
             StatusCode::kFailedPrecondition);
+  // A call with control edges is left alone (its users could not be rewired).
+  {
+    auto m = ParseOrDie(kF32BiasGelu);
+    ASSERT_NE(m, nullptr);
+    Find(*m, "x")->AddControlDependencyTo(Find(*m, "g"));
+    EXPECT_FALSE(FissionApplies(*Find(*m, "g")));
+  }
   // Offline (no device): nothing listed, nothing compiled; trusted.
   auto backend = OfflineBackend();
   EXPECT_EQ(backend->name(), "fission");
