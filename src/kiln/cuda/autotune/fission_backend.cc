@@ -296,35 +296,11 @@ class FissionBackend : public autotune::Backend {
   }
 
  private:
-  // The epilogue kernel for `gemm`: built in a scratch module (parameters t, c, bias), emitted
-  // with the default launch configuration, compiled and loaded -- once per kernel source.
-  StatusOr<std::shared_ptr<const EpilogueKernel>> Kernel(const HloInstruction& gemm, const GemmConfig& g) {
-    HloModule scratch("fission_epilogue");
-    HloComputation* entry = scratch.AddComputation(std::make_unique<HloComputation>("epilogue"), true);
-    Shape t_shape = gemm.shape();
-    t_shape.set_element_type(PrimitiveType::kF32);
-    int64_t next = 0;
-    auto parameter = [&](const Shape& s, const char* name) {
-      auto p = std::make_unique<HloInstruction>(HloOpcode::kParameter, s, name);
-      p->set_parameter_number(next++);
-      return entry->AddInstruction(std::move(p));
-    };
-    EpilogueInputs in;
-    in.t = parameter(t_shape, "t");
-    if (g.c_operand() >= 0) in.c = parameter(gemm.operand(g.c_operand())->shape(), "c");
-    if (g.bias_operand() >= 0) in.bias = parameter(gemm.operand(g.bias_operand())->shape(), "bias");
-    KILN_ASSIGN_OR_RETURN(HloInstruction * fusion,
-                          BuildEpilogueFusion(entry, g, gemm.shape(), in, nullptr, "epilogue"));
-    entry->set_root_instruction(fusion);
+  // The epilogue kernel for `gemm` (FissionEpilogueKernel), compiled and loaded once per
+  // kernel source.
+  StatusOr<std::shared_ptr<const EpilogueKernel>> Kernel(const HloInstruction& gemm, const GemmConfig&) {
     auto k = std::make_shared<EpilogueKernel>();
-    for (const HloInstruction* o : fusion->operands()) {
-      k->operand_role.push_back(o == in.t ? 0 : o == in.c ? 1 : o == in.bias ? 2 : -1);
-      if (k->operand_role.back() < 0) return Internal("fission: the epilogue fusion reads ", o->name());
-    }
-    KILN_ASSIGN_OR_RETURN(k->spec, codegen::EmitKernel(*fusion, spec_));
-    if (k->spec.scratch_bytes != 0 || !k->spec.in_place.empty()) {
-      return Unimplemented("fission: the epilogue kernel wants scratch or in-place outputs");
-    }
+    KILN_ASSIGN_OR_RETURN(k->spec, FissionEpilogueKernel(gemm, spec_, &k->operand_role));
     std::lock_guard<std::mutex> lock(mu_);
     auto it = kernels_.find(k->spec.source);
     if (it != kernels_.end()) return it->second;
@@ -374,6 +350,41 @@ bool FissionApplies(const HloInstruction& instr) {
   // The plain GEMM must exist with an f32 result (bf16/f16/f32 operands).
   return GemmTypesSupported(instr.operand(0)->shape().element_type(), instr.operand(1)->shape().element_type(),
                             PrimitiveType::kF32);
+}
+
+StatusOr<codegen::KernelSpec> FissionEpilogueKernel(const HloInstruction& gemm, const codegen::DeviceSpec& device,
+                                                    std::vector<int>* operand_roles) {
+  if (!FissionApplies(gemm)) return FailedPrecondition("fission does not take %", gemm.name());
+  KILN_ASSIGN_OR_RETURN(GemmConfig g, GetGemmConfig(gemm));
+  // A scratch module: parameters t (f32, the call's dimensions), c, bias; the fusion as root.
+  HloModule scratch("fission_epilogue");
+  HloComputation* entry = scratch.AddComputation(std::make_unique<HloComputation>("epilogue"), true);
+  Shape t_shape = gemm.shape();
+  t_shape.set_element_type(PrimitiveType::kF32);
+  int64_t next = 0;
+  auto parameter = [&](const Shape& s, const char* name) {
+    auto p = std::make_unique<HloInstruction>(HloOpcode::kParameter, s, name);
+    p->set_parameter_number(next++);
+    return entry->AddInstruction(std::move(p));
+  };
+  EpilogueInputs in;
+  in.t = parameter(t_shape, "t");
+  if (g.c_operand() >= 0) in.c = parameter(gemm.operand(g.c_operand())->shape(), "c");
+  if (g.bias_operand() >= 0) in.bias = parameter(gemm.operand(g.bias_operand())->shape(), "bias");
+  KILN_ASSIGN_OR_RETURN(HloInstruction * fusion,
+                        BuildEpilogueFusion(entry, g, gemm.shape(), in, nullptr, StrCat(gemm.name(), ".epilogue")));
+  entry->set_root_instruction(fusion);
+  std::vector<int> roles;
+  for (const HloInstruction* o : fusion->operands()) {
+    roles.push_back(o == in.t ? 0 : o == in.c ? 1 : o == in.bias ? 2 : -1);
+    if (roles.back() < 0) return Internal("fission: the epilogue fusion reads ", o->name());
+  }
+  KILN_ASSIGN_OR_RETURN(codegen::KernelSpec spec, codegen::EmitKernel(*fusion, device));
+  if (spec.scratch_bytes != 0 || !spec.in_place.empty()) {
+    return Unimplemented("fission: the epilogue kernel of %", gemm.name(), " wants scratch or in-place outputs");
+  }
+  if (operand_roles != nullptr) *operand_roles = std::move(roles);
+  return spec;
 }
 
 StatusOr<libs::GemmDesc> FissionGemmDesc(const HloInstruction& gemm, uint64_t min_alignment) {

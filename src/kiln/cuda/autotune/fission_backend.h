@@ -44,9 +44,11 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "kiln/autotune/backend.h"
 #include "kiln/codegen/device_spec.h"
+#include "kiln/codegen/kernel_spec.h"
 #include "kiln/cuda/nvrtc_compiler.h"
 #include "kiln/cuda/libs/gemm_desc.h"
 
@@ -60,6 +62,13 @@ bool FissionApplies(const HloInstruction& instr);
 // The descriptor of the plain GEMM fission runs for `gemm` (FissionApplies): the call's
 // descriptor without c, bias and activation, with an f32 result.
 StatusOr<libs::GemmDesc> FissionGemmDesc(const HloInstruction& gemm, uint64_t min_alignment = 256);
+
+// The epilogue kernel Compile runs for `gemm` (FissionApplies), emitted for `device` with the
+// default launch configuration (no NVRTC, no device needed). Its kOperand parameters index the
+// epilogue fusion's operands; `operand_roles` (may be null) receives, per operand, 0 for the
+// GEMM's f32 intermediate, 1 for c, 2 for bias.
+StatusOr<codegen::KernelSpec> FissionEpilogueKernel(const HloInstruction& gemm, const codegen::DeviceSpec& device,
+                                                    std::vector<int>* operand_roles = nullptr);
 
 // The rewrite of Apply: splits `gemm` (FissionApplies) into a plain f32 GEMM call whose
 // backend_config carries `algorithm` (a `cublaslt` config, or a `fission` config, whose params

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kiln/autotune/testing/test_util.h"
 #include "kiln/cuda/autotune/cuda_backends.h"
 #include "kiln/cuda/autotune/gpu_autotune.h"
@@ -248,6 +250,44 @@ TEST(FissionBackendTest, F16ResidualComputesTheSame) {
 }
 
 TEST(FissionBackendTest, ReshapedResultComputesTheSame) { ASSERT_NE(SplitAndCompare(kF32Reshaped, 1e-5), nullptr); }
+
+// The kernel Compile would run: emitted for sm_90 and compiled by NVRTC (where it loads) for
+// every case, reading the intermediate, c and bias as the roles say.
+TEST(FissionBackendTest, EpilogueKernelsEmitAndCompile) {
+  KILN_ASSERT_OK_AND_ASSIGN(codegen::DeviceSpec spec, codegen::DeviceSpec::FromPreset("sm_90"));
+  auto nvrtc = NvrtcCompiler::Create({});
+  for (const char* text : {kF32BiasGelu, kBf16BiasRelu, kF16Residual, kF32Reshaped}) {
+    auto m = ParseOrDie(text);
+    ASSERT_NE(m, nullptr);
+    const HloInstruction* g = Find(*m, "g");
+    KILN_ASSERT_OK_AND_ASSIGN(GemmConfig gc, GetGemmConfig(*g));
+    std::vector<int> roles;
+    KILN_ASSERT_OK_AND_ASSIGN(codegen::KernelSpec k, FissionEpilogueKernel(*g, spec, &roles));
+    std::vector<int> want = {0};
+    if (gc.beta != 0) want.push_back(1);
+    if (gc.has_bias) want.push_back(2);
+    std::sort(roles.begin(), roles.end());
+    EXPECT_EQ(roles, want) << text;
+    EXPECT_EQ(k.scratch_bytes, 0);
+    EXPECT_FALSE(k.launches.empty());
+    int operands = 0, outputs = 0;
+    for (const codegen::KernelParam& p : k.params) {
+      operands += p.kind == codegen::KernelParam::Kind::kOperand;
+      outputs += p.kind == codegen::KernelParam::Kind::kOutput;
+    }
+    EXPECT_EQ(operands, static_cast<int>(want.size()));
+    EXPECT_EQ(outputs, 1);
+    if (!nvrtc.ok()) continue;
+    NvrtcRequest r;
+    r.source = k.source;
+    r.headers = k.headers;
+    r.arch = spec.arch();
+    r.program_name = k.name + ".cu";
+    auto program = (*nvrtc)->Compile(r);
+    EXPECT_TRUE(program.ok()) << program.status().ToString() << "\n" << k.source;
+  }
+  EXPECT_FALSE(FissionEpilogueKernel(*ParseOrDie(kF32BiasGelu)->entry_computation()->parameter_instruction(0), spec).ok());
+}
 
 // A backend that lists one config for GEMM calls offline, so that the autotuner considers them
 // (fission itself needs a device to list) and a forced fission choice applies.
