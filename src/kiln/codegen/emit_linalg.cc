@@ -19,6 +19,10 @@ namespace {
 // Per thread: n^3/3 dependent double operations for cholesky, k^2/2 per right-hand side.
 constexpr int64_t kMaxCholesky = 256;
 constexpr int64_t kMaxSolve = 2048;
+// Block edge of the blocked kernels (Note [Blocked linalg]).
+constexpr int kDefaultTile = 32;
+// The blocked kernels put the batch index in grid.y.
+constexpr int64_t kMaxBlockedBatch = 65535;
 
 bool LinalgType(PrimitiveType t) {
   return t == PrimitiveType::kF32 || t == PrimitiveType::kF64 || t == PrimitiveType::kC64 ||
@@ -64,15 +68,280 @@ std::string WorkHelpers(PrimitiveType t) {
   return s;
 }
 
-KernelConfig ResolveBlock(const KernelConfig& config, const DeviceSpec& device, Status* status) {
+// `tile` selects the algorithm: 0 the one-thread kernels (problems up to `limit`), > 0 the
+// blocked multi-launch kernels with that block edge (the default above `limit`).
+KernelConfig ResolveBlock(const KernelConfig& config, const DeviceSpec& device, int64_t size,
+                          int64_t limit, Status* status) {
   KernelConfig c = config;
-  if (c.block_size == 0) c.block_size = 64;
+  if (c.tile == 0 && size > limit) c.tile = kDefaultTile;
+  if (c.block_size == 0) c.block_size = c.tile > 0 ? 128 : 64;
   if (c.block_size < 32 || c.block_size > device.max_threads_per_block || c.block_size % 32 != 0)
     *status = InvalidArgument("linalg emitter: bad block size ", c.block_size);
+  if (c.tile < 0 || c.tile > 256) *status = InvalidArgument("linalg emitter: bad tile ", c.tile);
   c.vector_width = 1;
   c.unroll = 1;
   return c;
 }
+
+// Note [Blocked linalg]
+// Matrices over kMaxCholesky and systems over kMaxSolve (or any size when the config sets a
+// tile) run as a sequence of launches over a working copy in scratch (double / complex double,
+// as the one-thread kernels), one block of `tile` columns (cholesky) or unknowns (solve) at a
+// time:
+//   cholesky, per block [kb, ke):  diag -- one thread per matrix factors the diagonal block;
+//     panel -- one thread per row below it divides by the block's columns; update -- one thread
+//     per element of the trailing lower triangle subtracts the block's contribution. Every
+//     element then sees exactly the evaluator's sequence of operations (the same k order), so
+//     the result equals the evaluator's up to contraction into FMAs. The working matrix is
+//     column-major so that the panel and update threads (consecutive rows) read coalesced.
+//   triangular-solve, per block of unknowns in solve order: diag -- one thread per right-hand
+//     side solves the block by substitution; update -- one thread per (right-hand side,
+//     later unknown) subtracts the block's contribution.
+// Launch sizes shrink with the trailing part and are compiled in; the block index itself lives
+// in scratch: the diag launch's thread advances its own counter (`step`), the later launches of
+// the same block only read it. A cholesky whose pivot is not positive sets `fail`, later
+// launches skip that matrix and the last one writes it all NaN (the evaluator's answer).
+int64_t Steps(int64_t size, int tile) { return CeilDiv(size, tile); }
+
+runtime::LaunchDims Dims(int64_t threads, int block, int64_t grid_y = 1) {
+  runtime::LaunchDims d;
+  d.grid.x = static_cast<uint32_t>(std::max<int64_t>(1, CeilDiv(threads, block)));
+  d.grid.y = static_cast<uint32_t>(std::max<int64_t>(1, grid_y));
+  d.block.x = static_cast<uint32_t>(block);
+  return d;
+}
+
+StatusOr<KernelSpec> EmitBlockedCholesky(const HloInstruction& instr, const KernelConfig& c) {
+  const Shape& s = instr.operand(0)->shape();
+  const PrimitiveType t = s.element_type();
+  const int64_t n = s.dimensions(s.rank() - 1);
+  const int64_t batch = n == 0 ? 0 : s.num_elements() / (n * n);
+  if (batch > kMaxBlockedBatch)
+    return Unimplemented("cholesky %", instr.name(), ": blocked kernels take at most ", kMaxBlockedBatch,
+                         " matrices");
+  KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
+  KernelAssembler ka(view, "cholesky", c);
+  ka.MarkRead(0);
+  const int wbytes = IsComplexType(t) ? 16 : 8;
+  const int64_t lbytes = batch * n * n * wbytes;
+  const std::string scratch = ka.AddScratch(std::max<int64_t>(lbytes + batch * 8, 16));
+  const std::string N = std::to_string(n), NN = std::to_string(n * n), NB = std::to_string(c.tile),
+                    BS = std::to_string(c.block_size), BATCH = std::to_string(batch);
+  const std::string st = StorageType(t);
+  const bool lower = instr.attrs().cholesky_lower;
+  ka.source().AddHeaderComment(StrCat("cholesky: blocked (tile ", c.tile, ") over ", batch, " ", n, "x", n,
+                                      " matrices, ", 2 + 3 * Steps(n, c.tile), " launches; lower=", lower));
+  ka.source().AddEntry(WorkHelpers(t) + "#define KILN_L(i, j) l[(long long)(j) * " + N + " + (i)]\n");
+  const std::string common = "  W* const lw = reinterpret_cast<W*>(" + scratch + ");\n" +
+                             "  int* const step = reinterpret_cast<int*>(" + scratch + " + " +
+                             std::to_string(lbytes) + "LL);\n  int* const fail = step + " + BATCH + ";\n";
+  const std::string name = SanitizeIdentifier(instr.name());
+  const std::string block_of = "  const int kb = step[m] * " + NB + ", ke = min(kb + " + NB + ", " + N + ");\n";
+  // init: the lower-triangle problem (upper: the unconjugated transpose) into scratch.
+  {
+    std::string b = common;
+    b += "  const long long g = (long long)blockIdx.x * " + BS + " + threadIdx.x;\n";
+    b += "  if (g >= " + std::to_string(batch * n * n) + "LL) return;\n";
+    b += "  const long long m = g / " + NN + ";\n  const int e = (int)(g % " + NN + "), i = e % " + N +
+         ", j = e / " + N + ";\n";
+    b += "  const " + st + "* a = " + ka.operand_pointer(0) + " + m * " + NN + ";\n";
+    b += "  W* l = lw + m * " + NN + ";\n";
+    b += "  l[e] = j <= i ? w_load(&a[" + (lower ? "i * " + N + " + j" : "j * " + N + " + i") +
+         "]) : w_real(0.0);\n";
+    b += "  if (e == 0) { step[m] = -1; fail[m] = 0; }\n";
+    ka.AddEntry("chol_init_" + name, c.block_size, b);
+  }
+  {
+    std::string b = common;
+    b += "  const long long m = (long long)blockIdx.x * " + BS + " + threadIdx.x;\n";
+    b += "  if (m >= " + BATCH + "LL) return;\n  ++step[m];\n  if (fail[m]) return;\n" + block_of;
+    b += "  W* l = lw + m * " + NN + ";\n";
+    b += "  for (int j = kb; j < ke; ++j) {\n";
+    b += "    W d = KILN_L(j, j);\n";
+    b += "    for (int k = kb; k < j; ++k) d = w_sub(d, w_mul(KILN_L(j, k), w_conj(KILN_L(j, k))));\n";
+    b += "    const double piv = sqrt(w_re(d));\n";
+    b += "    if (piv != piv) { fail[m] = 1; return; }\n";
+    b += "    KILN_L(j, j) = w_real(piv);\n";
+    b += "    for (int i = j + 1; i < ke; ++i) {\n";
+    b += "      W v = KILN_L(i, j);\n";
+    b += "      for (int k = kb; k < j; ++k) v = w_sub(v, w_mul(KILN_L(i, k), w_conj(KILN_L(j, k))));\n";
+    b += "      KILN_L(i, j) = w_div_real(v, piv);\n";
+    b += "    }\n  }\n";
+    ka.AddEntry("chol_diag_" + name, c.block_size, b);
+  }
+  {
+    std::string b = common;
+    b += "  const long long m = blockIdx.y;\n  if (fail[m]) return;\n" + block_of;
+    b += "  const int i = ke + (int)(blockIdx.x * " + BS + " + threadIdx.x);\n";
+    b += "  if (i >= " + N + ") return;\n";
+    b += "  W* l = lw + m * " + NN + ";\n";
+    b += "  for (int j = kb; j < ke; ++j) {\n";
+    b += "    W v = KILN_L(i, j);\n";
+    b += "    for (int k = kb; k < j; ++k) v = w_sub(v, w_mul(KILN_L(i, k), w_conj(KILN_L(j, k))));\n";
+    b += "    KILN_L(i, j) = w_div_real(v, w_re(KILN_L(j, j)));\n";
+    b += "  }\n";
+    ka.AddEntry("chol_panel_" + name, c.block_size, b);
+  }
+  {
+    std::string b = common;
+    b += "  const long long m = blockIdx.y;\n  if (fail[m]) return;\n" + block_of;
+    b += "  const long long r_ = " + N + " - ke;\n";
+    b += "  const long long g = (long long)blockIdx.x * " + BS + " + threadIdx.x;\n";
+    b += "  if (g >= r_ * r_) return;\n";
+    b += "  const int col = (int)(g / r_), row = (int)(g % r_);\n";
+    b += "  if (row < col) return;\n";
+    b += "  const int i = ke + row, j = ke + col;\n";
+    b += "  W* l = lw + m * " + NN + ";\n";
+    b += "  W v = KILN_L(i, j);\n";
+    b += "  for (int k = kb; k < ke; ++k) v = w_sub(v, w_mul(KILN_L(i, k), w_conj(KILN_L(j, k))));\n";
+    b += "  KILN_L(i, j) = v;\n";
+    ka.AddEntry("chol_update_" + name, c.block_size, b);
+  }
+  {
+    std::string b = common;
+    b += "  const long long g = (long long)blockIdx.x * " + BS + " + threadIdx.x;\n";
+    b += "  if (g >= " + std::to_string(batch * n * n) + "LL) return;\n";
+    b += "  const long long m = g / " + NN + ";\n  const int e = (int)(g % " + NN + "), p = e / " + N +
+         ", q = e % " + N + ";\n";
+    b += std::string("  const int i = ") + (lower ? "p, j = q;\n" : "q, j = p;\n");
+    b += "  const W* l = lw + m * " + NN + ";\n";
+    b += "  w_store(&" + ka.output_pointer(0) + "[g], fail[m] ? w_nan() : (j <= i ? KILN_L(i, j) : w_real(0.0)));\n";
+    ka.AddEntry("chol_final_" + name, c.block_size, b);
+  }
+  ka.source().AddEntry("#undef KILN_L\n");
+  ka.AddLaunch("chol_init_" + name, Dims(batch * n * n, c.block_size));
+  if (batch > 0) {
+    for (int64_t kb = 0; kb < n; kb += c.tile) {
+      const int64_t r = n - std::min<int64_t>(kb + c.tile, n);
+      ka.AddLaunch("chol_diag_" + name, Dims(batch, c.block_size));
+      if (r == 0) continue;
+      ka.AddLaunch("chol_panel_" + name, Dims(r, c.block_size, batch));
+      ka.AddLaunch("chol_update_" + name, Dims(r * r, c.block_size, batch));
+    }
+  }
+  ka.AddLaunch("chol_final_" + name, Dims(batch * n * n, c.block_size));
+  return ka.Finish();
+}
+
+// T(i, j) = op(the `lower` triangle of A, unit diagonal if asked), for A of edge `K`.
+std::string TriangleMacros(const TriangularSolveOptions& o, const std::string& K) {
+  std::string in_tri = o.lower ? "(c <= r)" : "(c >= r)";
+  std::string diag = o.unit_diagonal ? "r == c ? w_real(1.0) : " : "";
+  std::string b = "#define KILN_A(r, c) ((" + diag + "(" + in_tri + " ? w_load(&A[(long long)(r) * " + K +
+                  " + (c)]) : w_real(0.0))))\n";
+  switch (o.transpose_a) {
+    case TriangularTranspose::kNoTranspose: b += "#define KILN_T(i, j) KILN_A(i, j)\n"; break;
+    case TriangularTranspose::kTranspose: b += "#define KILN_T(i, j) KILN_A(j, i)\n"; break;
+    case TriangularTranspose::kAdjoint: b += "#define KILN_T(i, j) w_conj(KILN_A(j, i))\n"; break;
+  }
+  return b;
+}
+
+StatusOr<KernelSpec> EmitBlockedTriangularSolve(const HloInstruction& instr, const KernelConfig& c) {
+  const Shape& as = instr.operand(0)->shape();
+  const Shape& bs = instr.operand(1)->shape();
+  const PrimitiveType t = as.element_type();
+  const int64_t r = bs.rank();
+  const int64_t k = as.dimensions(r - 1), m = bs.dimensions(r - 2), n = bs.dimensions(r - 1);
+  const int64_t batch = (m == 0 || n == 0) ? 0 : bs.num_elements() / (m * n);
+  if (batch > kMaxBlockedBatch)
+    return Unimplemented("triangular-solve %", instr.name(), ": blocked kernels take at most ",
+                         kMaxBlockedBatch, " systems");
+  const TriangularSolveOptions& o = instr.attrs().triangular_solve_options;
+  KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
+  KernelAssembler ka(view, "triangular_solve", c);
+  ka.MarkRead(0);
+  ka.MarkRead(1);
+  const int wbytes = IsComplexType(t) ? 16 : 8;
+  const int64_t xbytes = batch * m * n * wbytes;
+  // One right-hand side: a column of b (left side, T X = B) or a row (right side, X T = B).
+  const int64_t per_batch = o.left_side ? n : m;
+  const int64_t rhs = batch * per_batch;
+  const std::string scratch = ka.AddScratch(std::max<int64_t>(xbytes + rhs * 4, 16));
+  const std::string K = std::to_string(k), NB = std::to_string(c.tile), BS = std::to_string(c.block_size),
+                    PB = std::to_string(per_batch), S = std::to_string(o.left_side ? n : 1);
+  const std::string st = StorageType(t);
+  // Unknowns in solve order: position s is unknown KILN_P(s); forward for a lower T on the
+  // left and an upper T on the right. KILN_C(p, u): the coefficient of unknown u in equation p.
+  const bool t_lower = o.lower != (o.transpose_a != TriangularTranspose::kNoTranspose);
+  const bool forward = o.left_side == t_lower;
+  std::string macros = WorkHelpers(t) + TriangleMacros(o, K);
+  macros += forward ? "#define KILN_P(s) (s)\n" : "#define KILN_P(s) (" + K + " - 1 - (s))\n";
+  macros += o.left_side ? "#define KILN_C(p, u) KILN_T(p, u)\n" : "#define KILN_C(p, u) KILN_T(u, p)\n";
+  ka.source().AddHeaderComment(StrCat("triangular-solve: blocked (tile ", c.tile, "), ", rhs,
+                                      " right-hand sides of ", k, " unknowns, ", 2 + 2 * Steps(k, c.tile),
+                                      " launches"));
+  ka.source().AddEntry(macros);
+  const std::string common = "  W* const xw = reinterpret_cast<W*>(" + scratch + ");\n" +
+                             "  int* const step = reinterpret_cast<int*>(" + scratch + " + " +
+                             std::to_string(xbytes) + "LL);\n";
+  // The x of right-hand side q of system bi.
+  const std::string xbase = o.left_side ? "bi * " + std::to_string(m * n) + " + q"
+                                        : "bi * " + std::to_string(m * n) + " + q * " + std::to_string(n);
+  const std::string name = SanitizeIdentifier(instr.name());
+  const std::string total = std::to_string(batch * m * n);
+  {
+    std::string b = common;
+    b += "  const long long g = (long long)blockIdx.x * " + BS + " + threadIdx.x;\n";
+    b += "  if (g >= " + total + "LL) return;\n";
+    b += "  xw[g] = w_load(&" + ka.operand_pointer(1) + "[g]);\n";
+    b += "  if (g < " + std::to_string(rhs) + "LL) step[g] = -1;\n";
+    ka.AddEntry("trsm_init_" + name, c.block_size, b);
+  }
+  {
+    std::string b = common;
+    b += "  const long long g = (long long)blockIdx.x * " + BS + " + threadIdx.x;\n";
+    b += "  if (g >= " + std::to_string(rhs) + "LL) return;\n";
+    b += "  const long long bi = g / " + PB + ", q = g % " + PB + ";\n";
+    b += "  const int s0 = (++step[g]) * " + NB + ", se = min(s0 + " + NB + ", " + K + ");\n";
+    b += "  const " + st + "* A = " + ka.operand_pointer(0) + " + bi * " + std::to_string(k * k) + "LL;\n";
+    b += "  W* x = xw + " + xbase + ";\n";
+    b += "  for (int s = s0; s < se; ++s) {\n";
+    b += "    const int p = KILN_P(s);\n";
+    b += "    W v = x[(long long)p * " + S + "];\n";
+    b += "    for (int u = s0; u < s; ++u) { const int pu = KILN_P(u); v = w_sub(v, w_mul(KILN_C(p, pu), x[(long long)pu * " + S + "])); }\n";
+    b += "    x[(long long)p * " + S + "] = w_div(v, KILN_C(p, p));\n";
+    b += "  }\n";
+    ka.AddEntry("trsm_diag_" + name, c.block_size, b);
+  }
+  {
+    std::string b = common;
+    b += "  const long long bi = blockIdx.y;\n";
+    b += "  const int s0 = step[bi * " + PB + "] * " + NB + ", se = min(s0 + " + NB + ", " + K + ");\n";
+    b += "  const long long r_ = " + K + " - se;\n";
+    b += "  const long long g = (long long)blockIdx.x * " + BS + " + threadIdx.x;\n";
+    b += "  if (g >= r_ * " + PB + ") return;\n";
+    // Consecutive threads: consecutive columns of X (left side), consecutive unknowns (right).
+    b += o.left_side ? "  const long long q = g % " + PB + ", row = g / " + PB + ";\n"
+                     : "  const long long q = g / r_, row = g % r_;\n";
+    b += "  const " + st + "* A = " + ka.operand_pointer(0) + " + bi * " + std::to_string(k * k) + "LL;\n";
+    b += "  W* x = xw + " + xbase + ";\n";
+    b += "  const int p = KILN_P(se + (int)row);\n";
+    b += "  W v = x[(long long)p * " + S + "];\n";
+    b += "  for (int u = s0; u < se; ++u) { const int pu = KILN_P(u); v = w_sub(v, w_mul(KILN_C(p, pu), x[(long long)pu * " + S + "])); }\n";
+    b += "  x[(long long)p * " + S + "] = v;\n";
+    ka.AddEntry("trsm_update_" + name, c.block_size, b);
+  }
+  {
+    std::string b = common;
+    b += "  const long long g = (long long)blockIdx.x * " + BS + " + threadIdx.x;\n";
+    b += "  if (g >= " + total + "LL) return;\n";
+    b += "  w_store(&" + ka.output_pointer(0) + "[g], xw[g]);\n";
+    ka.AddEntry("trsm_final_" + name, c.block_size, b);
+  }
+  ka.source().AddEntry("#undef KILN_C\n#undef KILN_P\n#undef KILN_T\n#undef KILN_A\n");
+  ka.AddLaunch("trsm_init_" + name, Dims(batch * m * n, c.block_size));
+  if (rhs > 0) {
+    for (int64_t s0 = 0; s0 < k; s0 += c.tile) {
+      const int64_t rest = k - std::min<int64_t>(s0 + c.tile, k);
+      ka.AddLaunch("trsm_diag_" + name, Dims(rhs, c.block_size));
+      if (rest > 0) ka.AddLaunch("trsm_update_" + name, Dims(rest * per_batch, c.block_size, batch));
+    }
+  }
+  ka.AddLaunch("trsm_final_" + name, Dims(batch * m * n, c.block_size));
+  return ka.Finish();
+}
+
 
 }  // namespace
 
@@ -88,9 +357,10 @@ Status CheckCholesky(const HloInstruction& instr) {
     return Unimplemented("cholesky %", instr.name(), " of ", PrimitiveTypeName(s.element_type()));
   if (!RowMajor(s) || !RowMajor(instr.shape()))
     return Unimplemented("cholesky %", instr.name(), ": non-row-major layout");
-  if (s.dimensions(r - 1) > kMaxCholesky)
-    return Unimplemented("cholesky %", instr.name(), ": matrices larger than ", kMaxCholesky,
-                         " (one thread per matrix) run on the host");
+  const int64_t n = s.dimensions(r - 1);
+  if (n > kMaxCholesky && n > 0 && s.num_elements() / (n * n) > kMaxBlockedBatch)
+    return Unimplemented("cholesky %", instr.name(), ": more than ", kMaxBlockedBatch,
+                         " matrices larger than ", kMaxCholesky, " run on the host");
   return OkStatus();
 }
 
@@ -114,9 +384,10 @@ Status CheckTriangularSolve(const HloInstruction& instr) {
     return Unimplemented("triangular-solve %", instr.name(), " of ", PrimitiveTypeName(as.element_type()));
   if (!RowMajor(as) || !RowMajor(bs) || !RowMajor(instr.shape()))
     return Unimplemented("triangular-solve %", instr.name(), ": non-row-major layout");
-  if (k > kMaxSolve)
-    return Unimplemented("triangular-solve %", instr.name(), ": systems larger than ", kMaxSolve,
-                         " run on the host");
+  const int64_t mn = bs.dimensions(r - 2) * bs.dimensions(r - 1);
+  if (k > kMaxSolve && mn > 0 && bs.num_elements() / mn > kMaxBlockedBatch)
+    return Unimplemented("triangular-solve %", instr.name(), ": more than ", kMaxBlockedBatch,
+                         " systems larger than ", kMaxSolve, " run on the host");
   return OkStatus();
 }
 
@@ -128,8 +399,9 @@ StatusOr<KernelSpec> EmitCholesky(const HloInstruction& instr, const DeviceSpec&
   const int64_t n = s.dimensions(s.rank() - 1);
   const int64_t batch = n == 0 ? 0 : s.num_elements() / (n * n);
   Status st = OkStatus();
-  const KernelConfig c = ResolveBlock(config, device, &st);
+  const KernelConfig c = ResolveBlock(config, device, n, kMaxCholesky, &st);
   KILN_RETURN_IF_ERROR(st);
+  if (c.tile > 0) return EmitBlockedCholesky(instr, c);
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
   KernelAssembler ka(view, "cholesky", c);
   ka.MarkRead(0);
@@ -186,8 +458,9 @@ StatusOr<KernelSpec> EmitTriangularSolve(const HloInstruction& instr, const Devi
   const int64_t batch = (m == 0 || n == 0) ? 0 : bs.num_elements() / (m * n);
   const TriangularSolveOptions& o = instr.attrs().triangular_solve_options;
   Status st = OkStatus();
-  const KernelConfig c = ResolveBlock(config, device, &st);
+  const KernelConfig c = ResolveBlock(config, device, k, kMaxSolve, &st);
   KILN_RETURN_IF_ERROR(st);
+  if (c.tile > 0) return EmitBlockedTriangularSolve(instr, c);
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
   KernelAssembler ka(view, "triangular_solve", c);
   ka.MarkRead(0);

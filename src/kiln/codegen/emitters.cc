@@ -222,7 +222,10 @@ StatusOr<std::vector<KernelConfig>> CandidateConfigs(const HloInstruction& instr
       break;
     case EmitterKind::kCholesky:
     case EmitterKind::kTriangularSolve:
-      for (int b : {32, 64, 128, 256}) raw.push_back(KernelConfig{b, 1, 1, 0, 0, 0});
+      // tile 0: one thread per matrix / right-hand side; > 0: blocked (emit_linalg.cc).
+      for (int b : {32, 64, 128, 256}) raw.push_back(KernelConfig{b, 1, 1, 0, 0, def.tile});
+      if (def.tile > 0)
+        for (int t : {16, 64}) raw.push_back(KernelConfig{def.block_size, 1, 1, 0, 0, t});
       break;
   }
   std::vector<KernelConfig> out;

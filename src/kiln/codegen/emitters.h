@@ -19,8 +19,9 @@
 //   EmitScatter        scatter, in place (output i is operand i's buffer): atomic, unique-index
 //                      or serialized (deterministic) combining; see ScatterMode.
 //   EmitRngBitGenerator  rng-bit-generator (Philox, Threefry), bit-exact with the evaluator.
-//   EmitCholesky, EmitTriangularSolve  small batched matrices, one thread per matrix / per
-//                      column (row) of b, in double working precision (the evaluator's).
+//   EmitCholesky, EmitTriangularSolve  batched matrices in double working precision (the
+//                      evaluator's): one thread per matrix / per column (row) of b when small,
+//                      blocked multi-launch kernels above 256 / 2048.
 //   Gather, iota, broadcast of a constant (fill), copy and transpose need no emitter of their
 //   own: the loop (or transpose) emitter takes them as unfused instructions, and gather also
 //   fuses into loop fusions like any other index map. Reduce-window and select-and-scatter are
@@ -94,7 +95,9 @@ StatusOr<KernelSpec> EmitRngBitGenerator(const HloInstruction& rng, const Device
 // cholesky and triangular-solve of f32/f64/c64/c128 batched row-major matrices (emit_linalg.cc):
 // the evaluator's algorithms in double (complex double) working precision, one thread per
 // matrix (cholesky, n <= 256) or per column/row of b (triangular-solve, k <= 2048); larger
-// ones are declined (the GPU compiler runs them on the host). Knobs: block_size only.
+// ones (or any size when config.tile > 0) run blocked: a sequence of launches over a scratch
+// copy, `tile` columns / unknowns at a time, each launch's threads independent (docs/codegen.md).
+// Declined only for more than 65535 large problems in one batch. Knobs: block_size, tile.
 StatusOr<KernelSpec> EmitCholesky(const HloInstruction& cholesky, const DeviceSpec& device,
                                   const KernelConfig& config);
 StatusOr<KernelSpec> EmitTriangularSolve(const HloInstruction& solve, const DeviceSpec& device,

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 #include <cstring>
@@ -132,7 +133,12 @@ bool HostRunnable(const KernelSpec& k) {
   if (k.emitter != "loop" && k.emitter != "dus_in_place" && k.emitter != "cholesky" &&
       k.emitter != "triangular_solve")
     return false;  // threads cooperate
-  if (k.launches.size() != 1 || k.launches[0].dims.shared_memory_bytes > 0) return false;
+  // Several launches only where each launch's threads are independent (the blocked linalg
+  // kernels: run launch after launch).
+  const bool multi = k.emitter == "cholesky" || k.emitter == "triangular_solve";
+  if (k.launches.empty() || (k.launches.size() != 1 && !multi)) return false;
+  for (const KernelLaunch& l : k.launches)
+    if (l.dims.shared_memory_bytes > 0) return false;
   for (const char* s : {"__syncthreads", "__shared__", "atomic", "shfl"})
     if (k.source.find(s) != std::string::npos) return false;
   for (const KernelParam& p : k.params)
@@ -181,8 +187,9 @@ int RunChunk(const std::string& cxx, std::vector<HostKernel>& jobs, size_t begin
       for (size_t p; (p = s.find(inc)) != std::string::npos;) s.erase(p, inc.size());
       for (size_t p; (p = s.find("extern \"C\" ")) != std::string::npos;) s.erase(p, 11);
       src << "namespace k" << i << " {\n" << s << "\n}\n";
-      src << "extern \"C\" void run_" << i << "(void** a) { kiln_host_call(k" << i
-          << "::" << jobs[i].kernel.launches[0].entry << ", a); }\n";
+      for (const std::string& entry : jobs[i].kernel.Entries())
+        src << "extern \"C\" void run_" << i << "_" << entry << "(void** a) { kiln_host_call(k" << i
+            << "::" << entry << ", a); }\n";
     }
   }
   const fs::path lib = dir / "kernels.so";
@@ -205,8 +212,6 @@ int RunChunk(const std::string& cxx, std::vector<HostKernel>& jobs, size_t begin
   for (size_t i = begin; i < end; ++i) {
     HostKernel& j = jobs[i];
     SCOPED_TRACE(j.name);
-    auto run = reinterpret_cast<void (*)(void**)>(dlsym(handle, ("run_" + std::to_string(i)).c_str()));
-    if (run == nullptr) return 1;
     std::vector<Shape> shapes;
     for (const HloInstruction* p : j.module->entry_computation()->parameter_instructions()) shapes.push_back(p->shape());
     std::vector<Literal> args = MakeRandomArguments(shapes, /*seed=*/11 + i);
@@ -239,7 +244,11 @@ int RunChunk(const std::string& cxx, std::vector<HostKernel>& jobs, size_t begin
       pointers.push_back(buffers[b].data());
       if (p.kind == KernelParam::Kind::kOutput) outputs.push_back({p.shape, b});
     }
-    const runtime::LaunchDims& d = j.kernel.launches[0].dims;
+    for (const KernelLaunch& launch : j.kernel.launches) {
+    auto run = reinterpret_cast<void (*)(void**)>(
+        dlsym(handle, ("run_" + std::to_string(i) + "_" + launch.entry).c_str()));
+    if (run == nullptr) return 1;
+    const runtime::LaunchDims& d = launch.dims;
     for (unsigned bz = 0; bz < d.grid.z; ++bz)
       for (unsigned by = 0; by < d.grid.y; ++by)
         for (unsigned bx = 0; bx < d.grid.x; ++bx)
@@ -250,6 +259,7 @@ int RunChunk(const std::string& cxx, std::vector<HostKernel>& jobs, size_t begin
                 set(v);
                 run(pointers.data());
               }
+    }
     std::vector<Literal> outs;
     for (const auto& [shape, b] : outputs) {
       Literal l(shape);
@@ -338,6 +348,117 @@ TEST(KernelHostTest, LoopKernelsMatchTheEvaluator) {
     }
   }
   ASSERT_GT(jobs.size(), 20u);
+  EXPECT_EQ(RunOnHost(cxx, jobs), 0);
+}
+
+// Text of a constant `t`[batch, n, n] whose element (bi, i, j) is f(bi, i, j) = (re, im).
+template <class F>
+std::string MatrixLiteral(bool complex, int64_t batch, int64_t n, F f) {
+  std::string s = batch > 1 ? "{" : "";
+  char buf[96];
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    s += bi > 0 ? ", {" : "{";
+    for (int64_t i = 0; i < n; ++i) {
+      s += i > 0 ? ", {" : "{";
+      for (int64_t j = 0; j < n; ++j) {
+        const auto [re, im] = f(bi, i, j);
+        if (complex) std::snprintf(buf, sizeof buf, "%s(%.17g, %.17g)", j > 0 ? ", " : "", re, im);
+        else std::snprintf(buf, sizeof buf, "%s%.17g", j > 0 ? ", " : "", re);
+        s += buf;
+      }
+      s += "}";
+    }
+    s += "}";
+  }
+  return s + (batch > 1 ? "}" : "");
+}
+
+// Deterministic values in [-1, 1).
+double Noise(int64_t bi, int64_t i, int64_t j, int salt) {
+  uint64_t h = (uint64_t(bi) * 1000003u + uint64_t(i)) * 998244353u + uint64_t(j) * 2654435761u + uint64_t(salt);
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 32;
+  return double(h % 2000001) / 1000000.0 - 1.0;
+}
+
+std::string Dims(int64_t batch, int64_t a, int64_t b) {
+  return "[" + (batch > 1 ? std::to_string(batch) + "," : std::string()) + std::to_string(a) + "," +
+         std::to_string(b) + "]";
+}
+
+// The blocked cholesky and triangular-solve kernels (several launches over a scratch copy,
+// docs/codegen.md) with small tiles, so that many blocks and a partial last block occur:
+// positive definite (Hermitian, diagonally dominant) and random (not positive definite: NaN)
+// matrices, every side / triangle / transpose / unit-diagonal combination over the four types.
+TEST(KernelHostTest, BlockedLinalgKernelsMatchTheEvaluator) {
+  const std::string cxx = HostCompiler();
+  if (!HaveCompiler(cxx)) GTEST_SKIP() << "no host compiler " << cxx;
+  KILN_ASSERT_OK_AND_ASSIGN(DeviceSpec device, DeviceSpec::FromPreset("sm_90"));
+  std::vector<HostKernel> jobs;
+  auto add = [&](const std::string& name, const std::string& hlo, KernelConfig config) {
+    KILN_ASSERT_OK_AND_ASSIGN(auto m, testing::ParseModule(hlo));
+    StatusOr<KernelSpec> k = EmitKernel(*m->entry_computation()->root_instruction(), device, config);
+    ASSERT_TRUE(k.ok()) << name << ": " << k.status().ToString();
+    ASSERT_GT(k->launches.size(), 2u) << name << " is not blocked";
+    ASSERT_TRUE(HostRunnable(*k)) << name;
+    jobs.push_back(HostKernel{name + "." + k->config.ToString(), std::move(m), std::move(k).value(), false});
+  };
+  struct Chol { std::string t; int64_t batch, n; bool lower, spd; int tile, block; };
+  for (const Chol& c : {Chol{"f32", 2, 40, true, true, 16, 32}, Chol{"f64", 1, 37, false, true, 8, 64},
+                        Chol{"c64", 2, 30, false, true, 16, 32}, Chol{"c128", 1, 33, true, true, 8, 32},
+                        Chol{"f64", 2, 20, true, false, 8, 32}, Chol{"c64", 1, 19, false, false, 4, 32},
+                        Chol{"f32", 1, 257, true, true, 0, 0}}) {
+    const bool cplx = c.t[0] == 'c';
+    const std::string shape = c.t + Dims(c.batch, c.n, c.n);
+    std::string a;
+    if (c.spd) {
+      const double diag = 2.0 * c.n + 1.0;
+      a = "a = " + shape + " constant(" + MatrixLiteral(cplx, c.batch, c.n, [&](int64_t b, int64_t i, int64_t j) {
+            if (i == j) return std::pair<double, double>(diag + Noise(b, i, i, 1), 0.0);
+            const int64_t lo = std::min(i, j), hi = std::max(i, j);
+            const double im = cplx ? Noise(b, hi, lo, 2) : 0.0;
+            return std::pair<double, double>(Noise(b, hi, lo, 1), i > j ? im : -im);
+          }) + ")";
+    } else {
+      a = "a = " + shape + " parameter(0)";
+    }
+    add("blocked_cholesky_" + c.t + "_" + std::to_string(c.n) + (c.lower ? "_lower" : "_upper"),
+        "HloModule m\nENTRY e {\n  " + a + "\n  ROOT c = " + shape + " cholesky(a), lower=" +
+            (c.lower ? "true" : "false") + "\n}\n",
+        KernelConfig{c.block, 0, 0, 0, 0, c.tile});
+  }
+  const char* types[] = {"f32", "f64", "c64", "c128"};
+  const char* transposes[] = {"NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"};
+  int combo = 0;
+  for (bool left : {true, false})
+    for (bool lower : {true, false})
+      for (const char* tr : transposes)
+        for (bool unit : {false, true}) {
+          const std::string t = types[combo % 4];
+          const bool cplx = t[0] == 'c';
+          const int64_t batch = 1 + combo % 2, k = 29 + combo % 5, other = 1 + combo % 4;
+          const int tile = combo % 3 == 0 ? 4 : 8;
+          ++combo;
+          const std::string ashape = t + Dims(batch, k, k);
+          const std::string bshape = t + (left ? Dims(batch, k, other) : Dims(batch, other, k));
+          // Off-diagonal entries small, diagonal entries of magnitude 1 to 2: well conditioned.
+          const std::string a = MatrixLiteral(cplx, batch, k, [&](int64_t b, int64_t i, int64_t j) {
+            if (i == j) {
+              const double v = Noise(b, i, j, 3);
+              return std::pair<double, double>(v < 0 ? v - 1.0 : v + 1.0, cplx ? 0.5 * Noise(b, i, j, 4) : 0.0);
+            }
+            return std::pair<double, double>(Noise(b, i, j, 3) / k, cplx ? Noise(b, i, j, 4) / k : 0.0);
+          });
+          const std::string name = std::string("blocked_trsm_") + t + (left ? "_left" : "_right") +
+                                   (lower ? "_lower_" : "_upper_") + tr + (unit ? "_unit" : "");
+          add(name,
+              "HloModule m\nENTRY e {\n  a = " + ashape + " constant(" + a + ")\n  b = " + bshape +
+                  " parameter(0)\n  ROOT x = " + bshape + " triangular-solve(a, b), left_side=" +
+                  (left ? "true" : "false") + ", lower=" + (lower ? "true" : "false") +
+                  ", unit_diagonal=" + (unit ? "true" : "false") + ", transpose_a=" + tr + "\n}\n",
+              KernelConfig{32, 0, 0, 0, 0, tile});
+        }
   EXPECT_EQ(RunOnHost(cxx, jobs), 0);
 }
 

@@ -146,6 +146,39 @@ TEST_F(CodegenNvrtcTest, CandidateConfigsCompile) {
   CompileAll(kernels, "sm_90");
 }
 
+// The blocked cholesky / triangular-solve kernels (matrices over 256, systems over 2048: several
+// launches over a scratch copy) for every type, triangle, side and transpose.
+TEST_F(CodegenNvrtcTest, BlockedLinalgCompilesForSm80AndSm90) {
+  std::vector<std::string> hlos;
+  for (const char* t : {"f32", "f64", "c64", "c128"}) {
+    for (const char* lower : {"true", "false"})
+      hlos.push_back(std::string("HloModule m\nENTRY e {\n  a = ") + t + "[2,300,300] parameter(0)\n  ROOT c = " + t +
+                     "[2,300,300] cholesky(a), lower=" + lower + "\n}\n");
+    for (const char* opts : {"left_side=true, lower=true, transpose_a=NO_TRANSPOSE",
+                             "left_side=true, lower=false, unit_diagonal=true, transpose_a=TRANSPOSE",
+                             "left_side=false, lower=true, transpose_a=ADJOINT",
+                             "left_side=false, lower=false, transpose_a=NO_TRANSPOSE"}) {
+      const bool left = std::string(opts).find("left_side=true") != std::string::npos;
+      const std::string b = std::string(t) + (left ? "[2100,3]" : "[3,2100]");
+      hlos.push_back(std::string("HloModule m\nENTRY e {\n  a = ") + t + "[2100,2100] parameter(0)\n  b = " + b +
+                     " parameter(1)\n  ROOT x = " + b + " triangular-solve(a, b), " + opts + "\n}\n");
+    }
+  }
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    KILN_ASSERT_OK_AND_ASSIGN(codegen::DeviceSpec device, codegen::DeviceSpec::FromPreset(arch));
+    std::vector<KernelSpec> kernels;
+    for (size_t i = 0; i < hlos.size(); ++i) {
+      KILN_ASSERT_OK_AND_ASSIGN(auto m, codegen::testing::ParseModule(hlos[i]));
+      KILN_ASSERT_OK_AND_ASSIGN(KernelSpec k,
+                                codegen::EmitKernel(*m->entry_computation()->root_instruction(), device));
+      EXPECT_GT(k.launches.size(), 2u) << hlos[i];
+      k.name = "blocked_linalg_" + std::to_string(i);
+      kernels.push_back(std::move(k));
+    }
+    CompileAll(kernels, arch);
+  }
+}
+
 TEST_F(CodegenNvrtcTest, TestDataKernelsCompile) {
   int stride = 40;
   if (const char* env = std::getenv("KILN_CODEGEN_NVRTC_CORPUS")) stride = std::atoi(env);
