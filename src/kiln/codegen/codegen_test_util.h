@@ -32,6 +32,9 @@ const std::vector<CatalogueCase>& Catalogue();
 // reduce-window and select-and-scatter (windows with padding, strides, dilations, variadic).
 std::vector<CatalogueCase> EdgeValueCases();
 std::vector<CatalogueCase> WindowCases();
+// codegen_test_contraction.cc: dots and convolutions as loop kernels (integer, pred, mixed,
+// complex; groups, dilations, padding, reversal, any dim_labels; fused consumers).
+std::vector<CatalogueCase> ContractionCases();
 
 // Parses `text` (elided constants filled) and verifies the module.
 StatusOr<std::unique_ptr<HloModule>> ParseModule(const std::string& text);

@@ -149,6 +149,9 @@ StatusOr<Value> ElementalEmitter::ReadBuffer(const std::string& pointer, const S
   IExpr base = in_lane_loop ? off.Without(lane_.var) : off;
   bool vector_ok = in_lane_loop && off.Coefficient(lane_.var) == 1 &&
                    code_.MultipleOf(base) % width == 0 && code_.DepthForLoad() < lane_.depth &&
+                   // The vector is loaded outside the lane loop: not when its base depends on a
+                   // loop inside it (a dot's contraction loop).
+                   code_.DepthOf(base) < lane_.depth &&
                    bytes * width <= 16 && ((bytes * width) & (bytes * width - 1)) == 0;
   const std::string lane_name = in_lane_loop ? code_.var(lane_.var).name : "";
   // Register cache across the passes of a row kernel.
@@ -273,6 +276,10 @@ StatusOr<std::vector<Value>> ElementalEmitter::EmitUncached(const HloInstruction
       return EmitSelectAndScatter(instr, index);
     case HloOpcode::kGather:
       return EmitGather(instr, index);
+    case HloOpcode::kDot:
+      return EmitDot(instr, index);
+    case HloOpcode::kConvolution:
+      return EmitConvolution(instr, index);
     case HloOpcode::kTuple: {
       std::vector<Value> values;
       for (const HloInstruction* op : instr.operands()) {

@@ -4,7 +4,7 @@
 // the element wanted down to the buffers the kernel reads, composing index mappings on the way
 // (broadcast, reshape, bitcast, transpose, slice, pad, concatenate, reverse, iota,
 // dynamic-slice, dynamic-update-slice, gather-free shape ops) and computing every elementwise
-// op (and reduce, reduce-window, select-and-scatter, per element) with XLA's semantics (device_types.h, kiln_codegen.cuh). Values are computed once per
+// op (and reduce, reduce-window, select-and-scatter, dot, convolution, per element) with XLA's semantics (device_types.h, kiln_codegen.cuh). Values are computed once per
 // (instruction, index) while the block that computed them is open (common subexpressions:
 // softmax's exp used twice is computed once), and each statement is placed in the outermost
 // block its inputs allow (code_builder.h): a value that does not depend on the vector lane is
@@ -159,6 +159,9 @@ class ElementalEmitter {
   StatusOr<std::vector<Value>> EmitReduceWindow(const HloInstruction& instr, const Index& index);
   StatusOr<std::vector<Value>> EmitSelectAndScatter(const HloInstruction& instr,
                                                     const Index& index);
+  // elemental_contraction.cc
+  StatusOr<std::vector<Value>> EmitDot(const HloInstruction& instr, const Index& index);
+  StatusOr<std::vector<Value>> EmitConvolution(const HloInstruction& instr, const Index& index);
   StatusOr<std::vector<Value>> EmitBitcastConvertResize(const HloInstruction& instr,
                                                         const Index& index);
   StatusOr<std::vector<Value>> EmitGather(const HloInstruction& instr, const Index& index);

@@ -45,7 +45,8 @@ bool IsElementalOpcode(HloOpcode op) {
     case HloOpcode::kPad: case HloOpcode::kConcatenate: case HloOpcode::kDynamicSlice:
     case HloOpcode::kDynamicUpdateSlice: case HloOpcode::kReduce: case HloOpcode::kTuple:
     case HloOpcode::kGetTupleElement: case HloOpcode::kMap: case HloOpcode::kGather:
-    case HloOpcode::kReduceWindow: case HloOpcode::kSelectAndScatter:
+    case HloOpcode::kReduceWindow: case HloOpcode::kSelectAndScatter: case HloOpcode::kDot:
+    case HloOpcode::kConvolution:
       return true;
     default:
       return ElementalOps::Supports(op);

@@ -324,7 +324,7 @@ TEST(KernelHostTest, LoopKernelsMatchTheEvaluator) {
   if (!HaveCompiler(cxx)) GTEST_SKIP() << "no host compiler " << cxx;
   KILN_ASSERT_OK_AND_ASSIGN(DeviceSpec device, DeviceSpec::FromPreset("sm_90"));
   // The catalogue's runnable kernels: the default config, and for the window cases every
-  // candidate (vector widths, unrolls).
+  // candidate (vector widths, unrolls); also for dots and convolutions.
   std::vector<HostKernel> jobs;
   for (const testing::CatalogueCase& c : testing::Catalogue()) {
     KILN_ASSERT_OK_AND_ASSIGN(auto probe, testing::ParseModule(c.hlo));
@@ -332,7 +332,8 @@ TEST(KernelHostTest, LoopKernelsMatchTheEvaluator) {
     std::vector<KernelConfig> configs = {KernelConfig{}};
     if (c.name.find("window") != std::string::npos || c.name.find("select_and_scatter") != std::string::npos ||
         c.name.rfind("cholesky", 0) == 0 || c.name.rfind("trsm", 0) == 0 ||
-        c.name.rfind("edge_", 0) == 0 || c.name.rfind("bitcast", 0) == 0) {
+        c.name.rfind("edge_", 0) == 0 || c.name.rfind("bitcast", 0) == 0 || c.name.rfind("dot_", 0) == 0 ||
+        c.name.rfind("conv_", 0) == 0) {
       KILN_ASSERT_OK_AND_ASSIGN(configs, CandidateConfigs(root, device));
     }
     for (const KernelConfig& config : configs) {

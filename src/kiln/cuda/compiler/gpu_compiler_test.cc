@@ -125,6 +125,53 @@ ENTRY e {
   fs::remove_all(o.kernel_dump_dir);
 }
 
+// Dots and convolutions the vendor libraries do not take -- integer (s32, u8 -> u32, pred,
+// s16 with a middle batch dimension), grouped / dilated / reversed / batch-grouped integer
+// convolutions, a c64 convolution -- are generated loop kernels (elemental_contraction.cc), not
+// host fallbacks; the s8 -> s32 GEMM stays on cuBLASLt.
+const char* kContractions = R"(HloModule contractions
+ENTRY e {
+  a = s32[33,20] parameter(0)
+  b = s32[20,17] parameter(1)
+  d0 = s32[33,17] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ua = u8[4,16,40] parameter(2)
+  ub = u8[4,40,8] parameter(3)
+  d1 = u32[4,16,8] dot(ua, ub), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  pa = pred[12,30] parameter(4)
+  pb = pred[30,5] parameter(5)
+  d2 = pred[12,5] dot(pa, pb), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  sa = s16[6,9,5] parameter(6)
+  sb = s16[5,9,7] parameter(7)
+  d3 = s16[9,6,7] dot(sa, sb), lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_batch_dims={1}, rhs_contracting_dims={0}
+  x = s8[2,12,12,6] parameter(8)
+  k = s8[3,3,2,9] parameter(9)
+  c0 = s32[2,6,12,9] convolution(x, k), window={size=3x3 stride=2x1 pad=1_1x2_2 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f, feature_group_count=3
+  cx = c64[1,7,7,2] parameter(10)
+  ck = c64[3,3,2,3] parameter(11)
+  c1 = c64[1,7,7,3] convolution(cx, ck), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  ix = s32[4,3,9,9] parameter(12)
+  ik = s32[4,3,2,2] parameter(13)
+  c2 = s32[2,4,10,10] convolution(ix, ik), window={size=2x2 pad=1_1x1_1 lhs_dilate=1x1 rhs_reversal=1x0}, dim_labels=bf01_oi01->bf01, batch_group_count=2
+  ROOT t = (s32[33,17], u32[4,16,8], pred[12,5], s16[9,6,7], s32[2,6,12,9], c64[1,7,7,3], s32[2,4,10,10]) tuple(d0, d1, d2, d3, c0, c1, c2)
+})";
+
+TEST(GpuCompilerTest, IntegerAndComplexContractionsAreKernels) {
+  if (!NvrtcPresent()) GTEST_SKIP() << "no NVRTC";
+  auto c = CompileText(kContractions);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE((*c)->stats.host_fallbacks.empty()) << (*c)->stats.ToString();
+  EXPECT_EQ(Count(**c, "host"), 0) << (*c)->ThunkListing();
+  EXPECT_GE(Count(**c, "kernel"), 7) << (*c)->ThunkListing();
+  auto g = CompileText(R"(HloModule i8
+ENTRY e {
+  a = s8[64,128] parameter(0)
+  b = s8[128,32] parameter(1)
+  ROOT d = s32[64,32] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(Count(**g, "gemm"), 1) << (*g)->ThunkListing();
+}
+
 // Sorts along non-minor dimensions (rank 2 along 0, rank 3 along 1, variadic argsort) become
 // device sort thunks between transposes (sort_dimension_rewriter.h), none on the host.
 TEST(GpuCompilerTest, NonMinorSortsBecomeDeviceSorts) {

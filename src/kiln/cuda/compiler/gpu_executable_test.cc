@@ -542,5 +542,43 @@ ENTRY e {
   EXPECT_EQ(listing.find("[host fallback]"), std::string::npos) << listing;
 }
 
+// Dots and convolutions the libraries do not take run as generated kernels, bit-exact with the
+// evaluator for integers (sums wrap in the result width): s32, u8 -> u32 batched, pred, s16
+// with a middle batch dimension, a grouped strided dilated s8 -> s32 convolution, a
+// batch-grouped reversed s32 convolution, and a c64 convolution (within tolerance).
+TEST(GpuExecutableTest, IntegerAndComplexContractionsRunAsKernels) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule contractions
+ENTRY e {
+  a = s32[33,20] parameter(0)
+  b = s32[20,17] parameter(1)
+  d0 = s32[33,17] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ua = u8[4,16,40] parameter(2)
+  ub = u8[4,40,8] parameter(3)
+  d1 = u32[4,16,8] dot(ua, ub), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+  pa = pred[12,30] parameter(4)
+  pb = pred[30,5] parameter(5)
+  d2 = pred[12,5] dot(pa, pb), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  sa = s16[6,9,5] parameter(6)
+  sb = s16[5,9,7] parameter(7)
+  d3 = s16[9,6,7] dot(sa, sb), lhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_batch_dims={1}, rhs_contracting_dims={0}
+  x = s8[2,12,12,6] parameter(8)
+  k = s8[3,3,2,9] parameter(9)
+  c0 = s32[2,6,12,9] convolution(x, k), window={size=3x3 stride=2x1 pad=1_1x2_2 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f, feature_group_count=3
+  cx = c64[1,7,7,2] parameter(10)
+  ck = c64[3,3,2,3] parameter(11)
+  c1 = c64[1,7,7,3] convolution(cx, ck), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  ix = s32[4,3,9,9] parameter(12)
+  ik = s32[4,3,2,2] parameter(13)
+  c2 = s32[2,4,10,10] convolution(ix, ik), window={size=2x2 pad=1_1x1_1 lhs_dilate=1x1 rhs_reversal=1x0}, dim_labels=bf01_oi01->bf01, batch_group_count=2
+  ROOT t = (s32[33,17], u32[4,16,8], pred[12,5], s16[9,6,7], s32[2,6,12,9], c64[1,7,7,3], s32[2,4,10,10]) tuple(d0, d1, d2, d3, c0, c1, c2)
+})", 2);
+  ExpectClose(r);
+  if (!r.exe) return;
+  EXPECT_TRUE(r.exe->compiled().stats.host_fallbacks.empty()) << r.exe->compiled().stats.ToString();
+  for (int64_t i : {0, 1, 2, 3, 4, 6})
+    EXPECT_TRUE(SameBytes(r.actual.tuple_element(i), r.expected.tuple_element(i))) << "output " << i;
+}
+
 }  // namespace
 }  // namespace kiln::cuda
