@@ -1,8 +1,10 @@
-// Catalogue cases (codegen_test_util.h): dots and convolutions the vendor libraries do not take,
+// Catalogue cases (codegen_test_util.h): sorts with multi-key comparators (emit_sort.cc), and
+// dots and convolutions the vendor libraries do not take,
 // computed by the loop emitter (elemental_contraction.cc): integer types of every width (the
 // sums wrap), pred, mixed operand types, complex, batch dimensions anywhere, several
 // contracting dimensions, grouped / dilated / padded / strided / reversed convolutions in any
 // dim_labels, and fusions with elementwise consumers.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -116,6 +118,134 @@ ENTRY e {
   ROOT f = s32[1,8,8,5] fusion(a, b), kind=kLoop, calls=fused
 })",
                "loop", true});
+  return c;
+}
+
+}  // namespace kiln::codegen::testing
+
+namespace kiln::codegen::testing {
+
+namespace {
+
+// A lexicographic comparator over `keys` (operand indices; each "t:mask" masks integer keys to
+// create ties, floats compare with TOTALORDER), ignoring the other operands.
+std::string LexComparator(const std::vector<std::string>& types, const std::vector<int>& keys,
+                          const std::vector<int>& masks, bool descending_first = false) {
+  std::string s = "cmp {\n";
+  for (size_t i = 0; i < types.size(); ++i) {
+    s += "  p" + std::to_string(2 * i) + " = " + types[i] + "[] parameter(" + std::to_string(2 * i) + ")\n";
+    s += "  p" + std::to_string(2 * i + 1) + " = " + types[i] + "[] parameter(" + std::to_string(2 * i + 1) + ")\n";
+  }
+  std::vector<std::string> lt, eq;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const int o = keys[k];
+    const std::string& t = types[o];
+    std::string a = "p" + std::to_string(2 * o), b = "p" + std::to_string(2 * o + 1);
+    const std::string ks = std::to_string(k);
+    std::string type = "";
+    if (masks[k] > 0) {
+      s += "  m" + ks + " = " + t + "[] constant(" + std::to_string(masks[k]) + ")\n";
+      s += "  a" + ks + " = " + t + "[] and(" + a + ", m" + ks + ")\n";
+      s += "  b" + ks + " = " + t + "[] and(" + b + ", m" + ks + ")\n";
+      a = "a" + ks;
+      b = "b" + ks;
+    }
+    if (t[0] == 'f' || t == "bf16") type = ", type=TOTALORDER";
+    const std::string dir = descending_first && k == 0 ? "GT" : "LT";
+    s += "  lt" + ks + " = pred[] compare(" + a + ", " + b + "), direction=" + dir + type + "\n";
+    s += "  eq" + ks + " = pred[] compare(" + a + ", " + b + "), direction=EQ" + type + "\n";
+    lt.push_back("lt" + ks);
+    eq.push_back("eq" + ks);
+  }
+  // lt0 | (eq0 & (lt1 | (eq1 & lt2)))
+  std::string acc = lt.back();
+  for (int k = static_cast<int>(keys.size()) - 2; k >= 0; --k) {
+    const std::string ks = std::to_string(k);
+    s += "  and" + ks + " = pred[] and(" + eq[k] + ", " + acc + ")\n";
+    s += "  or" + ks + " = pred[] or(" + lt[k] + ", and" + ks + ")\n";
+    acc = "or" + ks;
+  }
+  s += "  ROOT r = pred[] and(" + acc + ", " + acc + ")\n}\n";
+  return s;
+}
+
+CatalogueCase SortCase(const std::string& name, const std::vector<std::string>& types, const std::string& dims,
+                       const std::vector<int>& keys, const std::vector<int>& masks, bool stable = true,
+                       bool descending_first = false) {
+  std::string h = "HloModule m\n" + LexComparator(types, keys, masks, descending_first) + "ENTRY e {\n";
+  std::string ops, shapes;
+  for (size_t i = 0; i < types.size(); ++i) {
+    h += "  x" + std::to_string(i) + " = " + types[i] + dims + " parameter(" + std::to_string(i) + ")\n";
+    ops += (i ? ", x" : "x") + std::to_string(i);
+    shapes += (i ? ", " : "") + types[i] + dims;
+  }
+  const std::string shape = types.size() == 1 ? shapes : "(" + shapes + ")";
+  const int minor = static_cast<int>(std::count(dims.begin(), dims.end(), ','));
+  h += "  ROOT s = " + shape + " sort(" + ops + "), dimensions={" + std::to_string(minor) + "}" +
+       (stable ? ", is_stable=true" : "") + ", to_apply=cmp\n}\n";
+  return CatalogueCase{name, h, "sort", true};
+}
+
+}  // namespace
+
+std::vector<CatalogueCase> SortCases() {
+  std::vector<CatalogueCase> c;
+  // jnp.lexsort of two keys (few distinct values: ties everywhere) with a payload.
+  c.push_back(SortCase("sort_lexsort_2keys", {"s32", "s32", "f32"}, "[4,37]", {0, 1}, {3, 7}));
+  // Three keys of different types, the last a float in total order; unstable flag (the result
+  // is the stable one anyway).
+  c.push_back(SortCase("sort_lexsort_3keys", {"u8", "s16", "f32", "s32"}, "[3,50]", {0, 1, 2}, {1, 3, 0}, false));
+  // A descending first key, then an ascending second one.
+  c.push_back(SortCase("sort_desc_then_asc", {"s32", "s64"}, "[2,65]", {0, 1}, {5, 0}, true, true));
+  // Rows of one element, odd lengths, and rows longer than the shared-memory limit (the
+  // scratch-buffer path).
+  c.push_back(SortCase("sort_rows_of_1", {"s32", "f32"}, "[5,1]", {0, 1}, {1, 0}));
+  c.push_back(SortCase("sort_odd_rows", {"f32", "s32"}, "[3,7]", {0, 1}, {0, 0}));
+  c.push_back(SortCase("sort_long_rows_scratch", {"s32", "s32"}, "[2,4500]", {0, 1}, {15, 0}));
+  c.push_back(SortCase("sort_1d", {"s16", "u32"}, "[300]", {0, 1}, {7, 0}));
+  // Complex numbers ordered by real then imaginary part (total order), with NaNs, signed
+  // zeros and infinities in the keys.
+  c.push_back({"sort_complex", R"(HloModule m
+cmp {
+  a = c64[] parameter(0)
+  b = c64[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ra = f32[] real(a)
+  rb = f32[] real(b)
+  ia = f32[] imag(a)
+  ib = f32[] imag(b)
+  lt = pred[] compare(ra, rb), direction=LT, type=TOTALORDER
+  eq = pred[] compare(ra, rb), direction=EQ, type=TOTALORDER
+  lti = pred[] compare(ia, ib), direction=LT, type=TOTALORDER
+  e = pred[] and(eq, lti)
+  ROOT r = pred[] or(lt, e)
+}
+ENTRY e {
+  x = c64[2,9] constant({{(1, 2), (nan, 0), (-0, 1), (0, 1), (1, -inf), (inf, 0), (-inf, 3), (1, 2), (0.5, nan)}, {(3, 3), (2, 2), (1, 1), (0, 0), (-1, -1), (-2, -2), (-3, -3), (2, 2), (3, -3)}})
+  y = s32[2,9] parameter(0)
+  ROOT s = (c64[2,9], s32[2,9]) sort(x, y), dimensions={1}, is_stable=true, to_apply=cmp
+})",
+               "sort", true});
+  // NaNs, signed zeros and infinities in a float key with TOTALORDER, an integer tie-breaker.
+  c.push_back({"sort_nan_totalorder", R"(HloModule m
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  lt = pred[] compare(a, b), direction=LT, type=TOTALORDER
+  eq = pred[] compare(a, b), direction=EQ, type=TOTALORDER
+  ltj = pred[] compare(i, j), direction=GT
+  e = pred[] and(eq, ltj)
+  ROOT r = pred[] or(lt, e)
+}
+ENTRY e {
+  x = f32[1,12] constant({{nan, 1, -0, 0, -inf, inf, -nan, 1, -1, 0, nan, -0}})
+  y = s32[1,12] parameter(0)
+  ROOT s = (f32[1,12], s32[1,12]) sort(x, y), dimensions={1}, to_apply=cmp
+})",
+               "sort", true});
   return c;
 }
 

@@ -190,6 +190,7 @@ std::vector<CatalogueCase> MakeCatalogue() {
   for (CatalogueCase& c : EdgeValueCases()) cases.push_back(std::move(c));
   for (CatalogueCase& c : WindowCases()) cases.push_back(std::move(c));
   for (CatalogueCase& c : ContractionCases()) cases.push_back(std::move(c));
+  for (CatalogueCase& c : SortCases()) cases.push_back(std::move(c));
 
   // Shape ops inside one loop fusion.
   cases.push_back(

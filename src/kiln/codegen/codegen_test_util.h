@@ -35,6 +35,8 @@ std::vector<CatalogueCase> WindowCases();
 // codegen_test_contraction.cc: dots and convolutions as loop kernels (integer, pred, mixed,
 // complex; groups, dilations, padding, reversal, any dim_labels; fused consumers).
 std::vector<CatalogueCase> ContractionCases();
+// Sorts with lexicographic / multi-operand / complex comparators (the sort emitter).
+std::vector<CatalogueCase> SortCases();
 
 // Parses `text` (elided constants filled) and verifies the module.
 StatusOr<std::unique_ptr<HloModule>> ParseModule(const std::string& text);

@@ -30,6 +30,7 @@ std::string_view EmitterKindName(EmitterKind kind) {
     case EmitterKind::kRngBitGenerator: return "rng_bit_generator";
     case EmitterKind::kCholesky: return "cholesky";
     case EmitterKind::kTriangularSolve: return "triangular_solve";
+    case EmitterKind::kSort: return "sort";
   }
   return "?";
 }
@@ -88,6 +89,10 @@ StatusOr<EmitterKind> ChooseEmitter(const HloInstruction& instr) {
     KILN_RETURN_IF_ERROR(CheckTriangularSolve(instr));
     return EmitterKind::kTriangularSolve;
   }
+  if (instr.opcode() == HloOpcode::kSort) {
+    KILN_RETURN_IF_ERROR(CheckSort(instr));
+    return EmitterKind::kSort;
+  }
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
   for (const HloInstruction* i : view.body)
     if (!IsElementalOpcode(i->opcode()))
@@ -125,6 +130,7 @@ StatusOr<KernelSpec> EmitWith(EmitterKind kind, const HloInstruction& instr,
     case EmitterKind::kRngBitGenerator: return EmitRngBitGenerator(instr, device, config);
     case EmitterKind::kCholesky: return EmitCholesky(instr, device, config);
     case EmitterKind::kTriangularSolve: return EmitTriangularSolve(instr, device, config);
+    case EmitterKind::kSort: return EmitSort(instr, device, config);
   }
   return Internal("bad emitter kind");
 }
@@ -165,7 +171,8 @@ StatusOr<KernelConfig> DefaultConfig(EmitterKind kind, const HloInstruction& ins
     case EmitterKind::kScatter:
     case EmitterKind::kRngBitGenerator:
     case EmitterKind::kCholesky:
-    case EmitterKind::kTriangularSolve: {
+    case EmitterKind::kTriangularSolve:
+    case EmitterKind::kSort: {
       KILN_ASSIGN_OR_RETURN(KernelSpec spec, EmitWith(kind, instr, device, KernelConfig{}));
       return spec.config;
     }
@@ -227,6 +234,9 @@ StatusOr<std::vector<KernelConfig>> CandidateConfigs(const HloInstruction& instr
       for (int b : {32, 64, 128, 256}) raw.push_back(KernelConfig{b, 1, 1, 0, 0, def.tile});
       if (def.tile > 0)
         for (int t : {16, 64}) raw.push_back(KernelConfig{def.block_size, 1, 1, 0, 0, t});
+      break;
+    case EmitterKind::kSort:
+      for (int b : {64, 128, 256, 512}) raw.push_back(KernelConfig{b, 1, 1, 0, 0, 0});
       break;
   }
   std::vector<KernelConfig> out;

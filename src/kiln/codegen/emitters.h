@@ -53,6 +53,7 @@ enum class EmitterKind {
   kRngBitGenerator,
   kCholesky,
   kTriangularSolve,
+  kSort,
 };
 std::string_view EmitterKindName(EmitterKind kind);  // "loop", "row_reduction", ...
 
@@ -102,6 +103,12 @@ StatusOr<KernelSpec> EmitCholesky(const HloInstruction& cholesky, const DeviceSp
                                   const KernelConfig& config);
 StatusOr<KernelSpec> EmitTriangularSolve(const HloInstruction& solve, const DeviceSpec& device,
                                          const KernelConfig& config);
+
+// A comparison sort with any comparator (emit_sort.cc): one block per row of the minor
+// dimension (row-major operands), a stable bottom-up merge sort of the row's positions, then
+// every operand gathered through the permutation: the evaluator's std::stable_sort result.
+// Knobs: block_size only (a power of two; 1 allowed).
+StatusOr<KernelSpec> EmitSort(const HloInstruction& sort, const DeviceSpec& device, const KernelConfig& config);
 
 // The emitter best suited to `instr`, judged from its structure (Unimplemented with a reason
 // when none can run it: the compiler should then not form that fusion).

@@ -21,5 +21,7 @@ KernelConfig ResolveLoopConfig(const FusionView& view, const DeviceSpec& device,
 // InvalidArgument with the reason otherwise.
 Status CheckCholesky(const HloInstruction& instr);
 Status CheckTriangularSolve(const HloInstruction& instr);
+// Whether the sort emitter takes the sort (emit_sort.cc).
+Status CheckSort(const HloInstruction& sort);
 
 }  // namespace kiln::codegen

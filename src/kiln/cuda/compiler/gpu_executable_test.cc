@@ -580,5 +580,105 @@ ENTRY e {
     EXPECT_TRUE(SameBytes(r.actual.tuple_element(i), r.expected.tuple_element(i))) << "output " << i;
 }
 
+// Sorts with multi-key comparators run as generated comparison sorts, bit for bit the
+// evaluator's stable sort: lexsort of 2 and 3 keys with ties (payload order = stability), a
+// c64 sort, NaNs / signed zeros with TOTALORDER, rows of 1 and of 5000 elements (scratch-buffer
+// path), a sort along dimension 0 (transposed to the minor one).
+TEST(GpuExecutableTest, MultiKeySortsRunAsKernels) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(R"(HloModule sorts
+lex2 {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  c = f32[] parameter(2)
+  d = f32[] parameter(3)
+  p = s32[] parameter(4)
+  q = s32[] parameter(5)
+  m = s32[] constant(7)
+  am = s32[] and(a, m)
+  bm = s32[] and(b, m)
+  lt0 = pred[] compare(am, bm), direction=LT
+  eq0 = pred[] compare(am, bm), direction=EQ
+  lt1 = pred[] compare(c, d), direction=LT, type=TOTALORDER
+  e = pred[] and(eq0, lt1)
+  ROOT r = pred[] or(lt0, e)
+}
+lex3 {
+  a = u8[] parameter(0)
+  b = u8[] parameter(1)
+  c = s16[] parameter(2)
+  d = s16[] parameter(3)
+  x = s32[] parameter(4)
+  y = s32[] parameter(5)
+  m1 = u8[] constant(1)
+  a1 = u8[] and(a, m1)
+  b1 = u8[] and(b, m1)
+  m2 = s16[] constant(3)
+  c2 = s16[] and(c, m2)
+  d2 = s16[] and(d, m2)
+  lt0 = pred[] compare(a1, b1), direction=GT
+  eq0 = pred[] compare(a1, b1), direction=EQ
+  lt1 = pred[] compare(c2, d2), direction=LT
+  eq1 = pred[] compare(c2, d2), direction=EQ
+  lt2 = pred[] compare(x, y), direction=LT
+  e1 = pred[] and(eq1, lt2)
+  o1 = pred[] or(lt1, e1)
+  e0 = pred[] and(eq0, o1)
+  ROOT r = pred[] or(lt0, e0)
+}
+cplx {
+  a = c64[] parameter(0)
+  b = c64[] parameter(1)
+  ra = f32[] real(a)
+  rb = f32[] real(b)
+  ia = f32[] imag(a)
+  ib = f32[] imag(b)
+  lt = pred[] compare(ra, rb), direction=LT, type=TOTALORDER
+  eq = pred[] compare(ra, rb), direction=EQ, type=TOTALORDER
+  lti = pred[] compare(ia, ib), direction=LT, type=TOTALORDER
+  e = pred[] and(eq, lti)
+  ROOT r = pred[] or(lt, e)
+}
+nan2 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  lt = pred[] compare(a, b), direction=LT, type=TOTALORDER
+  eq = pred[] compare(a, b), direction=EQ, type=TOTALORDER
+  gt = pred[] compare(i, j), direction=GT
+  e = pred[] and(eq, gt)
+  ROOT r = pred[] or(lt, e)
+}
+ENTRY e {
+  k0 = s32[6,37] parameter(0)
+  k1 = f32[6,37] parameter(1)
+  i0 = s32[6,37] iota(), iota_dimension=1
+  s0 = (s32[6,37], f32[6,37], s32[6,37]) sort(k0, k1, i0), dimensions={1}, is_stable=true, to_apply=lex2
+  u = u8[3,5000] parameter(2)
+  v = s16[3,5000] parameter(3)
+  i1 = s32[3,5000] iota(), iota_dimension=1
+  s1 = (u8[3,5000], s16[3,5000], s32[3,5000]) sort(u, v, i1), dimensions={1}, to_apply=lex3
+  w = u8[9,1] parameter(4)
+  z = s16[9,1] parameter(5)
+  i2 = s32[9,1] iota(), iota_dimension=0
+  s2 = (u8[9,1], s16[9,1], s32[9,1]) sort(w, z, i2), dimensions={1}, is_stable=true, to_apply=lex3
+  c = c64[4,129] parameter(6)
+  s3 = c64[4,129] sort(c), dimensions={1}, to_apply=cplx
+  n = f32[1,12] constant({{nan, 1, -0, 0, -inf, inf, -nan, 1, -1, 0, nan, -0}})
+  i3 = s32[1,12] iota(), iota_dimension=1
+  s4 = (f32[1,12], s32[1,12]) sort(n, i3), dimensions={1}, to_apply=nan2
+  t0 = s32[40,7] parameter(7)
+  t1 = f32[40,7] parameter(8)
+  i4 = s32[40,7] iota(), iota_dimension=0
+  s5 = (s32[40,7], f32[40,7], s32[40,7]) sort(t0, t1, i4), dimensions={0}, is_stable=true, to_apply=lex2
+  ROOT t = ((s32[6,37], f32[6,37], s32[6,37]), (u8[3,5000], s16[3,5000], s32[3,5000]), (u8[9,1], s16[9,1], s32[9,1]), c64[4,129], (f32[1,12], s32[1,12]), (s32[40,7], f32[40,7], s32[40,7])) tuple(s0, s1, s2, s3, s4, s5)
+})", 2);
+  ExpectClose(r);
+  if (!r.exe) return;
+  EXPECT_TRUE(r.exe->compiled().stats.host_fallbacks.empty()) << r.exe->compiled().stats.ToString();
+  EXPECT_TRUE(SameBytes(r.actual, r.expected));
+}
+
 }  // namespace
 }  // namespace kiln::cuda

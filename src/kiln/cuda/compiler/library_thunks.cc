@@ -281,16 +281,19 @@ std::optional<std::pair<int64_t, SortOrderGuess>> ClassifyComparator(const HloIn
     if (IsComplexType(kt) || IsSubByteType(kt)) continue;
     std::vector<Sample> samples = SampleKeys(kt);
     // The comparator's answers for every pair of samples, with the other operands' parameters
-    // set two different ways (they must not matter).
+    // set four different ways (they must not matter): (0, 1) and (1, 0) -- a tie-breaker on
+    // another operand answers differently for equal keys --, then twice at random.
     bool consistent = true;
     std::vector<std::vector<bool>> less(samples.size(), std::vector<bool>(samples.size()));
-    for (int trial = 0; trial < 2 && consistent; ++trial) {
+    for (int trial = 0; trial < 4 && consistent; ++trial) {
       std::vector<Literal> others(2 * n);
       for (int64_t j = 0; j < n; ++j) {
         if (j == key) continue;
         const PrimitiveType t = sort.operand(j)->shape().element_type();
-        for (int s = 0; s < 2; ++s)
-          others[2 * j + s] = IsComplexType(t) ? Literal(Shape::Scalar(t)) : ScalarLiteral(t, static_cast<double>(rng() % 5));
+        for (int s = 0; s < 2; ++s) {
+          const double v = trial == 0 ? s : trial == 1 ? 1 - s : static_cast<double>(rng() % 5);
+          others[2 * j + s] = IsComplexType(t) ? Literal(Shape::Scalar(t)) : ScalarLiteral(t, v);
+        }
       }
       for (size_t a = 0; a < samples.size() && consistent; ++a)
         for (size_t b = 0; b < samples.size() && consistent; ++b) {
@@ -372,6 +375,13 @@ StatusOr<std::unique_ptr<GpuThunk>> MakeSortThunk(const HloInstruction& instr, c
   KILN_RETURN_IF_ERROR(libs::ValidateSortDesc(d));
   return std::unique_ptr<GpuThunk>(
       new SortThunk(instr.name(), d, inputs[key], outputs[key], std::move(vin), std::move(vout), BufferSlice{}));
+}
+
+bool LibrarySortApplies(const HloInstruction& instr) {
+  // The thunk only records slices: placeholders answer the question.
+  std::vector<BufferSlice> inputs(instr.operand_count());
+  std::vector<BufferSlice> outputs(ArrayLeafIndices(instr.shape()).size());
+  return MakeSortThunk(instr, inputs, outputs).ok();
 }
 
 // ---- FFT ----

@@ -106,6 +106,10 @@ class SortThunk : public GpuThunk {
 StatusOr<std::unique_ptr<GpuThunk>> MakeSortThunk(const HloInstruction& instr, const std::vector<BufferSlice>& inputs,
                                                   const std::vector<BufferSlice>& outputs);
 
+// Whether MakeSortThunk takes `instr` (the library sort applies); otherwise the GPU compiler
+// runs the sort as a generated comparison-sort kernel (codegen/emit_sort.cc) when it can.
+bool LibrarySortApplies(const HloInstruction& instr);
+
 class FftThunk : public GpuThunk {
  public:
   FftThunk(std::string name, libs::FftDesc desc, BufferSlice input, BufferSlice output);

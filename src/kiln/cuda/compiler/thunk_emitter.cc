@@ -129,7 +129,12 @@ class Emitter {
       case HloOpcode::kWhile: return How::kWhile;
       case HloOpcode::kConditional: return How::kConditional;
       case HloOpcode::kCall: return How::kCall;
-      case HloOpcode::kSort: case HloOpcode::kTopK: return How::kSort;
+      case HloOpcode::kSort:
+        // The library radix sort takes single-key orders; any other comparator runs as a
+        // generated comparison sort (codegen/emit_sort.cc).
+        if (!LibrarySortApplies(instr) && codegen::ChooseEmitter(instr).ok()) return How::kKernel;
+        return How::kSort;
+      case HloOpcode::kTopK: return How::kSort;
       case HloOpcode::kFft: return How::kFft;
       case HloOpcode::kCustomCall:
         if (IsGemmCall(instr)) return How::kGemm;
