@@ -5,70 +5,71 @@
 #include <cassert>
 #include <memory>
 
+#include <unsupported/Eigen/CXX11/ThreadPool>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace kiln {
 
 namespace {
-// The pool whose worker is the current thread (nullptr elsewhere).
-thread_local const ThreadPool* current_pool = nullptr;
+inline void CpuRelax() {
+#if defined(__SSE2__)
+  _mm_pause();
+#endif
+}
 }  // namespace
 
+struct ThreadPool::Impl {
+  explicit Impl(int n) : pool(n) {}
+  Eigen::ThreadPool pool;
+  std::atomic<int64_t> pending{0};  // scheduled through Schedule and not yet finished
+  std::mutex mu;
+  std::condition_variable idle_cv;  // pending reached zero
+};
+
 ThreadPool::ThreadPool(int num_threads) {
-  if (num_threads <= 0) num_threads = std::max(1u, std::thread::hardware_concurrency());
-  workers_.reserve(num_threads);
-  for (int i = 0; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  num_threads_ = num_threads;
+  impl_ = std::make_unique<Impl>(num_threads);
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stopping_ = true;
-  }
-  work_cv_.notify_all();
-  for (std::thread& t : workers_) t.join();
+  // Everything scheduled runs; Eigen's destructor then joins the workers (after draining
+  // any ParallelFor helpers still queued: they find no chunk left and return).
+  if (impl_->pending.load(std::memory_order_acquire) != 0) Wait();
 }
 
-bool ThreadPool::InWorkerThread() const { return current_pool == this; }
+bool ThreadPool::InWorkerThread() const { return impl_->pool.CurrentThreadId() >= 0; }
+
+Eigen::ThreadPoolInterface* ThreadPool::eigen_pool() const { return &impl_->pool; }
 
 void ThreadPool::Schedule(std::function<void()> fn) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(fn));
-    ++pending_;
-  }
-  work_cv_.notify_one();
+  impl_->pending.fetch_add(1, std::memory_order_relaxed);
+  Impl* impl = impl_.get();
+  impl->pool.Schedule([impl, fn = std::move(fn)] {
+    fn();
+    if (impl->pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // Taking the lock orders this notification after a waiter's check of `pending`.
+      std::lock_guard<std::mutex> lock(impl->mu);
+      impl->idle_cv.notify_all();
+    }
+  });
 }
 
 void ThreadPool::Wait() {
   assert(!InWorkerThread() && "ThreadPool::Wait called from its own worker");
-  std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [this] { return pending_ == 0; });
-}
-
-void ThreadPool::WorkerLoop() {
-  current_pool = this;
-  while (true) {
-    std::function<void()> fn;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      // Drain the queue before stopping, so the destructor runs everything scheduled.
-      work_cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;
-      fn = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    fn();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) idle_cv_.notify_all();
-    }
-  }
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->idle_cv.wait(lock, [this] { return impl_->pending.load(std::memory_order_acquire) == 0; });
 }
 
 void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
                              const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   min_chunk = std::max<int64_t>(min_chunk, 1);
-  // About four chunks per participant, so that uneven chunks even out.
+  // About four chunks per participant, so that uneven chunks (and, on a loaded machine, a
+  // descheduled worker) even out.
   int64_t participants = num_threads() + 1;
   int64_t chunk = std::max(min_chunk, (n + 4 * participants - 1) / (4 * participants));
   int64_t num_chunks = (n + chunk - 1) / chunk;
@@ -77,32 +78,48 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
     return;
   }
   // Shared with the helper closures, which may start after this call has returned (when the
-  // caller and the early helpers took every chunk): they must not touch the caller's stack.
+  // caller and the early helpers took every chunk): they must not touch the caller's stack
+  // unless they claimed a chunk, which the caller waits for.
   struct State {
     std::atomic<int64_t> next{0};
     std::atomic<int64_t> done{0};
+    std::atomic<bool> sleeping{false};
     std::mutex mu;
     std::condition_variable cv;
   };
   auto state = std::make_shared<State>();
-  const auto* body = &fn;  // valid until every chunk is done, which we wait for below
-  auto run_chunks = [state, body, n, chunk, num_chunks] {
+  const auto* body = &fn;
+  auto run_chunks = [n, chunk, num_chunks, body](State& st) {
+    int64_t finished = 0;
     while (true) {
-      int64_t c = state->next.fetch_add(1);
-      if (c >= num_chunks) return;
+      int64_t c = st.next.fetch_add(1, std::memory_order_relaxed);
+      if (c >= num_chunks) break;
       int64_t begin = c * chunk;
       (*body)(begin, std::min(n, begin + chunk));
-      if (state->done.fetch_add(1) + 1 == num_chunks) {
+      ++finished;
+    }
+    return finished;
+  };
+  int64_t helpers = std::min<int64_t>(num_threads(), num_chunks - 1);
+  for (int64_t i = 0; i < helpers; ++i)
+    impl_->pool.Schedule([state, run_chunks, num_chunks] {
+      int64_t finished = run_chunks(*state);
+      if (finished == 0) return;
+      if (state->done.fetch_add(finished, std::memory_order_acq_rel) + finished == num_chunks) {
         std::lock_guard<std::mutex> lock(state->mu);
         state->cv.notify_all();
       }
-    }
-  };
-  int64_t helpers = std::min<int64_t>(num_threads(), num_chunks - 1);
-  for (int64_t i = 0; i < helpers; ++i) Schedule(run_chunks);
-  run_chunks();
+    });
+  int64_t mine = run_chunks(*state);
+  if (state->done.fetch_add(mine, std::memory_order_acq_rel) + mine == num_chunks) return;
+  // The helpers are finishing their last chunks: spin a little (a chunk is usually short),
+  // then sleep.
+  for (int i = 0; i < 256; ++i) {
+    if (state->done.load(std::memory_order_acquire) == num_chunks) return;
+    CpuRelax();
+  }
   std::unique_lock<std::mutex> lock(state->mu);
-  state->cv.wait(lock, [&] { return state->done.load() == num_chunks; });
+  state->cv.wait(lock, [&] { return state->done.load(std::memory_order_acquire) == num_chunks; });
 }
 
 }  // namespace kiln

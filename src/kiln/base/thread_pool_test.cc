@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <unsupported/Eigen/CXX11/ThreadPool>
+
 #include <atomic>
+#include <thread>
 #include <numeric>
 #include <set>
 #include <vector>
@@ -94,6 +97,50 @@ TEST(ThreadPoolTest, ManyShortParallelFors) {
     });
     ASSERT_EQ(s.load(), 257);
   }
+}
+
+TEST(ThreadPoolTest, EigenPoolIsTheSameWorkers) {
+  ThreadPool pool(2);
+  Eigen::ThreadPoolInterface* e = pool.eigen_pool();
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->NumThreads(), 2);
+  EXPECT_EQ(e->CurrentThreadId(), -1);
+  std::atomic<int> in_worker{0};
+  Eigen::Barrier done(4);
+  for (int i = 0; i < 4; ++i)
+    e->Schedule([&] {
+      if (pool.InWorkerThread()) ++in_worker;
+      done.Notify();
+    });
+  done.Wait();
+  EXPECT_EQ(in_worker.load(), 4);
+}
+
+TEST(ThreadPoolTest, ParallelForFromSeveralCallers) {
+  ThreadPool pool(3);
+  std::vector<std::thread> callers;
+  std::atomic<int64_t> total{0};
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 200; ++rep)
+        pool.ParallelFor(1000, 10, [&](int64_t b, int64_t e) { total += e - b; });
+    });
+  for (std::thread& t : callers) t.join();
+  EXPECT_EQ(total.load(), 4 * 200 * 1000);
+}
+
+TEST(ThreadPoolTest, WaitSeesClosuresScheduledFromWorkers) {
+  ThreadPool pool(2);
+  std::atomic<int> count{0};
+  pool.Schedule([&] {
+    for (int i = 0; i < 100; ++i)
+      pool.Schedule([&] {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        ++count;
+      });
+  });
+  pool.Wait();
+  EXPECT_EQ(count.load(), 100);
 }
 
 }  // namespace

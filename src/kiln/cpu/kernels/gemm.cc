@@ -19,38 +19,38 @@
 namespace kiln::cpu::internal {
 namespace {
 
-// Eigen's thread-pool interface over kiln's ThreadPool.
+// Eigen's thread-pool interface over the Eigen pool behind kiln's ThreadPool (the same workers
+// as kiln's parallel loops), denormals flushed in every task (Note [Denormals in GEMMs]).
 class EigenPoolAdapter final : public Eigen::ThreadPoolInterface {
  public:
-  explicit EigenPoolAdapter(ThreadPool* pool) : pool_(pool) {}
+  explicit EigenPoolAdapter(ThreadPool* pool) : pool_(pool->eigen_pool()) {}
   void Schedule(std::function<void()> fn) override {
     pool_->Schedule([fn = std::move(fn)] {
       ScopedFlushDenormals flush;  // Note [Denormals in GEMMs]
       fn();
     });
   }
-  int NumThreads() const override { return pool_->num_threads(); }
-  // Eigen's contraction does not use thread ids; -1 ("not a pool thread") is always safe.
-  int CurrentThreadId() const override { return -1; }
+  int NumThreads() const override { return pool_->NumThreads(); }
+  int CurrentThreadId() const override { return pool_->CurrentThreadId(); }
 
  private:
-  ThreadPool* pool_;
+  Eigen::ThreadPoolInterface* pool_;
 };
 
 // Note [Eigen's own pool for contractions]
 //   Eigen's contraction cuts a mid-sized product into many short tasks with barriers between
-//   them; on kiln's ThreadPool (one mutex-guarded queue, workers sleeping on a condition
-//   variable) every task pays a wake-up and the queue's lock. Measured on 16 cores (the H200
+//   them; on kiln's old ThreadPool (one mutex-guarded queue, workers sleeping on a condition
+//   variable) every task paid a wake-up and the queue's lock. Measured on 16 cores (the H200
 //   machine's host, bench/cpu, 2026-11-29): kiln/XLA gemm_f32_odd 3.43 -> 0.90, gemm_f32 1.97 ->
 //   1.20, mlp_f32 3.57 -> 1.04 with contractions on an Eigen::ThreadPool (spinning,
-//   work-stealing); neutral on 2 cores. So contractions run on a process-wide Eigen::ThreadPool
-//   with as many threads as ctx.pool (created on first use, one per thread count); its threads
-//   sleep when idle. KILN_CPU_GEMM_POOL=kiln runs them on kiln's pool instead (one set of worker
-//   threads, Note [Eigen threads]).
+//   work-stealing). kiln's ThreadPool is now itself an Eigen::ThreadPool (base/thread_pool.h),
+//   so contractions run on its workers (ctx.pool->eigen_pool()): one set of threads for the
+//   parallel loops and the GEMMs. KILN_CPU_GEMM_POOL=separate runs them on a second,
+//   process-wide Eigen::ThreadPool with as many threads (the previous arrangement, for A/B).
 bool UseEigenPool() {
   static const bool eigen = [] {
     const char* v = std::getenv("KILN_CPU_GEMM_POOL");
-    return v == nullptr || std::string_view(v) != "kiln";
+    return v != nullptr && std::string_view(v) == "separate";
   }();
   return eigen;
 }

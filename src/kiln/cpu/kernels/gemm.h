@@ -3,10 +3,10 @@
 // c128, and a blocked loop for integers.
 //
 // Note [Eigen threads]
-//   Eigen's contraction runs on a process-wide Eigen::ThreadPool as large as ctx.pool (Note
-//   [Eigen's own pool for contractions] in gemm.cc: kiln's locked queue was 2-4x slower on 16
-//   cores), or with KILN_CPU_GEMM_POOL=kiln on kiln's own ThreadPool through an adapter
-//   (EigenPoolAdapter). Either way it is only used when ctx.pool may be. Eigen's contraction
+//   Eigen's contraction runs on the Eigen::ThreadPool behind ctx.pool (ctx.pool->eigen_pool():
+//   the same workers as kiln's parallel loops; Note [Eigen's own pool for contractions] in
+//   gemm.cc), or with KILN_CPU_GEMM_POOL=separate on a second, process-wide Eigen::ThreadPool as
+//   large. Either way it is only used when ctx.pool may be. Eigen's contraction
 //   blocks the calling thread until its tasks are done, so it must not be called from a worker of the same pool with the pool's other workers
 //   possibly blocked the same way (a deadlock): called from a worker of ctx.pool -- or without a
 //   pool -- a GEMM runs single-threaded (Eigen::DefaultDevice), which is also what kiln's
