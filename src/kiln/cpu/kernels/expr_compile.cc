@@ -1,6 +1,7 @@
 // ExprProgram compilation: HLO nodes -> index maps and typed block ops (see Note [Block
 // expression programs] in expr_program.h).
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -394,6 +395,8 @@ StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
     std::span<const HloInstruction* const> roots, std::vector<int64_t> loop_dims,
     std::vector<int64_t> root_perm, const LeafResolver& leaves, const Options& options) {
   std::unique_ptr<ExprProgram> p(new ExprProgram());
+  static std::atomic<uint64_t> next_id{1};
+  p->id_ = next_id.fetch_add(1, std::memory_order_relaxed);
   p->block_ = std::max<int64_t>(1, options.block_elements);
   p->loop_dims_ = loop_dims;
   p->loop_elements_ = 1;
@@ -522,13 +525,14 @@ StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
     bool direct = false;
     for (const ExprOp& op : p->block_ops_)
       if (op.kind != ExprOp::Kind::kMap && op.out == v) direct = op.kind != ExprOp::Kind::kRead;
-    for (size_t q = 0; q < p->root_block_values_.size(); ++q)
-      if (q != r && p->root_block_values_[q] == v) direct = false;
+    // A value shared by several roots (a multi-output reduction's loop output that is also
+    // what it folds) goes to the first of them given a destination (EvalBlock).
     // A value read later by another op must not live in the destination if that op could be
     // writing elsewhere... every op reads its inputs at the same positions, so a destination
     // is as good as a buffer.
     p->root_direct_.push_back(direct);
   }
+  p->PrecomputeBlockRuns();
   return p;
 }
 

@@ -1,6 +1,7 @@
 // ExprProgram execution: index-map runs, reads, iota, pad/concatenate selection, blocks.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kiln/cpu/kernels/convert_ops.h"
 #include "kiln/cpu/kernels/expr_internal.h"
@@ -300,11 +301,31 @@ struct ExprExec {
   static void Run(const ExprProgram& p, const std::vector<ExprOp>& ops, int64_t start, int64_t n,
                   std::span<const void* const> inputs, const std::vector<void*>& inv,
                   std::vector<std::vector<ExprRun>>& runs, std::vector<void*>& ptrs,
-                  const std::vector<void*>& buffers, uint8_t* u = nullptr) {
+                  const std::vector<void*>& buffers, uint8_t* u = nullptr,
+                  bool block_ops = false) {
     auto width_of = [&](int v) { return PrimitiveByteWidth(p.value_types_[v]); };
+    // The block's index when its runs were precomputed (Note [Precomputed block runs]).
+    int64_t pre_block = -1;
+    if (block_ops && p.pre_blocks_ > 0 && start % p.block_ == 0) {
+      const int64_t b = start / p.block_;
+      if (b < p.pre_blocks_ && n == std::min(p.block_, p.loop_elements_ - start)) pre_block = b;
+    }
     for (const ExprOp& op : ops) {
       switch (op.kind) {
         case ExprOp::Kind::kMap: {
+          if (pre_block >= 0 && p.pre_slot_[op.map] >= 0) {
+            const int64_t k = p.pre_slot_[op.map] * p.pre_blocks_ + pre_block;
+            const ExprRun* src = p.pre_runs_.data() + p.pre_offset_[k];
+            const size_t cnt = p.pre_offset_[k + 1] - p.pre_offset_[k];
+            std::vector<ExprRun>& dst = runs[op.map];
+            if (cnt == 1) {  // the common case, without a call to memmove
+              if (dst.size() != 1) dst.resize(1);
+              dst[0] = *src;
+            } else {
+              dst.assign(src, src + cnt);
+            }
+            break;
+          }
           const ExprMap& m = *p.maps_[op.map];
           static const std::vector<ExprRun> kNone;
           ComputeMapRuns(m, m.parent >= 0 ? runs[m.parent] : kNone, start, n, inv, runs[op.map]);
@@ -397,6 +418,67 @@ struct ExprExec {
   }
 };
 
+// Note [Precomputed block runs]
+//   A block map's runs depend on the block (start, n) and, for dynamic-slice maps, on invariant
+//   start indices. Every kernel run walks the same blocks (a row-tiled chain runs its tile
+//   kernels once per tile), and recomputing the runs -- divisions down each map's dimensions,
+//   for every map of a broadcast/reshape chain -- was ~15% of layernorm's single-core time. So
+//   at compile time the runs of every block map without a dynamic start (itself or up its
+//   parent chain) are computed once for every block [b * block, min(+block, end)) when the
+//   program has at most kMaxPreBlocks blocks and they fit in kMaxPreRuns runs; EvalBlock on
+//   exactly such a block copies them (one short vector assign). Other blocks (the partial-row
+//   blocks of column and split-row reductions) compute as before.
+void ExprProgram::PrecomputeBlockRuns() {
+  constexpr int64_t kMaxPreBlocks = 8192;
+  constexpr int64_t kMaxPreRuns = int64_t{1} << 15;
+  pre_blocks_ = 0;
+  pre_slot_.assign(maps_.size(), -1);
+  const int64_t blocks = (loop_elements_ + block_ - 1) / block_;
+  if (blocks <= 0 || blocks > kMaxPreBlocks) return;
+  // Block maps whose runs need no invariant value, in block-op order (parents first).
+  std::vector<int> slots_maps;
+  std::vector<bool> ok(maps_.size(), false);
+  for (const ExprOp& op : block_ops_) {
+    if (op.kind != ExprOp::Kind::kMap) continue;
+    const ExprMap& m = *maps_[op.map];
+    bool good = m.dyn.empty() && (m.parent < 0 || ok[m.parent]);
+    if (m.kind == MapKind::kLoop || m.kind == MapKind::kScalar) good = m.dyn.empty();
+    if (!good) continue;
+    ok[op.map] = true;
+    pre_slot_[op.map] = static_cast<int>(slots_maps.size());
+    slots_maps.push_back(op.map);
+  }
+  if (slots_maps.empty()) return;
+  const int64_t nslots = static_cast<int64_t>(slots_maps.size());
+  std::vector<std::vector<ExprRun>> per(nslots * blocks);
+  std::vector<std::vector<ExprRun>> runs(maps_.size());
+  static const std::vector<void*> kNoInv;
+  static const std::vector<ExprRun> kNone;
+  int64_t total = 0;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t start = b * block_, n = std::min(block_, loop_elements_ - start);
+    for (int64_t k = 0; k < nslots; ++k) {
+      const ExprMap& m = *maps_[slots_maps[k]];
+      ComputeMapRuns(m, m.parent >= 0 ? runs[m.parent] : kNone, start, n, kNoInv,
+                     runs[slots_maps[k]]);
+      per[k * blocks + b] = runs[slots_maps[k]];
+      total += static_cast<int64_t>(runs[slots_maps[k]].size());
+      if (total > kMaxPreRuns) {
+        pre_slot_.assign(maps_.size(), -1);
+        return;
+      }
+    }
+  }
+  pre_offset_.assign(1, 0);
+  pre_runs_.clear();
+  pre_runs_.reserve(total);
+  for (const std::vector<ExprRun>& r : per) {
+    pre_runs_.insert(pre_runs_.end(), r.begin(), r.end());
+    pre_offset_.push_back(static_cast<uint32_t>(pre_runs_.size()));
+  }
+  pre_blocks_ = blocks;
+}
+
 ExprProgram::~ExprProgram() = default;
 
 PrimitiveType ExprProgram::root_type(int r) const { return value_types_[root_values_[r]]; }
@@ -425,10 +507,65 @@ StatusOr<ExprRunState> ExprProgram::Prepare(std::span<const void* const> inputs)
   return s;
 }
 
+// Note [Recycled scratch]
+//   A kernel makes a scratch per Run and thread (a row-tiled chain: per tile and kernel), and
+//   making one was a handful of allocations plus zero-filling the block buffers (~5% of
+//   softmax's single-core time in malloc, free and memset). A destroyed scratch leaves its
+//   vectors in a small per-thread cache keyed by program id; NewScratch of the same program on
+//   that thread takes them back, keeping the buffers' contents (every op writes its block
+//   before any op reads it) and re-deriving the pointers.
+namespace {
+struct CachedScratch {
+  uint64_t program_id = 0;
+  std::vector<uint8_t> storage;
+  std::vector<void*> ptrs, buffers;
+  std::vector<std::vector<ExprRun>> runs;
+  std::vector<uint8_t> uniform;
+};
+constexpr size_t kScratchCacheEntries = 32;
+thread_local std::vector<CachedScratch> scratch_cache;
+}  // namespace
+
+ExprScratch& ExprScratch::operator=(ExprScratch&& other) noexcept {
+  if (this == &other) return *this;
+  Recycle();
+  program_id_ = std::exchange(other.program_id_, 0);
+  state_ = other.state_;
+  storage_ = std::move(other.storage_);
+  ptrs_ = std::move(other.ptrs_);
+  buffers_ = std::move(other.buffers_);
+  runs_ = std::move(other.runs_);
+  uniform_ = std::move(other.uniform_);
+  return *this;
+}
+
+void ExprScratch::Recycle() {
+  if (program_id_ == 0) return;
+  if (scratch_cache.size() >= kScratchCacheEntries) scratch_cache.erase(scratch_cache.begin());
+  scratch_cache.push_back({program_id_, std::move(storage_), std::move(ptrs_), std::move(buffers_),
+                           std::move(runs_), std::move(uniform_)});
+  program_id_ = 0;
+}
+
 ExprScratch ExprProgram::NewScratch(const ExprRunState& state) const {
   ExprScratch s;
   s.state_ = &state;
-  s.storage_.assign(static_cast<size_t>(scratch_bytes_) + 64, 0);
+  bool recycled = false;
+  for (size_t i = scratch_cache.size(); i-- > 0;) {
+    CachedScratch& c = scratch_cache[i];
+    if (c.program_id != id_) continue;
+    s.storage_ = std::move(c.storage);
+    s.ptrs_ = std::move(c.ptrs);
+    s.buffers_ = std::move(c.buffers);
+    s.runs_ = std::move(c.runs);
+    s.uniform_ = std::move(c.uniform);
+    scratch_cache.erase(scratch_cache.begin() + static_cast<std::ptrdiff_t>(i));
+    recycled = s.storage_.size() == static_cast<size_t>(scratch_bytes_) + 64 &&
+               s.runs_.size() == maps_.size();
+    break;
+  }
+  s.program_id_ = id_;
+  if (!recycled) s.storage_.assign(static_cast<size_t>(scratch_bytes_) + 64, 0);
   uint8_t* base = s.storage_.data();
   base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
   s.ptrs_ = state.ptrs_;
@@ -438,7 +575,11 @@ ExprScratch ExprProgram::NewScratch(const ExprRunState& state) const {
     s.buffers_[v] = base + buffer_offsets_[value_buffer_[v]];
     s.ptrs_[v] = s.buffers_[v];
   }
-  s.runs_.assign(maps_.size(), {});
+  if (recycled) {
+    for (std::vector<ExprRun>& r : s.runs_) r.clear();
+  } else {
+    s.runs_.assign(maps_.size(), {});
+  }
   ExprExec::Run(*this, splat_ops_, 0, block_, state.inputs_, state.ptrs_, s.runs_, s.ptrs_,
                 s.buffers_);
   s.uniform_.assign(num_values_, ExprExec::kFull);
@@ -451,14 +592,22 @@ ExprScratch ExprProgram::NewScratch(const ExprRunState& state) const {
 void ExprProgram::EvalBlock(ExprScratch& s, int64_t start, int64_t n, std::span<void* const> dest,
                             std::span<const void*> results) const {
   const int nr = num_roots();
-  // Roots computed by a block op write straight into their destination.
+  // Roots computed by a block op write straight into their destination (a value shared by
+  // several roots: the first one's; the others get a copy below).
   for (int r = 0; r < nr; ++r) {
     const int v = root_block_values_[r];
     if (value_invariant_[v] || value_buffer_[v] < 0) continue;
-    s.ptrs_[v] = (!dest.empty() && dest[r] && root_direct_[r]) ? dest[r] : s.buffers_[v];
+    s.ptrs_[v] = s.buffers_[v];
+  }
+  if (!dest.empty()) {
+    for (int r = 0; r < nr; ++r) {
+      const int v = root_block_values_[r];
+      if (value_invariant_[v] || value_buffer_[v] < 0 || !dest[r] || !root_direct_[r]) continue;
+      if (s.ptrs_[v] == s.buffers_[v]) s.ptrs_[v] = dest[r];
+    }
   }
   ExprExec::Run(*this, block_ops_, start, n, s.state_->inputs_, s.state_->ptrs_, s.runs_, s.ptrs_,
-                s.buffers_, s.uniform_.data());
+                s.buffers_, s.uniform_.data(), /*block_ops=*/true);
   for (int r = 0; r < nr; ++r) {
     const int v = root_block_values_[r];
     if (s.uniform_[v] == ExprExec::kUniform) {

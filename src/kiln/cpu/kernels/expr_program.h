@@ -67,10 +67,20 @@ class ExprRunState {
 };
 
 // Per-thread block temporaries. Made by NewScratch; reused for every block of one thread.
+// Its allocations go back to a per-thread cache when it is destroyed, and the next NewScratch
+// of the same program on that thread takes them (Note [Recycled scratch], expr_exec.cc).
 class ExprScratch {
+ public:
+  ExprScratch() = default;
+  ExprScratch(ExprScratch&& other) noexcept { *this = std::move(other); }
+  ExprScratch& operator=(ExprScratch&& other) noexcept;
+  ~ExprScratch() { Recycle(); }
+
  private:
   friend class ExprProgram;
   friend struct ExprExec;
+  void Recycle();
+  uint64_t program_id_ = 0;  // 0: not recycled
   const ExprRunState* state_ = nullptr;
   std::vector<uint8_t> storage_;
   std::vector<void*> ptrs_;       // per value id (block values: current pointers)
@@ -133,6 +143,7 @@ class ExprProgram {
   friend struct ExprExec;
   ExprProgram() = default;
 
+  uint64_t id_ = 0;  // unique per program in this process (scratch recycling)
   int64_t block_ = 2048;
   std::vector<int64_t> loop_dims_;
   int64_t loop_elements_ = 1;
@@ -151,6 +162,14 @@ class ExprProgram {
   std::vector<int> root_block_values_;  // the block value holding each root (splat if invariant)
   std::vector<bool> root_direct_;       // the root's block op may write into a destination
   int64_t num_values_ = 0;
+  // Runs of the block maps for every block [b * block_, ...) (Note [Precomputed block runs],
+  // expr_exec.cc): map m's runs for block b are pre_runs_[pre_offset_[k] .. pre_offset_[k+1])
+  // with k = pre_slot_[m] * pre_blocks_ + b; pre_slot_[m] < 0 (or pre_blocks_ == 0): computed.
+  int64_t pre_blocks_ = 0;
+  std::vector<int> pre_slot_;
+  std::vector<uint32_t> pre_offset_;
+  std::vector<ExprRun> pre_runs_;
+  void PrecomputeBlockRuns();
 };
 
 }  // namespace kiln::cpu::internal

@@ -3,6 +3,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/kernels/kernel_test_util.h"
+#include "kiln/eval/compare.h"
 #include "kiln/hlo/parser.h"
 
 namespace kiln::cpu {
@@ -435,6 +436,64 @@ ENTRY e {
   ROOT f = f32[3,5000] fusion(x, v), kind=kLoop, calls=fused
 })");
 }
+
+
+// One kernel run several times on new operands: the second and later runs take the first's
+// recycled scratch (Note [Recycled scratch]) and the precomputed block runs (Note [Precomputed
+// block runs]), except for the dynamic-slice read, whose runs follow the start index.
+namespace reuse {
+TEST(LoopKernelTest, SameKernelManyRunsNewOperands) {
+  std::unique_ptr<HloModule> m = testing::Parse(R"(
+HloModule m
+fused {
+  x = f32[37,64] parameter(0)
+  r = f32[37] parameter(1)
+  c = f32[64] parameter(2)
+  i = s32[] parameter(3)
+  big = f32[45,64] parameter(4)
+  zero = s32[] constant(0)
+  rb = f32[37,64] broadcast(r), dimensions={0}
+  cb = f32[37,64] broadcast(c), dimensions={1}
+  s = f32[37,64] subtract(x, rb)
+  p = f32[37,64] multiply(s, cb)
+  d = f32[37,64] dynamic-slice(big, i, zero), dynamic_slice_sizes={37,64}
+  ROOT a = f32[37,64] add(p, d)
+}
+ENTRY e {
+  x = f32[37,64] parameter(0)
+  r = f32[37] parameter(1)
+  c = f32[64] parameter(2)
+  i = s32[] parameter(3)
+  big = f32[45,64] parameter(4)
+  ROOT f = f32[37,64] fusion(x, r, c, i, big), kind=kLoop, calls=fused
+})");
+  ASSERT_NE(m, nullptr);
+  const HloInstruction* instr = testing::Find(*m, "f");
+  ASSERT_NE(instr, nullptr);
+  for (int64_t block : {int64_t{64}, int64_t{7}, int64_t{2048}}) {
+    CpuKernelOptions o;
+    o.block_elements = block;
+    o.min_parallel_elements = 16;
+    StatusOr<std::unique_ptr<CpuKernel>> kernel = CreateCpuKernel(*instr, o);
+    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      std::vector<Literal> ops = testing::RandomOperands(*instr, seed);
+      // Start rows 0..8 (clamped to 8): a different window each run.
+      ops[3] = Literal::CreateR0<int32_t>(PrimitiveType::kS32, static_cast<int32_t>(seed * 3 - 3));
+      StatusOr<Literal> want = testing::Reference(*instr, ops);
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      for (bool pool : {false, true}) {
+        StatusOr<Literal> got =
+            testing::RunKernel(**kernel, *instr, ops, pool ? testing::TestPool() : nullptr);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        Comparison c = CompareLiterals(*got, *want, CompareOptions{});
+        EXPECT_TRUE(c.ok()) << "block " << block << " seed " << seed << " pool " << pool << ":\n"
+                            << c.ToString();
+      }
+    }
+  }
+}
+}  // namespace reuse
 
 }  // namespace
 }  // namespace kiln::cpu
