@@ -202,6 +202,7 @@ std::vector<CatalogueCase> SortCases() {
   c.push_back(SortCase("sort_rows_of_1", {"s32", "f32"}, "[5,1]", {0, 1}, {1, 0}));
   c.push_back(SortCase("sort_odd_rows", {"f32", "s32"}, "[3,7]", {0, 1}, {0, 0}));
   c.push_back(SortCase("sort_long_rows_scratch", {"s32", "s32"}, "[2,4500]", {0, 1}, {15, 0}));
+  c.push_back(SortCase("sort_very_long_row", {"s32", "f32"}, "[1,20000]", {0, 1}, {255, 0}));
   c.push_back(SortCase("sort_1d", {"s16", "u32"}, "[300]", {0, 1}, {7, 0}));
   // Complex numbers ordered by real then imaginary part (total order), with NaNs, signed
   // zeros and infinities in the keys.

@@ -77,7 +77,11 @@ StatusOr<KernelSpec> EmitSort(const HloInstruction& sort, const DeviceSpec& devi
   const int64_t len = ks.dimensions(ks.rank() - 1);
   const int64_t rows = len == 0 ? 0 : ks.num_elements() / len;
   KernelConfig c = config;
-  if (c.block_size == 0) c.block_size = static_cast<int>(std::clamp<int64_t>(FloorPow2(std::max<int64_t>(len, 1)), 32, 256));
+  if (c.block_size == 0) {
+    // A long row is one block's work: give it the most threads.
+    c.block_size = len >= 16384 ? std::min(1024, device.max_threads_per_block)
+                                : static_cast<int>(std::clamp<int64_t>(FloorPow2(std::max<int64_t>(len, 1)), 32, 256));
+  }
   if (c.block_size < 1 || c.block_size > device.max_threads_per_block || (c.block_size & (c.block_size - 1)) != 0)
     return InvalidArgument("sort emitter: bad block size ", c.block_size);
   c.vector_width = 1;

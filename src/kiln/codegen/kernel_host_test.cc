@@ -469,8 +469,8 @@ TEST(KernelHostTest, BlockedLinalgKernelsMatchTheEvaluator) {
   EXPECT_EQ(RunOnHost(cxx, jobs), 0);
 }
 
-// The loop kernels of the tests/data modules (fused with the CPU policy, each extracted into a
-// module of its own; KILN_CODEGEN_HOST_CORPUS=N runs every N-th distinct kernel, default 3).
+// The loop kernels (and sorts, one thread per block) of the tests/data modules (fused with the
+// CPU policy, each extracted into a module of its own; KILN_CODEGEN_HOST_CORPUS=N runs every N-th distinct kernel, default 3).
 TEST(KernelHostTest, TestDataLoopKernelsMatchTheEvaluator) {
   const std::string cxx = HostCompiler();
   if (!HaveCompiler(cxx)) GTEST_SKIP() << "no host compiler " << cxx;
@@ -493,12 +493,15 @@ TEST(KernelHostTest, TestDataLoopKernelsMatchTheEvaluator) {
     StatusOr<std::unique_ptr<HloModule>> m = ParseHloModuleFile(p.string(), po);
     if (!m.ok() || !testing::FuseModule(**m).ok()) continue;
     for (const HloInstruction* i : testing::KernelInstructions(**m)) {
-      StatusOr<KernelSpec> k = EmitKernel(*i, device);
+      // Sorts (every one the sort emitter takes, single-key ones included) run with one thread
+      // per block: host-runnable.
+      const KernelConfig config = i->opcode() == HloOpcode::kSort ? KernelConfig{1, 1, 1, 0, 0, 0} : KernelConfig{};
+      StatusOr<KernelSpec> k = EmitKernel(*i, device, config);
       if (!k.ok() || !HostRunnable(*k) || !sources.insert(k->source).second) continue;
-      if (seen++ % stride != 0) continue;
+      if (i->opcode() != HloOpcode::kSort && seen++ % stride != 0) continue;  // every sort runs
       StatusOr<std::unique_ptr<HloModule>> one = testing::ExtractKernelModule(**m, *i);
       if (!one.ok()) continue;
-      StatusOr<KernelSpec> again = EmitKernel(*(*one)->entry_computation()->root_instruction(), device);
+      StatusOr<KernelSpec> again = EmitKernel(*(*one)->entry_computation()->root_instruction(), device, config);
       if (!again.ok()) continue;
       jobs.push_back(HostKernel{p.parent_path().filename().string() + "." + i->name(), std::move(one).value(),
                                 std::move(again).value(), false});
