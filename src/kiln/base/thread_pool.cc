@@ -83,34 +83,50 @@ void ThreadPool::ParallelFor(int64_t n, int64_t min_chunk,
   struct State {
     std::atomic<int64_t> next{0};
     std::atomic<int64_t> done{0};
-    std::atomic<bool> sleeping{false};
     std::mutex mu;
     std::condition_variable cv;
+    Eigen::ThreadPool* pool = nullptr;
+    const std::function<void(int64_t, int64_t)>* body = nullptr;
+    int64_t n = 0, chunk = 0, num_chunks = 0, helpers = 0;
+
+    int64_t RunChunks() {
+      int64_t finished = 0;
+      while (true) {
+        int64_t c = next.fetch_add(1, std::memory_order_relaxed);
+        if (c >= num_chunks) break;
+        int64_t begin = c * chunk;
+        (*body)(begin, std::min(n, begin + chunk));
+        ++finished;
+      }
+      return finished;
+    }
+    // Helpers form a binary tree (the caller is node 0): node k hands nodes 2k+1 and 2k+2 to
+    // the pool before it starts on chunks, so that the wake-ups of a wide pool overlap instead
+    // of queueing up on the caller (as Eigen's own parallelFor splits its range).
+    static void Spawn(const std::shared_ptr<State>& st, int64_t k) {
+      for (int64_t c = 2 * k + 1; c <= 2 * k + 2; ++c) {
+        if (c > st->helpers || st->next.load(std::memory_order_relaxed) >= st->num_chunks) return;
+        st->pool->Schedule([st, c] {
+          Spawn(st, c);
+          int64_t finished = st->RunChunks();
+          if (finished == 0) return;
+          if (st->done.fetch_add(finished, std::memory_order_acq_rel) + finished == st->num_chunks) {
+            std::lock_guard<std::mutex> lock(st->mu);
+            st->cv.notify_all();
+          }
+        });
+      }
+    }
   };
   auto state = std::make_shared<State>();
-  const auto* body = &fn;
-  auto run_chunks = [n, chunk, num_chunks, body](State& st) {
-    int64_t finished = 0;
-    while (true) {
-      int64_t c = st.next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= num_chunks) break;
-      int64_t begin = c * chunk;
-      (*body)(begin, std::min(n, begin + chunk));
-      ++finished;
-    }
-    return finished;
-  };
-  int64_t helpers = std::min<int64_t>(num_threads(), num_chunks - 1);
-  for (int64_t i = 0; i < helpers; ++i)
-    impl_->pool.Schedule([state, run_chunks, num_chunks] {
-      int64_t finished = run_chunks(*state);
-      if (finished == 0) return;
-      if (state->done.fetch_add(finished, std::memory_order_acq_rel) + finished == num_chunks) {
-        std::lock_guard<std::mutex> lock(state->mu);
-        state->cv.notify_all();
-      }
-    });
-  int64_t mine = run_chunks(*state);
+  state->pool = &impl_->pool;
+  state->body = &fn;
+  state->n = n;
+  state->chunk = chunk;
+  state->num_chunks = num_chunks;
+  state->helpers = std::min<int64_t>(num_threads(), num_chunks - 1);
+  State::Spawn(state, 0);
+  int64_t mine = state->RunChunks();
   if (state->done.fetch_add(mine, std::memory_order_acq_rel) + mine == num_chunks) return;
   // The helpers are finishing their last chunks: spin a little (a chunk is usually short),
   // then sleep.

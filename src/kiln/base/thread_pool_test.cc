@@ -143,5 +143,20 @@ TEST(ThreadPoolTest, WaitSeesClosuresScheduledFromWorkers) {
   EXPECT_EQ(count.load(), 100);
 }
 
+TEST(ThreadPoolTest, WidePoolParallelForTree) {
+  // More workers than cores: the helpers' spawn tree (node k starts 2k+1 and 2k+2) must still
+  // cover every chunk exactly once, also when the caller finishes before the helpers start.
+  ThreadPool pool(16);
+  for (int rep = 0; rep < 50; ++rep) {
+    for (int64_t n : {2, 17, 64, 1000}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.ParallelFor(n, 1, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) ++hits[i];
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kiln
