@@ -54,6 +54,10 @@ struct ArrayView {
 
 struct KernelContext {
   ThreadPool* pool = nullptr;  // null: run on the calling thread
+  // A hint: the outputs are large and not read again soon (a row-tiled chain's tiles of a big
+  // array). Loop kernels then write them with streaming stores (Note [Streaming stores] in
+  // kernels/loop_kernel.cc), as they do on their own for outputs of kStreamOutputBytes or more.
+  bool stream_outputs = false;
 };
 
 struct CpuKernelOptions {

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "kiln/base/strings.h"
+#include "kiln/cpu/kernels/stream_store.h"
 
 namespace kiln::cpu {
 
@@ -49,8 +50,13 @@ Status RowTilesThunk::RunTile(const ExecuteParams& params, int64_t tile) const {
   if (static_cast<int64_t>(scratch_storage.size()) < scratch_bytes_ + 64) scratch_storage.resize(scratch_bytes_ + 64);
   uint8_t* scratch = scratch_storage.data();
   scratch += (64 - reinterpret_cast<uintptr_t>(scratch) % 64) % 64;
-  KernelContext ctx;  // single-threaded: the tiles are the parallelism
   for (const Member& m : members_) {
+    KernelContext ctx;  // single-threaded: the tiles are the parallelism
+    // Tiles of a large arena array: streamed (Note [Streaming stores] in kernels/loop_kernel.cc).
+    int64_t out_bytes = 0;
+    for (const Array& a : m.outputs)
+      if (a.scratch < 0) out_bytes += a.slice.size;
+    ctx.stream_outputs = out_bytes >= internal::kStreamOutputBytes;
     const CpuKernel* kernel = nr == tile_rows_ ? m.tile_kernel.get() : m.rest_kernel.get();
     if (!kernel) return Internal("cpu: row tiles %", name(), ": no kernel for ", nr, " rows");
     auto view = [&](const Array& a, ArrayView& v) -> Status {

@@ -438,6 +438,36 @@ ENTRY e {
 }
 
 
+// Outputs of 4 MiB or more are streamed out (Note [Streaming stores]); rows of 1031 elements
+// put the blocks' destinations off 64-byte boundaries, and one root is a parameter (its
+// block points into the input).
+TEST(LoopKernelTest, LargeOutputsStreamed) {
+  testing::CheckOptions o;
+  o.kernel.min_parallel_elements = 1 << 16;
+  std::unique_ptr<HloModule> m = testing::Parse(R"(
+HloModule m
+fused {
+  x = f32[520,1031] parameter(0)
+  r = f32[520] parameter(1)
+  rb = f32[520,1031] broadcast(r), dimensions={0}
+  s = f32[520,1031] subtract(x, rb)
+  e = f32[520,1031] exponential(s)
+  ROOT t = (f32[520,1031], f32[520,1031]) tuple(e, x)
+}
+ENTRY e {
+  x = f32[520,1031] parameter(0)
+  r = f32[520] parameter(1)
+  ROOT f = (f32[520,1031], f32[520,1031]) fusion(x, r), kind=kLoop, calls=fused
+})");
+  ASSERT_NE(m, nullptr);
+  const HloInstruction* instr = testing::Find(*m, "f");
+  ASSERT_NE(instr, nullptr);
+  for (bool pool : {false, true}) {
+    o.with_pool = pool;
+    testing::ExpectMatchesEvaluator(*instr, o);
+  }
+}
+
 // One kernel run several times on new operands: the second and later runs take the first's
 // recycled scratch (Note [Recycled scratch]) and the precomputed block runs (Note [Precomputed
 // block runs]), except for the dynamic-slice read, whose runs follow the start index.
