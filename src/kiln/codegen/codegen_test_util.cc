@@ -83,6 +83,7 @@ CatalogueCase ElementwiseCase(const std::string& t) {
     unary = {"negate", "exponential", "log", "sqrt", "tanh", "sine", "cosine", "sign", "rsqrt",
              "log-plus-one", "exponential-minus-one"};
     binary.push_back("power");
+    binary.push_back("atan2");
   } else if (is_int) {
     binary = {"add", "subtract", "multiply", "divide", "remainder", "maximum", "minimum", "and",
               "or", "xor", "shift-left", "shift-right-logical", "shift-right-arithmetic"};

@@ -305,6 +305,14 @@ StatusOr<std::string> ElementalOps::Expression(const HloInstruction& instr,
       case HloOpcode::kLog1p: return "kiln_clog1p(" + a() + ")";
       case HloOpcode::kExpm1: return "kiln_cexpm1(" + a() + ")";
       case HloOpcode::kPower: return "kiln_cpow(" + a() + ", " + b() + ")";
+      case HloOpcode::kAtan2: {
+        // The evaluator's formula: atan2(y, x) = -i * log((x + i*y) / sqrt(x*x + y*y)).
+        const std::string c = RegisterType(t);
+        const std::string f = t == PrimitiveType::kC64 ? "f" : "";
+        const std::string num = "kiln_cadd(" + b() + ", kiln_cmul(" + c + "{0.0" + f + ", 1.0" + f + "}, " + a() + "))";
+        const std::string den = "kiln_csqrt(kiln_cadd(kiln_cmul(" + b() + ", " + b() + "), kiln_cmul(" + a() + ", " + a() + ")))";
+        return "kiln_cmul(" + c + "{-0.0" + f + ", -1.0" + f + "}, kiln_clog(kiln_cdiv(" + num + ", " + den + ")))";
+      }
       default: return unsupported();
     }
   }
