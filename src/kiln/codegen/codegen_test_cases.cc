@@ -130,7 +130,7 @@ ENTRY e {
   init = f32[] constant(0)
   ROOT r = f32[4,100] reduce-window(x, init), window={size=1x100 pad=0_0x99_0}, to_apply=add
 })",
-                   "loop"});
+                   "scan"});
   cases.push_back({"reduce_window_reverse_cummax_bf16", R"(HloModule m
 max { a = bf16[] parameter(0)  b = bf16[] parameter(1)  ROOT m = bf16[] maximum(a, b) }
 ENTRY e {
@@ -146,7 +146,96 @@ ENTRY e {
   init = s32[] constant(1)
   ROOT r = s32[3,17] reduce-window(x, init), window={size=1x17 pad=0_0x16_0}, to_apply=mul
 })",
+                   "scan"});
+  // Scans (emit_scan.cc) along every kind of axis: reverse along a major one (inner rows),
+  // long bf16 max (exact: scanned), a short bf16 sum (sequential: the loop emitter), complex
+  // and f64 products, cumlogsumexp, and a fusion computing the scan's operand.
+  cases.push_back({"reduce_window_scan_reverse_s32_axis0", R"(HloModule m
+add { a = s32[] parameter(0)  b = s32[] parameter(1)  ROOT s = s32[] add(a, b) }
+ENTRY e {
+  x = s32[300,5] parameter(0)
+  init = s32[] constant(3)
+  ROOT r = s32[300,5] reduce-window(x, init), window={size=300x1 pad=0_299x0_0}, to_apply=add
+})",
+                   "scan"});
+  cases.push_back({"reduce_window_scan_cummax_bf16", R"(HloModule m
+max { a = bf16[] parameter(0)  b = bf16[] parameter(1)  ROOT m = bf16[] maximum(a, b) }
+ENTRY e {
+  x = bf16[2,300,3] parameter(0)
+  init = bf16[] constant(-inf)
+  ROOT r = bf16[2,300,3] reduce-window(x, init), window={size=1x300x1 pad=0_0x299_0x0_0}, to_apply=max
+})",
+                   "scan"});
+  cases.push_back({"reduce_window_scan_short_bf16_sum", R"(HloModule m
+add { a = bf16[] parameter(0)  b = bf16[] parameter(1)  ROOT s = bf16[] add(a, b) }
+ENTRY e {
+  x = bf16[4,100] parameter(0)
+  init = bf16[] constant(0)
+  ROOT r = bf16[4,100] reduce-window(x, init), window={size=1x100 pad=0_0x99_0}, to_apply=add
+})",
                    "loop"});
+  cases.push_back({"reduce_window_scan_cumsum_c64", R"(HloModule m
+add { a = c64[] parameter(0)  b = c64[] parameter(1)  ROOT s = c64[] add(a, b) }
+ENTRY e {
+  x = c64[40] parameter(0)
+  init = c64[] constant((0, 0))
+  ROOT r = c64[40] reduce-window(x, init), window={size=40 pad=39_0}, to_apply=add
+})",
+                   "scan"});
+  cases.push_back({"reduce_window_scan_reverse_cumprod_f64", R"(HloModule m
+mul { a = f64[] parameter(0)  b = f64[] parameter(1)  ROOT m = f64[] multiply(a, b) }
+ENTRY e {
+  x = f64[5,40] parameter(0)
+  init = f64[] constant(1)
+  ROOT r = f64[5,40] reduce-window(x, init), window={size=1x40 pad=0_0x0_39}, to_apply=mul
+})",
+                   "scan"});
+  cases.push_back({"reduce_window_scan_cumlogsumexp_f32", R"(HloModule m
+lse {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ea = f32[] exponential(a)
+  eb = f32[] exponential(b)
+  s = f32[] add(ea, eb)
+  ROOT l = f32[] log(s)
+}
+ENTRY e {
+  x = f32[3,257] parameter(0)
+  init = f32[] constant(-inf)
+  ROOT r = f32[3,257] reduce-window(x, init), window={size=1x257 pad=0_0x256_0}, to_apply=lse
+})",
+                   "scan"});
+  // Long rows (the evaluator's reduce-window is O(n^2): 2 x 10^8 steps each).
+  cases.push_back({"scan_long_cumsum_f32", R"(HloModule m
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
+ENTRY e {
+  x = f32[20000] parameter(0)
+  init = f32[] constant(0)
+  ROOT r = f32[20000] reduce-window(x, init), window={size=20000 pad=19999_0}, to_apply=add
+})",
+                   "scan"});
+  cases.push_back({"scan_long_reverse_cumsum_s32", R"(HloModule m
+add { a = s32[] parameter(0)  b = s32[] parameter(1)  ROOT s = s32[] add(a, b) }
+ENTRY e {
+  x = s32[20000] parameter(0)
+  init = s32[] constant(0)
+  ROOT r = s32[20000] reduce-window(x, init), window={size=20000 pad=0_19999}, to_apply=add
+})",
+                   "scan", true});
+  cases.push_back({"reduce_window_scan_fused_operand", R"(HloModule m
+add { a = f64[] parameter(0)  b = f64[] parameter(1)  ROOT s = f64[] add(a, b) }
+fused {
+  p0 = f64[2,64] parameter(0)
+  p1 = f64[] parameter(1)
+  e = f64[2,64] exponential(p0)
+  ROOT r = f64[2,64] reduce-window(e, p1), window={size=1x64 pad=0_0x63_0}, to_apply=add
+}
+ENTRY e {
+  a = f64[2,64] parameter(0)
+  i = f64[] parameter(1)
+  ROOT f = f64[2,64] fusion(a, i), kind=kLoop, calls=fused
+})",
+                   "scan"});
   // 3-D window: strides, window dilation and padding on every side, windows that see nothing
   // but padding.
   cases.push_back({"reduce_window_3d", std::string("HloModule m\n") + kMax + R"(

@@ -29,6 +29,7 @@ std::string_view EmitterKindName(EmitterKind kind) {
     case EmitterKind::kScatter: return "scatter";
     case EmitterKind::kRngBitGenerator: return "rng_bit_generator";
     case EmitterKind::kCholesky: return "cholesky";
+    case EmitterKind::kScan: return "scan";
     case EmitterKind::kTriangularSolve: return "triangular_solve";
     case EmitterKind::kSort: return "sort";
   }
@@ -98,6 +99,10 @@ StatusOr<EmitterKind> ChooseEmitter(const HloInstruction& instr) {
     if (!IsElementalOpcode(i->opcode()))
       return Unimplemented("no kernel emitter computes ", HloOpcodeString(i->opcode()), " (%", i->name(),
                            ") inside a fusion");
+  if (view.outputs.size() == 1 && view.outputs[0].tuple_index < 0 && view.outputs[0].value != nullptr &&
+      MatchScan(*view.outputs[0].value) &&
+      (view.computation == nullptr || view.outputs[0].value->user_count() == 0))
+    return EmitterKind::kScan;
   bool has_reduce = false;
   for (const HloInstruction* i : view.body) has_reduce |= i->opcode() == HloOpcode::kReduce;
   if (has_reduce) {
@@ -131,6 +136,7 @@ StatusOr<KernelSpec> EmitWith(EmitterKind kind, const HloInstruction& instr,
     case EmitterKind::kCholesky: return EmitCholesky(instr, device, config);
     case EmitterKind::kTriangularSolve: return EmitTriangularSolve(instr, device, config);
     case EmitterKind::kSort: return EmitSort(instr, device, config);
+    case EmitterKind::kScan: return EmitScan(instr, device, config);
   }
   return Internal("bad emitter kind");
 }
@@ -172,7 +178,8 @@ StatusOr<KernelConfig> DefaultConfig(EmitterKind kind, const HloInstruction& ins
     case EmitterKind::kRngBitGenerator:
     case EmitterKind::kCholesky:
     case EmitterKind::kTriangularSolve:
-    case EmitterKind::kSort: {
+    case EmitterKind::kSort:
+    case EmitterKind::kScan: {
       KILN_ASSIGN_OR_RETURN(KernelSpec spec, EmitWith(kind, instr, device, KernelConfig{}));
       return spec.config;
     }
@@ -237,6 +244,12 @@ StatusOr<std::vector<KernelConfig>> CandidateConfigs(const HloInstruction& instr
       break;
     case EmitterKind::kSort:
       for (int b : {64, 128, 256, 512}) raw.push_back(KernelConfig{b, 1, 1, 0, 0, 0});
+      break;
+    case EmitterKind::kScan:
+      for (int b : {128, 256, 512})
+        for (int t : {def.tile, std::max(1, def.tile / 4),
+                      static_cast<int>(std::min<int64_t>(int64_t{def.tile} * 4, 1 << 30))})
+          raw.push_back(KernelConfig{b, 1, 1, 0, 0, t});
       break;
   }
   std::vector<KernelConfig> out;

@@ -26,7 +26,8 @@
 //   own: the loop (or transpose) emitter takes them as unfused instructions, and gather also
 //   fuses into loop fusions like any other index map. Reduce-window and select-and-scatter are
 //   elemental values too (per output element, in the evaluator's order; select-and-scatter in
-//   its deterministic gather form): the loop emitter runs them.
+//   its deterministic gather form): the loop emitter runs them, except cumulative reductions
+//   (EmitScan below).
 //
 // Every emitter returns Unimplemented (with the reason) for a fusion it cannot take; EmitKernel
 // picks the best emitter that can (ChooseEmitter) and falls back to EmitLoop where it can.
@@ -54,6 +55,7 @@ enum class EmitterKind {
   kCholesky,
   kTriangularSolve,
   kSort,
+  kScan,
 };
 std::string_view EmitterKindName(EmitterKind kind);  // "loop", "row_reduction", ...
 
@@ -109,6 +111,14 @@ StatusOr<KernelSpec> EmitTriangularSolve(const HloInstruction& solve, const Devi
 // every operand gathered through the permutation: the evaluator's std::stable_sort result.
 // Knobs: block_size only (a power of two; 1 allowed).
 StatusOr<KernelSpec> EmitSort(const HloInstruction& sort, const DeviceSpec& device, const KernelConfig& config);
+// Cumulative reductions (lax.cumsum/cumprod/cummax/cumlogsumexp: a reduce-window whose window
+// spans one whole axis with the padding on one side, forward or reverse), unfused or as the
+// root of a fusion whose other instructions only compute its operand: each row cut into chunks
+// of `tile` positions, chunk totals, a carry pass over them and a rescan (three launches, one
+// when a row is one chunk), O(n) work instead of the loop emitter's O(n^2). Reassociates the
+// reducer (Note [Chunked scan] in emit_scan.cc). Knobs: block_size, tile (chunk length).
+StatusOr<KernelSpec> EmitScan(const HloInstruction& fusion_or_op, const DeviceSpec& device,
+                              const KernelConfig& config);
 
 // The emitter best suited to `instr`, judged from its structure (Unimplemented with a reason
 // when none can run it: the compiler should then not form that fusion).

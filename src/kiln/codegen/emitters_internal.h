@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kiln/codegen/device_spec.h"
@@ -23,5 +24,17 @@ Status CheckCholesky(const HloInstruction& instr);
 Status CheckTriangularSolve(const HloInstruction& instr);
 // Whether the sort emitter takes the sort (emit_sort.cc).
 Status CheckSort(const HloInstruction& sort);
+
+// A reduce-window that is a cumulative reduction (emit_scan.cc): one operand, the window as long
+// as dimension `dim` (length `length`) with the padding on one side -- low: forward (output i
+// reduces 0..i), high: reverse (i..n-1) -- no strides, dilations or other windows. nullopt
+// for anything else, for axes shorter than 16, and for sums / products of narrow floats
+// shorter than 8192 (Note [Chunked scan]).
+struct ScanPattern {
+  int64_t dim = 0;
+  int64_t length = 0;
+  bool reverse = false;
+};
+std::optional<ScanPattern> MatchScan(const HloInstruction& reduce_window);
 
 }  // namespace kiln::codegen

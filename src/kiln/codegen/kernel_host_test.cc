@@ -136,11 +136,11 @@ bool HostRunnable(const KernelSpec& k) {
   // A sort with one thread per block needs no cooperation.
   if (k.emitter == "sort") return k.launches.size() == 1 && k.launches[0].dims.block.x == 1;
   if (k.emitter != "loop" && k.emitter != "dus_in_place" && k.emitter != "cholesky" &&
-      k.emitter != "triangular_solve")
+      k.emitter != "triangular_solve" && k.emitter != "scan")
     return false;  // threads cooperate
   // Several launches only where each launch's threads are independent (the blocked linalg
-  // kernels: run launch after launch).
-  const bool multi = k.emitter == "cholesky" || k.emitter == "triangular_solve";
+  // and the scan kernels: run launch after launch).
+  const bool multi = k.emitter == "cholesky" || k.emitter == "triangular_solve" || k.emitter == "scan";
   if (k.launches.empty() || (k.launches.size() != 1 && !multi)) return false;
   for (const KernelLaunch& l : k.launches)
     if (l.dims.shared_memory_bytes > 0) return false;
