@@ -15,6 +15,7 @@
 #include <set>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -172,6 +173,9 @@ struct HostKernel {
   std::unique_ptr<HloModule> module;
   KernelSpec kernel;
   bool exact = false;
+  // The expected result from the arguments, instead of the evaluator (which is too slow for
+  // some kernels: a reduce-window over 10^5-long windows).
+  std::function<Literal(const std::vector<Literal>&)> reference;
 };
 
 // Compiles `jobs` into one shared library, runs each kernel thread by thread on random inputs
@@ -221,7 +225,7 @@ int RunChunk(const std::string& cxx, std::vector<HostKernel>& jobs, size_t begin
     for (const HloInstruction* p : j.module->entry_computation()->parameter_instructions()) shapes.push_back(p->shape());
     std::vector<Literal> args = MakeRandomArguments(shapes, /*seed=*/11 + i);
     Evaluator evaluator(EvaluatorOptions{});
-    StatusOr<Literal> want = evaluator.Run(*j.module, args);
+    StatusOr<Literal> want = j.reference ? StatusOr<Literal>(j.reference(args)) : evaluator.Run(*j.module, args);
     if (!want.ok()) continue;  // the reference cannot run it: nothing to compare
     const HloInstruction* root = j.module->entry_computation()->root_instruction();
     // One buffer per parameter; an in-place output uses its operand's (operands come first,
@@ -351,7 +355,7 @@ TEST(KernelHostTest, LoopKernelsMatchTheEvaluator) {
       for (const HloInstruction* op : m->entry_computation()->root_instruction()->operands())
         operands_ok &= op->opcode() == HloOpcode::kParameter || op->opcode() == HloOpcode::kConstant;
       if (!operands_ok) continue;
-      jobs.push_back(HostKernel{c.name + "." + k->config.ToString(), std::move(m), std::move(k).value(), c.exact});
+      jobs.push_back(HostKernel{c.name + "." + k->config.ToString(), std::move(m), std::move(k).value(), c.exact, {}});
     }
   }
   ASSERT_GT(jobs.size(), 20u);
@@ -409,7 +413,7 @@ TEST(KernelHostTest, BlockedLinalgKernelsMatchTheEvaluator) {
     ASSERT_TRUE(k.ok()) << name << ": " << k.status().ToString();
     ASSERT_GT(k->launches.size(), 2u) << name << " is not blocked";
     ASSERT_TRUE(HostRunnable(*k)) << name;
-    jobs.push_back(HostKernel{name + "." + k->config.ToString(), std::move(m), std::move(k).value(), false});
+    jobs.push_back(HostKernel{name + "." + k->config.ToString(), std::move(m), std::move(k).value(), false, {}});
   };
   struct Chol { std::string t; int64_t batch, n; bool lower, spd; int tile, block; };
   for (const Chol& c : {Chol{"f32", 2, 40, true, true, 16, 32}, Chol{"f64", 1, 37, false, true, 8, 64},
@@ -469,6 +473,88 @@ TEST(KernelHostTest, BlockedLinalgKernelsMatchTheEvaluator) {
   EXPECT_EQ(RunOnHost(cxx, jobs), 0);
 }
 
+// Scans of 10^5-long rows (the evaluator would take ~5 x 10^9 reduce-window steps per row):
+// against the prefix computed in double and rounded once for floating-point sums (the chunked
+// scan reassociates: within the backend tolerance), exactly for integer sums (wrapping) and bf16
+// cummax. Forward and reverse, along the minor axis and along a major one.
+TEST(KernelHostTest, LongScansMatchTheirPrefixes) {
+  const std::string cxx = HostCompiler();
+  if (!HaveCompiler(cxx)) GTEST_SKIP() << "no host compiler " << cxx;
+  KILN_ASSERT_OK_AND_ASSIGN(DeviceSpec device, DeviceSpec::FromPreset("sm_90"));
+  constexpr int64_t n = 100000;
+  struct Case {
+    std::string name, type, op, init;
+    int64_t inner;
+    bool reverse;
+  };
+  std::vector<HostKernel> jobs;
+  for (const Case& c : {Case{"cumsum_f32", "f32", "add", "0", 1, false}, Case{"reverse_cumsum_f32", "f32", "add", "0", 1, true},
+                        Case{"cumsum_s32", "s32", "add", "5", 1, false}, Case{"cummax_bf16", "bf16", "maximum", "-inf", 1, false},
+                        Case{"reverse_cumsum_f64_axis0", "f64", "add", "0", 3, true}}) {
+    const std::string shape = c.type + "[" + std::to_string(n) + (c.inner > 1 ? "," + std::to_string(c.inner) : "") + "]";
+    const std::string pad = c.reverse ? "0_" + std::to_string(n - 1) : std::to_string(n - 1) + "_0";
+    const std::string window = c.inner > 1 ? "size=" + std::to_string(n) + "x1 pad=" + pad + "x0_0"
+                                           : "size=" + std::to_string(n) + " pad=" + pad;
+    const std::string hlo = "HloModule m\nf { a = " + c.type + "[] parameter(0)  b = " + c.type + "[] parameter(1)  ROOT r = " +
+                            c.type + "[] " + c.op + "(a, b) }\nENTRY e {\n  x = " + shape + " parameter(0)\n  i = " + c.type +
+                            "[] constant(" + c.init + ")\n  ROOT s = " + shape + " reduce-window(x, i), window={" + window +
+                            "}, to_apply=f\n}\n";
+    KILN_ASSERT_OK_AND_ASSIGN(auto m, testing::ParseModule(hlo));
+    KILN_ASSERT_OK_AND_ASSIGN(KernelSpec k, EmitKernel(*m->entry_computation()->root_instruction(), device));
+    ASSERT_EQ(k.emitter, "scan") << c.name;
+    ASSERT_EQ(k.launches.size(), 3u) << c.name;
+    const Shape out = m->entry_computation()->root_instruction()->shape();
+    const int64_t inner = c.inner;
+    const bool reverse = c.reverse;
+    const std::string type = c.type;
+    auto reference = [out, inner, reverse, type](const std::vector<Literal>& args) {
+      Literal l(out);
+      const uint8_t* x = args[0].untyped_data();
+      uint8_t* y = l.untyped_data();
+      for (int64_t in = 0; in < inner; ++in) {
+        double acc = 0;
+        int32_t iacc = 5;
+        float facc = -INFINITY;
+        uint16_t fbits = 0xff80;  // bf16 -inf
+        for (int64_t s = 0; s < n; ++s) {
+          const int64_t e = (reverse ? n - 1 - s : s) * inner + in;
+          if (type == "f32") {
+            float v;
+            std::memcpy(&v, x + e * 4, 4);
+            acc += v;
+            const float r = static_cast<float>(acc);
+            std::memcpy(y + e * 4, &r, 4);
+          } else if (type == "f64") {
+            double v;
+            std::memcpy(&v, x + e * 8, 8);
+            acc += v;
+            std::memcpy(y + e * 8, &acc, 8);
+          } else if (type == "s32") {
+            int32_t v;
+            std::memcpy(&v, x + e * 4, 4);
+            iacc = static_cast<int32_t>(static_cast<uint32_t>(iacc) + static_cast<uint32_t>(v));
+            std::memcpy(y + e * 4, &iacc, 4);
+          } else {  // bf16 max
+            uint16_t b;
+            std::memcpy(&b, x + e * 2, 2);
+            const uint32_t w = uint32_t{b} << 16;
+            float v;
+            std::memcpy(&v, &w, 4);
+            if (v > facc) {
+              facc = v;
+              fbits = b;
+            }
+            std::memcpy(y + e * 2, &fbits, 2);
+          }
+        }
+      }
+      return l;
+    };
+    jobs.push_back(HostKernel{"long_" + c.name, std::move(m), std::move(k), type == "s32" || type == "bf16", reference});
+  }
+  EXPECT_EQ(RunOnHost(cxx, jobs), 0);
+}
+
 // The loop kernels (and sorts, one thread per block) of the tests/data modules (fused with the
 // CPU policy, each extracted into a module of its own; KILN_CODEGEN_HOST_CORPUS=N runs every N-th distinct kernel, default 3).
 TEST(KernelHostTest, TestDataLoopKernelsMatchTheEvaluator) {
@@ -504,7 +590,7 @@ TEST(KernelHostTest, TestDataLoopKernelsMatchTheEvaluator) {
       StatusOr<KernelSpec> again = EmitKernel(*(*one)->entry_computation()->root_instruction(), device, config);
       if (!again.ok()) continue;
       jobs.push_back(HostKernel{p.parent_path().filename().string() + "." + i->name(), std::move(one).value(),
-                                std::move(again).value(), false});
+                                std::move(again).value(), false, {}});
     }
   }
   std::cout << "running " << jobs.size() << " of " << sources.size() << " distinct loop kernels" << std::endl;
