@@ -2,6 +2,7 @@
 // evaluator's element functor (eval/elementwise_ops.h) to arrays, so results are the
 // evaluator's; f16 and bf16 are "lifted": decoded to f32 with the fast codecs, computed with the
 // f32 functor, rounded back per op -- exactly what the evaluator's functors do for them.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -147,26 +148,22 @@ void BitcastCopyLoop(const ExprOp& op, int64_t n, void* const* p) {
 //   computes them one element at a time (12-30 ns each here). These loops use Eigen's packet
 //   math instead (under 1 ns per element with AVX-512), which agrees with libm to a few ulps
 //   where its approximations hold (measured over [-120, 120] and special values: exp, log,
-//   tanh within 3e-7 relative). Outside that range: exp of x in [-104, -87) (results at or
-//   below FLT_MIN) is exp(x + 32) * exp(-32) in the packet, below -104 it is 0 and above 89
-//   +inf, and libm computes (88, 89] (Eigen overflows early); log of inputs below
+//   tanh within 3e-7 relative). Lanes outside that range are recomputed with libm: exp of
+//   x > 88 (Eigen overflows early) or x < -87 (denormal results) -- except that exp below -104
+//   is 0 and above 89 is +inf without a call --, log of inputs below
 //   FLT_MIN (Eigen clamps denormals). logistic is 1 / (1 + exp(-x)) with that exp, as the
 //   evaluator computes it. NaN and infinities follow libm.
 //   (Added by cpurt for the CPU benchmark; BackendTolerance covers the ulps.)
 // o = exp(sign * a); o and a do not overlap.
 // One pass: Eigen's packet exp, with the range check folded in (the running max and min of
 // the arguments, and x * 0 summed: NaN once any argument is NaN or infinite); the remainder
-// of a packet through libm. Arguments in [-104, -87) -- results at or below FLT_MIN, where
-// Eigen's exp gives up; real in softmax over wide scores -- are computed in the packet as
-// exp(x + 32) * exp(-32) (exact to a unit of the smallest denormal), not through libm.
+// of a packet through libm.
 template <int kSign>
 void FastExpF32(const float* __restrict a, float* __restrict o, int64_t n) {
   namespace ei = Eigen::internal;
   using P = ei::packet_traits<float>::type;
   constexpr int64_t kW = static_cast<int64_t>(sizeof(P) / sizeof(float));
   const P sign = ei::pset1<P>(float(kSign)), zero = ei::pset1<P>(0.0f);
-  const P low = ei::pset1<P>(-87.0f), shift = ei::pset1<P>(32.0f);
-  const P unshift = ei::pset1<P>(1.26641655e-14f);  // exp(-32) in float
   P hi = ei::pset1<P>(-std::numeric_limits<float>::infinity());
   P lo = ei::pset1<P>(std::numeric_limits<float>::infinity());
   P z = zero;
@@ -176,36 +173,39 @@ void FastExpF32(const float* __restrict a, float* __restrict o, int64_t n) {
     hi = ei::pmax(hi, x);
     lo = ei::pmin(lo, x);
     z = ei::pmadd(x, zero, z);
-    const P m = ei::pcmp_lt(x, low);
-    const P e = ei::pexp(ei::pselect(m, ei::padd(x, shift), x));
-    ei::pstoreu(o + i, ei::pselect(m, ei::pmul(e, unshift), e));
+    ei::pstoreu(o + i, ei::pexp(x));
   }
-  bool outside = i > 0 && (ei::predux_max(hi) > 88.0f || ei::predux_min(lo) < -104.0f ||
+  bool outside = i > 0 && (ei::predux_max(hi) > 88.0f || ei::predux_min(lo) < -87.0f ||
                            !(ei::predux(z) == 0.0f));
   for (; i < n; ++i) {
     const float x = kSign * a[i];
     o[i] = std::exp(x);
-    outside |= (x > 88.0f) | (x < -104.0f) | (x != x);
+    outside |= (x > 88.0f) | (x < -87.0f) | (x != x);
   }
   if (!outside) return;
   // Far outside (masked attention scores: -inf or -1e9), libm's answer is known: 0 below -104
-  // (under half the smallest denormal), +inf above 89 -- a branch-free (vectorized) pass, as
-  // half the blocks of a causally masked softmax have such lanes --; libm only for (88, 89],
-  // rare. NaN lanes keep Eigen's NaN.
+  // (under half the smallest denormal), +inf above 89. Per chunk of 64 lanes, a branch-free
+  // (vectorized) pass sets those and notes border lanes ([-104, -87): denormal results, real in
+  // softmax over wide scores; (88, 89]); libm recomputes the border lanes of the chunks that
+  // have any. NaN lanes keep Eigen's NaN.
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  int border = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    const float x = kSign * a[j];
-    float v = o[j];
-    v = x < -104.0f ? 0.0f : v;
-    v = x > 89.0f ? kInf : v;
-    o[j] = v;
-    border |= (x > 88.0f) & (x <= 89.0f);
-  }
-  if (!border) return;
-  for (int64_t j = 0; j < n; ++j) {
-    const float x = kSign * a[j];
-    if (x > 88.0f && x <= 89.0f) o[j] = std::exp(x);
+  constexpr int64_t kChunk = 64;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t end = std::min(n, c + kChunk);
+    int border = 0;
+    for (int64_t j = c; j < end; ++j) {
+      const float x = kSign * a[j];
+      float v = o[j];
+      v = x < -104.0f ? 0.0f : v;
+      v = x > 89.0f ? kInf : v;
+      o[j] = v;
+      border |= ((x < -87.0f) & (x >= -104.0f)) | ((x > 88.0f) & (x <= 89.0f));
+    }
+    if (!border) continue;
+    for (int64_t j = c; j < end; ++j) {
+      const float x = kSign * a[j];
+      if ((x < -87.0f && x >= -104.0f) || (x > 88.0f && x <= 89.0f)) o[j] = std::exp(x);
+    }
   }
 }
 
