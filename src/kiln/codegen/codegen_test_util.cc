@@ -80,7 +80,7 @@ CatalogueCase ElementwiseCase(const std::string& t) {
     unary = {"not"};
   } else if (is_complex) {
     binary = {"add", "subtract", "multiply", "divide"};
-    unary = {"negate", "exponential", "log", "sqrt", "tanh", "sine", "cosine", "sign", "rsqrt",
+    unary = {"negate", "exponential", "log", "sqrt", "tanh", "tan", "sine", "cosine", "sign", "rsqrt",
              "log-plus-one", "exponential-minus-one"};
     binary.push_back("power");
     binary.push_back("atan2");

@@ -302,6 +302,7 @@ StatusOr<std::string> ElementalOps::Expression(const HloInstruction& instr,
       case HloOpcode::kSin: return "kiln_csin(" + a() + ")";
       case HloOpcode::kCos: return "kiln_ccos(" + a() + ")";
       case HloOpcode::kTanh: return "kiln_ctanh(" + a() + ")";
+      case HloOpcode::kTan: return "kiln_ctan(" + a() + ")";
       case HloOpcode::kLog1p: return "kiln_clog1p(" + a() + ")";
       case HloOpcode::kExpm1: return "kiln_cexpm1(" + a() + ")";
       case HloOpcode::kPower: return "kiln_cpow(" + a() + ", " + b() + ")";

@@ -487,6 +487,11 @@ KILN_DEVICE kiln_c128 kiln_cdiv(kiln_c128 a, kiln_c128 b) {
     const R d = 1 + b * s * s;                                                                 \
     return C{b * r * s / d, t / d};                                                            \
   }                                                                                            \
+  /* tan(z) = -i tanh(iz). */                                                                  \
+  KILN_DEVICE C kiln_ctan(C a) {                                                               \
+    const C w = kiln_ctanh(C{-a.im, a.re});                                                    \
+    return C{w.im, -w.re};                                                                     \
+  }                                                                                            \
   KILN_DEVICE C kiln_clog1p(C a) {                                                             \
     const R x = a.re, y = a.im;                                                                \
     return C{(R)0.5 * log1p(x * (2 + x) + y * y), atan2(y, 1 + x)};                           \
