@@ -12,8 +12,11 @@
 // HLO computation as a device function, called on the operands' values at two positions. Then
 // every output is gathered through the permutation (elements copied bit for bit). The result
 // is exactly the evaluator's std::stable_sort for any strict weak order (is_stable or not).
-// Permutations live in shared memory for rows up to 4096 elements, else in a scratch buffer
-// (two int arrays per row). Knob: block_size (1 is allowed: the host test runs it that way).
+// Rows of up to 4096 elements are sorted in shared memory by one block each (one launch).
+// Longer rows: blocks sort chunks of 4096 positions in shared memory into a scratch buffer (two
+// int arrays per row), then one launch per merge pass of width 4096, 8192, ... where every
+// element of every row finds its place by its own thread, then a launch gathers the outputs.
+// Knob: block_size (1 is allowed: the host test runs it that way).
 #include <algorithm>
 
 #include "kiln/base/strings.h"
@@ -77,11 +80,8 @@ StatusOr<KernelSpec> EmitSort(const HloInstruction& sort, const DeviceSpec& devi
   const int64_t len = ks.dimensions(ks.rank() - 1);
   const int64_t rows = len == 0 ? 0 : ks.num_elements() / len;
   KernelConfig c = config;
-  if (c.block_size == 0) {
-    // A long row is one block's work: give it the most threads.
-    c.block_size = len >= 16384 ? std::min(1024, device.max_threads_per_block)
-                                : static_cast<int>(std::clamp<int64_t>(FloorPow2(std::max<int64_t>(len, 1)), 32, 256));
-  }
+  if (c.block_size == 0)
+    c.block_size = static_cast<int>(std::clamp<int64_t>(FloorPow2(std::max<int64_t>(len, 1)), 32, 256));
   if (c.block_size < 1 || c.block_size > device.max_threads_per_block || (c.block_size & (c.block_size - 1)) != 0)
     return InvalidArgument("sort emitter: bad block size ", c.block_size);
   c.vector_width = 1;
@@ -90,24 +90,8 @@ StatusOr<KernelSpec> EmitSort(const HloInstruction& sort, const DeviceSpec& devi
   KernelAssembler ka(view, "sort", c);
   for (int64_t i = 0; i < n_ops; ++i) ka.MarkRead(i);
   KILN_ASSIGN_OR_RETURN(const ScalarFunction* f, ka.source().Function(*sort.to_apply()));
-  const bool shared = len <= kSharedRowLimit;
-  std::string scratch;
-  if (!shared) scratch = ka.AddScratch(std::max<int64_t>(rows * 2 * len * 4, 16));
-  const std::string L = std::to_string(len), B = std::to_string(c.block_size);
-  std::string b;
-  auto line = [&](const std::string& s) { b += "  " + s + "\n"; };
-  if (rows == 0 || len == 0) {
-    line("// Nothing to sort.");
-  } else {
-  line("const long long base = (long long)blockIdx.x * " + L + "LL;");
-  if (shared) {
-    line("__shared__ int kiln_perm[" + std::to_string(2 * std::max<int64_t>(len, 1)) + "];");
-    line("int* src = kiln_perm;");
-  } else {
-    line("int* src = reinterpret_cast<int*>(" + scratch + ") + 2LL * base;");
-  }
-  line("int* dst = src + " + L + ";");
-  // The comparator on the operands' values at row positions x and y.
+  const std::string B = std::to_string(c.block_size), L = std::to_string(len);
+  // The comparator on the operands' values at row positions x and y of the row at `base`.
   std::vector<std::string> args;
   for (int64_t i = 0; i < n_ops; ++i) {
     const PrimitiveType t = sort.operand(i)->shape().element_type();
@@ -115,44 +99,126 @@ StatusOr<KernelSpec> EmitSort(const HloInstruction& sort, const DeviceSpec& devi
     args.push_back(LoadConvert(t, p + "[base + x]"));
     args.push_back(LoadConvert(t, p + "[base + y]"));
   }
-  line("auto less = [&](int x, int y) -> bool { return " + f->name + "(" + StrJoin(args, ", ") + "); };");
-  line("// Both permutation buffers start as the identity: every slot always holds a position.");
-  line("for (int i = threadIdx.x; i < " + L + "; i += " + B + ") { src[i] = i; dst[i] = i; }");
-  line("__syncthreads();");
-  line("for (int w = 1; w < " + L + "; w *= 2) {");
-  line("  for (int i = threadIdx.x; i < " + L + "; i += " + B + ") {");
-  line("    const int s = i / (2 * w) * (2 * w);");
-  line("    const int mid = min(s + w, " + L + "), end = min(s + 2 * w, " + L + ");");
-  line("    const int x = src[i];");
-  line("    int pos;");
-  line("    if (i < mid) {");
-  line("      // After the right run's elements that come strictly before x.");
-  line("      int lo = mid, hi = end;");
-  line("      while (lo < hi) { const int m = (lo + hi) >> 1; if (less(src[m], x)) lo = m + 1; else hi = m; }");
-  line("      pos = (i - s) + (lo - mid);");
-  line("    } else {");
-  line("      // After the left run's elements that x does not come strictly before (stability).");
-  line("      int lo = s, hi = mid;");
-  line("      while (lo < hi) { const int m = (lo + hi) >> 1; if (!less(x, src[m])) lo = m + 1; else hi = m; }");
-  line("      pos = (i - mid) + (lo - s);");
-  line("    }");
-  line("    dst[s + pos] = x;");
-  line("  }");
-  line("  __syncthreads();");
-  line("  int* t = src; src = dst; dst = t;");
-  line("}");
-  line("for (int i = threadIdx.x; i < " + L + "; i += " + B + ") {");
-  line("  const long long j = base + src[i];");
-  for (int64_t i = 0; i < n_ops; ++i)
-    line("  " + ka.output_pointer(i) + "[base + i] = " + ka.operand_pointer(i) + "[j];");
-  line("}");
+  const std::string less =
+      "auto less = [&](int x, int y) -> bool { return " + f->name + "(" + StrJoin(args, ", ") + "); };";
+  // One merge step: element i of `src` (runs of width w sorted, n elements) placed into `dst`.
+  auto merge_step = [](const std::string& n, const std::string& in) {
+    std::string m;
+    auto l = [&](const std::string& s) { m += in + s + "\n"; };
+    l("const int s = i / (2 * w) * (2 * w);");
+    l("const int mid = min(s + w, " + n + "), end = min(s + 2 * w, " + n + ");");
+    l("const int x = src[i];");
+    l("int pos;");
+    l("if (i < mid) {");
+    l("  // After the right run's elements that come strictly before x.");
+    l("  int lo = mid, hi = end;");
+    l("  while (lo < hi) { const int m = (lo + hi) >> 1; if (less(src[m], x)) lo = m + 1; else hi = m; }");
+    l("  pos = (i - s) + (lo - mid);");
+    l("} else {");
+    l("  // After the left run's elements that x does not come strictly before (stability).");
+    l("  int lo = s, hi = mid;");
+    l("  while (lo < hi) { const int m = (lo + hi) >> 1; if (!less(x, src[m])) lo = m + 1; else hi = m; }");
+    l("  pos = (i - mid) + (lo - s);");
+    l("}");
+    l("dst[s + pos] = x;");
+    return m;
+  };
+  // The in-block sort of `n` positions starting at row position `first` (shared memory); leaves
+  // the sorted positions in `src`.
+  auto block_sort = [&](const std::string& n, const std::string& first, int64_t capacity) {
+    std::string m;
+    m += "  __shared__ int kiln_perm[" + std::to_string(2 * std::max<int64_t>(capacity, 1)) + "];\n";
+    m += "  int* src = kiln_perm;\n";
+    m += "  int* dst = kiln_perm + " + std::to_string(std::max<int64_t>(capacity, 1)) + ";\n";
+    m += "  // Both buffers start as the identity: every slot always holds a position.\n";
+    m += "  for (int i = threadIdx.x; i < " + n + "; i += " + B + ") { src[i] = " + first + " + i; dst[i] = " +
+         first + " + i; }\n";
+    m += "  __syncthreads();\n";
+    m += "  for (int w = 1; w < " + n + "; w *= 2) {\n";
+    m += "    for (int i = threadIdx.x; i < " + n + "; i += " + B + ") {\n";
+    // Positions are row positions, slots are chunk-relative: shift the comparison's operands.
+    m += merge_step(n, "      ");
+    m += "    }\n";
+    m += "    __syncthreads();\n";
+    m += "    int* t = src; src = dst; dst = t;\n";
+    m += "  }\n";
+    return m;
+  };
+  const std::string name = SanitizeIdentifier(sort.name());
+  if (rows == 0 || len == 0) {
+    const std::string entry = "sort_" + name;
+    ka.AddEntry(entry, c.block_size, "  // Nothing to sort.\n");
+    runtime::LaunchDims dims;
+    dims.block.x = static_cast<uint32_t>(c.block_size);
+    ka.AddLaunch(entry, dims);
+  } else if (len <= kSharedRowLimit) {
+    // One block per row.
+    std::string b = "  const long long base = (long long)blockIdx.x * " + L + "LL;\n  " + less + "\n";
+    b += block_sort(L, "0", len);
+    b += "  for (int i = threadIdx.x; i < " + L + "; i += " + B + ") {\n";
+    b += "    const long long j = base + src[i];\n";
+    for (int64_t i = 0; i < n_ops; ++i)
+      b += "    " + ka.output_pointer(i) + "[base + i] = " + ka.operand_pointer(i) + "[j];\n";
+    b += "  }\n";
+    const std::string entry = "sort_" + name;
+    ka.AddEntry(entry, c.block_size, b);
+    runtime::LaunchDims dims;
+    dims.grid.x = static_cast<uint32_t>(rows);
+    dims.block.x = static_cast<uint32_t>(c.block_size);
+    ka.AddLaunch(entry, dims);
+  } else {
+    // Long rows: blocks sort chunks of kSharedRowLimit positions into the scratch buffer, then
+    // one launch per merge pass (every element of every row placed by its own thread), then the
+    // gather.
+    const int64_t chunk = kSharedRowLimit, chunks = CeilDiv(len, chunk), total = rows * len;
+    if (rows * chunks > INT32_MAX || CeilDiv(total, c.block_size) > INT32_MAX)
+      return Unimplemented("sort %", sort.name(), ": too large");
+    const std::string scratch = ka.AddScratch(2 * total * 4);
+    const std::string C = std::to_string(chunk), NC = std::to_string(chunks), T = std::to_string(total);
+    std::string b = "  const long long row = blockIdx.x / " + NC + ";\n";
+    b += "  const int first = (int)(blockIdx.x % " + NC + ") * " + C + ";\n";
+    b += "  const int n = min(" + C + ", " + L + " - first);\n";
+    b += "  const long long base = row * " + L + "LL;\n  " + less + "\n";
+    // The in-block sort compares positions relative to the chunk's slots but holding row
+    // positions: src/dst hold row positions, indices i/s/mid are chunk-relative.
+    b += block_sort("n", "first", chunk);
+    b += "  int* out = reinterpret_cast<int*>(" + scratch + ") + base + first;\n";
+    // The other half starts as the identity: every slot always holds a row position.
+    b += "  for (int i = threadIdx.x; i < n; i += " + B + ") { out[i] = src[i]; out[" + T + "LL + i] = first + i; }\n";
+    const std::string e0 = "sort_chunks_" + name;
+    ka.AddEntry(e0, c.block_size, b);
+    runtime::LaunchDims d0;
+    d0.grid.x = static_cast<uint32_t>(rows * chunks);
+    d0.block.x = static_cast<uint32_t>(c.block_size);
+    ka.AddLaunch(e0, d0);
+    runtime::LaunchDims dn;
+    dn.grid.x = static_cast<uint32_t>(CeilDiv(total, c.block_size));
+    dn.block.x = static_cast<uint32_t>(c.block_size);
+    const std::string thread = "  const long long g = (long long)blockIdx.x * " + B + " + threadIdx.x;\n  if (g >= " + T +
+                               "LL) return;\n  const long long row = g / " + L + ", base = row * " + L +
+                               "LL;\n  const int i = (int)(g - base);\n";
+    int parity = 0;  // which half of the scratch buffer holds the current runs
+    int pass = 0;
+    for (int64_t w = chunk; w < len; w *= 2, ++pass) {
+      std::string m = thread;
+      m += "  const int w = " + std::to_string(w) + ";\n";
+      m += "  const int* src = reinterpret_cast<const int*>(" + scratch + ") + " + (parity ? T + "LL + " : "") + "base;\n";
+      m += "  int* dst = reinterpret_cast<int*>(" + scratch + ") + " + (parity ? "" : T + "LL + ") + "base;\n";
+      m += "  " + less + "\n";
+      m += merge_step(L, "  ");
+      const std::string e = "sort_merge" + std::to_string(pass) + "_" + name;
+      ka.AddEntry(e, c.block_size, m);
+      ka.AddLaunch(e, dn);
+      parity ^= 1;
+    }
+    std::string g = thread;
+    g += "  const int* perm = reinterpret_cast<const int*>(" + scratch + ") + " + (parity ? T + "LL + " : "") + "base;\n";
+    g += "  const long long j = base + perm[i];\n";
+    for (int64_t i = 0; i < n_ops; ++i) g += "  " + ka.output_pointer(i) + "[g] = " + ka.operand_pointer(i) + "[j];\n";
+    const std::string eg = "sort_gather_" + name;
+    ka.AddEntry(eg, c.block_size, g);
+    ka.AddLaunch(eg, dn);
   }
-  const std::string entry = "sort_" + SanitizeIdentifier(sort.name());
-  ka.AddEntry(entry, c.block_size, b);
-  runtime::LaunchDims dims;
-  dims.grid.x = static_cast<uint32_t>(std::max<int64_t>(rows, 1));
-  dims.block.x = static_cast<uint32_t>(c.block_size);
-  ka.AddLaunch(entry, dims);
   return ka.Finish();
 }
 

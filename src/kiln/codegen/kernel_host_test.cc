@@ -135,7 +135,8 @@ std::string HostPrelude() {
 // Kernels the host can run: one launch, no shared memory, barriers, atomics or scratch.
 bool HostRunnable(const KernelSpec& k) {
   // A sort with one thread per block needs no cooperation.
-  if (k.emitter == "sort") return k.launches.size() == 1 && k.launches[0].dims.block.x == 1;
+  // (Long rows: the merge and gather launches after the first have independent threads.)
+  if (k.emitter == "sort") return !k.launches.empty() && k.launches[0].dims.block.x == 1;
   if (k.emitter != "loop" && k.emitter != "dus_in_place" && k.emitter != "cholesky" &&
       k.emitter != "triangular_solve" && k.emitter != "scan")
     return false;  // threads cooperate
