@@ -19,12 +19,15 @@
 // Not native (evaluator fallback): feature_group_count and batch_group_count both above 1.
 #include <algorithm>
 #include <complex>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/kernels/array_convert.h"
 #include "kiln/cpu/kernels/common.h"
+#include "kiln/cpu/kernels/conv_indirect.h"
 #include "kiln/cpu/kernels/gemm.h"
 #include "kiln/cpu/kernels/kernels.h"
 
@@ -57,6 +60,8 @@ class ConvKernel final : public CpuKernel {
   std::vector<std::vector<TapRun>> runs_;
   bool merge_runs_ = false;  // a patch takes every input channel: a run is one memcpy
   bool depthwise_ = false;
+  bool indirect_ = false;  // f32 without im2col (Note [Indirect convolution])
+  IndirectConvGeometry geo_;
   ConvCompute compute_ = ConvCompute::kF32;
   CpuKernelOptions options_;
 
@@ -150,6 +155,12 @@ class ConvKernel final : public CpuKernel {
     const int64_t rows = n_out_ * out_spatial;
     const int64_t c_stride = c_in_;  // channels per input position (canonical input)
     const int threads = NumThreads(ctx);
+    if constexpr (std::is_same_v<C, float>) {
+      if (indirect_) {
+        IndirectConvF32(geo_, in, kern, res, ctx, true);
+        return;
+      }
+    }
     if (pointwise_ && groups_ == 1) {
       // The input is the patch matrix: one GEMM, threaded by Eigen.
       GemmC<C>(GemmShape{rows, o_, kdim}, in, kern, res, ctx, true);
@@ -504,6 +515,23 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateConvolutionKernel(const HloInstructio
   }
   k->pointwise_ = unit;
   k->depthwise_ = fgc > 1 && k->c_g_ == 1 && fgc == k->c_in_ && bgc == 1;
+  if (!k->pointwise_ && !k->depthwise_ && k->groups_ == 1 && nsp > 0) {
+    IndirectConvGeometry& g = k->geo_;
+    g.batch = k->n_out_;
+    g.in_stride = k->c_in_;
+    g.channels = k->c_g_;
+    g.out_features = k->o_;
+    g.in_sp = k->in_sp_;
+    g.k_sp = k->k_sp_;
+    g.out_sp = k->out_sp_;
+    g.pos = &k->pos_;  // k is heap-allocated and never moved
+    // KILN_CPU_CONV=im2col keeps every convolution on im2col + GEMM (A/B runs).
+    static const bool im2col_only = [] {
+      const char* v = std::getenv("KILN_CPU_CONV");
+      return v != nullptr && std::string_view(v) == "im2col";
+    }();
+    k->indirect_ = !im2col_only && IndirectConvAvailable() && IndirectConvWorthIt(g);
+  }
   const PrimitiveType rt = os.element_type();
   auto any = [&](PrimitiveType t) {
     return rt == t || ls.element_type() == t || rs.element_type() == t;
@@ -519,7 +547,10 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateConvolutionKernel(const HloInstructio
     return Unimplemented("convolution kernel: result type");
   }
   k->name_ = StrCat("convolution[", ShapeText(ls), " * ", ShapeText(rs), " -> ", ShapeText(os),
-                    k->depthwise_ ? ", depthwise" : k->pointwise_ ? ", pointwise" : ", im2col",
+                    k->depthwise_    ? ", depthwise"
+                    : k->pointwise_ ? ", pointwise"
+                    : k->indirect_  ? ", indirect"
+                                    : ", im2col",
                     k->groups_ > 1 ? StrCat(", ", k->groups_, k->batch_groups_ ? " batch" : "",
                                             " groups")
                                    : std::string(),

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "kiln/base/strings.h"
+#include "kiln/cpu/kernels/conv_indirect.h"
 #include "kiln/cpu/kernels/kernel_test_util.h"
 
 namespace kiln::cpu {
@@ -176,6 +177,65 @@ TEST(ConvKernelTest, Random) {
     ++tested;
   }
   EXPECT_GE(tested, 100);
+}
+
+// The indirect (im2col-free) f32 path (Note [Indirect convolution]): enough features per tap to
+// take it; output features that fill 1-4 vectors and leave partial ones; row counts that end
+// in partial tiles; strides, padding (negative too), dilations, reversal, 1-3 spatial dims and
+// permuted labels; features large enough to split a tap into K blocks.
+TEST(ConvKernelTest, Indirect) {
+  if (!internal::IndirectConvAvailable()) GTEST_SKIP() << "no micro-kernel in this build";
+  const char* cases[] = {
+      // the bench's resblock conv, smaller batch
+      "x = f32[2,9,9,64] parameter(0)\n k = f32[3,3,64,64] parameter(1)\n"
+      " ROOT c = f32[2,9,9,64] convolution(x, k), window={size=3x3 pad=1_1x1_1},"
+      " dim_labels=b01f_01io->b01f",
+      // odd output features (1 full + 1 partial vector; 3 vectors; 4 + partial panel)
+      "x = f32[3,7,5,16] parameter(0)\n k = f32[3,2,16,17] parameter(1)\n"
+      " ROOT c = f32[3,3,4,17] convolution(x, k), window={size=3x2 stride=2x1},"
+      " dim_labels=b01f_01io->b01f",
+      "x = f32[1,11,24] parameter(0)\n k = f32[5,24,40] parameter(1)\n"
+      " ROOT c = f32[1,6,40] convolution(x, k), window={size=5 stride=2 pad=2_2 rhs_dilate=1},"
+      " dim_labels=b0f_0io->b0f",
+      "x = f32[2,6,6,20] parameter(0)\n k = f32[2,2,20,130] parameter(1)\n"
+      " ROOT c = f32[2,7,7,130] convolution(x, k), window={size=2x2 pad=1_1x1_1},"
+      " dim_labels=b01f_01io->b01f",
+      // dilations, reversal, negative padding
+      "x = f32[2,10,9,16] parameter(0)\n k = f32[3,3,16,32] parameter(1)\n"
+      " ROOT c = f32[2,6,5,32] convolution(x, k), window={size=3x3 pad=0_0x-1_0 rhs_dilate=2x2"
+      " rhs_reversal=1x0}, dim_labels=b01f_01io->b01f",
+      // backward data (lhs-dilated, reversed) with many features
+      "x = f32[2,5,5,32] parameter(0)\n k = f32[3,3,16,32] parameter(1)\n"
+      " ROOT c = f32[2,9,9,16] convolution(x, k), window={size=3x3 pad=1_1x1_1 lhs_dilate=2x2"
+      " rhs_reversal=1x1}, dim_labels=b01f_01oi->b01f",
+      // NCHW / OIHW (permuted operands and result)
+      "x = f32[2,24,8,7] parameter(0)\n k = f32[48,24,3,2] parameter(1)\n"
+      " ROOT c = f32[2,48,6,6] convolution(x, k), window={size=3x2}, dim_labels=bf01_oi01->bf01",
+      // 3-D
+      "x = f32[1,4,5,6,16] parameter(0)\n k = f32[2,3,2,16,16] parameter(1)\n"
+      " ROOT c = f32[1,3,5,5,16] convolution(x, k), window={size=2x3x2 pad=0_0x1_1x0_0},"
+      " dim_labels=b012f_012io->b012f",
+      // a tap's features split in K blocks (C * 64 floats > 32 KiB)
+      "x = f32[1,6,6,300] parameter(0)\n k = f32[2,2,300,64] parameter(1)\n"
+      " ROOT c = f32[1,5,5,64] convolution(x, k), window={size=2x2},"
+      " dim_labels=b01f_01io->b01f",
+      // one output row, one tap
+      "x = f32[1,1,16] parameter(0)\n k = f32[1,16,16] parameter(1)\n"
+      " ROOT c = f32[1,3,16] convolution(x, k), window={size=1 pad=1_1}, dim_labels=b0f_0io->b0f",
+  };
+  for (const char* c : cases) {
+    SCOPED_TRACE(c);
+    const std::string hlo = StrCat("ENTRY e {\n ", c, "\n}\n");
+    std::unique_ptr<HloModule> m = testing::Parse(hlo);
+    ASSERT_NE(m, nullptr);
+    CheckOptions o;
+    o.rtol = 1e-5;
+    o.atol = 1e-5;
+    EXPECT_NE(testing::ExpectMatchesEvaluator(*testing::Find(*m), o).find("indirect"),
+              std::string::npos);
+    CheckHlo(hlo, "", o);
+    if (::testing::Test::HasFailure()) return;
+  }
 }
 
 // 1600-term f32 sums (the evaluator sums in double): cancellation leaves ~1e-5 absolute error.

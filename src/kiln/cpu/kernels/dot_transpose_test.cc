@@ -1,8 +1,13 @@
 // Dot (Eigen) and transpose kernels against the evaluator.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <random>
+#include <vector>
+
 #include "kiln/base/strings.h"
 #include "kiln/cpu/kernels/common.h"
+#include "kiln/cpu/kernels/conv_indirect.h"
 #include "kiln/cpu/kernels/gemm.h"
 #include "kiln/cpu/kernels/kernel_test_util.h"
 #include "kiln/hlo/parser.h"
@@ -159,6 +164,54 @@ TEST(DotKernelTest, SmallM) {
     SCOPED_TRACE(c);
     CheckHlo(StrCat("ENTRY e {\n ", c, "\n}\n"));
   }
+}
+
+// Single-threaded f32 products in the direct micro-kernel's range (conv_indirect.h): partial
+// tiles of rows, partial vectors and panels of columns, K split in blocks; CheckHlo runs each
+// without a pool (the direct kernel) and with one (Eigen's contraction).
+TEST(DotKernelTest, DirectGemm) {
+  for (auto [m, n, k] : {std::array<int64_t, 3>{64, 16, 16}, {65, 17, 33}, {100, 40, 300},
+                         {130, 70, 64}, {256, 256, 256}, {97, 130, 129}, {200, 1000, 200}}) {
+    SCOPED_TRACE(StrCat("m ", m, " n ", n, " k ", k));
+    if (internal::IndirectConvAvailable()) {
+      EXPECT_TRUE(internal::DirectGemmF32Supported(internal::GemmShape{m, n, k}));
+    }
+    testing::CheckOptions o;
+    o.rtol = 1e-5;
+    o.atol = 1e-5;
+    CheckHlo(StrCat("ENTRY e {\n x = f32[", m, ",", k, "] parameter(0)\n y = f32[", k, ",", n,
+                    "] parameter(1)\n ROOT d = f32[", m, ",", n,
+                    "] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n"),
+             "", o);
+    if (HasFailure()) return;
+  }
+  CheckHlo(R"(
+ENTRY e {
+  x = f32[3,70,40] parameter(0)
+  y = f32[3,40,50] parameter(1)
+  ROOT d = f32[3,70,50] dot(x, y), lhs_batch_dims={0}, lhs_contracting_dims={2},
+    rhs_batch_dims={0}, rhs_contracting_dims={1}
+})");
+}
+
+// The direct kernel accumulating into C (convolutions' K blocks use it): C += A * B.
+TEST(DotKernelTest, DirectGemmAccumulates) {
+  if (!internal::IndirectConvAvailable()) GTEST_SKIP() << "no micro-kernel in this build";
+  const int64_t m = 77, n = 45, k = 200;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> a(m * k), b(k * n), c(m * n);
+  for (float& v : a) v = u(rng);
+  for (float& v : b) v = u(rng);
+  for (float& v : c) v = u(rng);
+  std::vector<double> want(c.begin(), c.end());
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t kk = 0; kk < k; ++kk) want[i * n + j] += double{a[i * k + kk]} * b[kk * n + j];
+  internal::GemmShape s{m, n, k, false, false, true};
+  ASSERT_TRUE(internal::DirectGemmF32Supported(s));
+  internal::DirectGemmF32(s, a.data(), b.data(), c.data(), KernelContext{}, false);
+  for (int64_t i = 0; i < m * n; ++i) ASSERT_NEAR(c[i], want[i], 1e-4) << i;
 }
 
 // Special values propagate through the small-M kernel as through the evaluator's dot.

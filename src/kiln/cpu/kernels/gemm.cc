@@ -15,6 +15,7 @@
 #include <unsupported/Eigen/CXX11/Tensor>
 
 #include "kiln/cpu/kernels/common.h"
+#include "kiln/cpu/kernels/conv_indirect.h"
 
 namespace kiln::cpu::internal {
 namespace {
@@ -82,6 +83,15 @@ class EigenOwnPool final : public Eigen::ThreadPoolInterface {
   Eigen::ThreadPool pool_;
 };
 
+// KILN_CPU_GEMM_KERNEL=eigen keeps f32 GEMMs on Eigen (A/B runs).
+bool UseDirectGemm() {
+  static const bool direct = [] {
+    const char* v = std::getenv("KILN_CPU_GEMM_KERNEL");
+    return v == nullptr || std::string_view(v) != "eigen";
+  }();
+  return direct;
+}
+
 }  // namespace
 
 // Eigen's dense-matrix product on the calling thread for the block [m0, m1) x [n0, n1) of C:
@@ -131,6 +141,13 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext&
   if constexpr (std::is_same_v<T, float>) {
     if (UseSmallMGemm(s)) {
       SmallMGemm(s, a, b, c, ctx, threads && CanUsePool(ctx));
+      return;
+    }
+    // Single-threaded products through the micro-kernel of conv_indirect.h (no packing of
+    // A); multi-threaded ones stay on Eigen's contraction (Note [Eigen's own pool for
+    // contractions]).
+    if (UseDirectGemm() && DirectGemmF32Supported(s) && !(threads && CanUsePool(ctx))) {
+      DirectGemmF32(s, a, b, c, ctx, false);
       return;
     }
   }
