@@ -1,4 +1,5 @@
-// The convolution kernel: im2col + GEMM (gemm.h), any dim_labels.
+// The convolution kernel: im2col + GEMM (gemm.h), any dim_labels; f32 convolutions with 16+
+// features per tap and no groups skip im2col (Note [Indirect convolution], conv_indirect.h).
 //
 // The input is brought to [N, spatial..., C], the kernel to a [spatial... * I, O] matrix and the
 // output is computed as [N_out, spatial..., O] -- each in place when the instruction's layout
