@@ -11,7 +11,11 @@
 #   gpu_tests  ctest -L gpu
 #   memcheck   compute-sanitizer --tool memcheck over the conformance, device (BFC on real memory)
 #              and NVRTC tests (the fake-region BFC test never touches the GPU, so it is not run
-#              there: the sanitizer fails a program that makes no CUDA call)
+#              there: the sanitizer fails a program that makes no CUDA call) and the differential
+#              suite's cuda cases (~3 min on the H200; its data: tests/data and $KILN_SHARED_DIR,
+#              default ../shared, which the device tool does not carry -- copy corpus/xla-fuzz and
+#              bench/suite/*_small into an ignored folder, carry it, point KILN_SHARED_DIR there);
+#              KILN_MEMCHECK_TESTS names another list
 #   bench      kiln_runtime_bench (Markdown tables); skipped with KILN_DEVICE_CHECK_RUNTIME_BENCH=0
 #   gpu_bench  bench/gpu/run.sh OUT_DIR/gpu_bench (kiln vs XLA vs PyTorch), only with
 #              KILN_DEVICE_CHECK_GPU_BENCH=1 and when the script exists
@@ -87,13 +91,20 @@ echo "      gpu test cases skipped: ${skipped:-0} (see gpu_tests.log)" | tee -a 
 if command -v compute-sanitizer > /dev/null; then
   memcheck() {
     local status=0
-    for test in ${KILN_MEMCHECK_TESTS:-cuda_conformance_test cuda_device_test cuda_nvrtc_test}; do
+    for test in ${KILN_MEMCHECK_TESTS:-cuda_conformance_test cuda_device_test cuda_nvrtc_test differential_test}; do
       local bin
       bin="$(find "$build" -name "$test" -type f | head -1)"
       [ -z "$bin" ] && { echo "missing $test"; status=1; continue; }
       echo "=== $test"
       # API errors are expected (the tests provoke out-of-memory, bad modules, oversized
       # launches); memcheck reports only memory errors.
+      # differential_test: only its cuda cases (every tests/data case, bench small and xla-fuzz
+      # module on the cuda backend), with the data folders ctest would give it.
+      if [ "$test" = differential_test ]; then
+        KILN_SOURCE_DIR="$src" KILN_SHARED_DIR="${KILN_SHARED_DIR:-$src/../shared}" GTEST_FILTER='*_cuda' \
+          compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 "$bin" || status=1
+        continue
+      fi
       compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 "$bin" \
         || status=1
     done
