@@ -11,18 +11,19 @@ function(kiln_library name)
   endif()
 endfunction()
 
-# kiln_test(NAME SRCS a_test.cc DEPS lib ... [LABELS gpu])
+# kiln_test(NAME SRCS a_test.cc DEPS lib ... [LABELS gpu] [TIMEOUT s] [SHARDS n])
 #   A GoogleTest binary registered with CTest; tests run from the build directory with
-#   KILN_SOURCE_DIR and KILN_SHARED_DIR in the environment.
+#   KILN_SOURCE_DIR and KILN_SHARED_DIR in the environment. With SHARDS n > 1 the binary is
+#   registered as n tests NAME.0 .. NAME.<n-1> (GoogleTest sharding), so `ctest -j` spreads a
+#   long binary over several processes.
 function(kiln_test name)
   if(NOT KILN_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SRCS;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;SHARDS" "SRCS;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SRCS})
   target_compile_options(${name} PRIVATE ${KILN_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
-  add_test(NAME ${name} COMMAND ${name})
   set(labels ${ARG_LABELS})
   if(NOT labels)
     set(labels cpu)
@@ -30,8 +31,28 @@ function(kiln_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
-  set_tests_properties(${name} PROPERTIES
-    LABELS "${labels}"
-    TIMEOUT ${ARG_TIMEOUT}
-    ENVIRONMENT "KILN_SOURCE_DIR=${PROJECT_SOURCE_DIR};KILN_SHARED_DIR=${KILN_SHARED_DIR}")
+  set(env "KILN_SOURCE_DIR=${PROJECT_SOURCE_DIR};KILN_SHARED_DIR=${KILN_SHARED_DIR}")
+  if(ARG_SHARDS AND ARG_SHARDS GREATER 1)
+    kiln_add_sharded_test(${name} ${name} ${ARG_SHARDS} "${labels}" ${ARG_TIMEOUT} "${env}")
+  else()
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES
+      LABELS "${labels}"
+      TIMEOUT ${ARG_TIMEOUT}
+      ENVIRONMENT "${env}")
+  endif()
+endfunction()
+
+# kiln_add_sharded_test(TEST_NAME TARGET SHARDS LABELS TIMEOUT ENV)
+#   Registers TARGET as SHARDS tests TEST_NAME.0 .. TEST_NAME.<SHARDS-1>, each running one
+#   GoogleTest shard (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX) with ENV added.
+function(kiln_add_sharded_test test_name target shards labels timeout env)
+  math(EXPR last "${shards} - 1")
+  foreach(i RANGE ${last})
+    add_test(NAME ${test_name}.${i} COMMAND ${target})
+    set_tests_properties(${test_name}.${i} PROPERTIES
+      LABELS "${labels}"
+      TIMEOUT ${timeout}
+      ENVIRONMENT "${env};GTEST_TOTAL_SHARDS=${shards};GTEST_SHARD_INDEX=${i}")
+  endforeach()
 endfunction()
