@@ -1,6 +1,7 @@
 // Helpers shared by the CPU kernels (internal to src/kiln/cpu/kernels).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -29,6 +30,23 @@ inline void ParallelFor(const KernelContext& ctx, int64_t n, int64_t min_chunk,
     return;
   }
   ctx.pool->ParallelFor(n, min_chunk, fn);
+}
+
+// Note [Parallel grain]
+//   CpuKernelOptions::min_parallel_elements is read as an amount of work: elements times the
+//   work per element of the kernel's program (ExprProgram::work_per_element: about one unit per
+//   elementwise op, more for transcendentals). A kernel goes parallel when its total work is at
+//   least 4x that, and splits it into chunks of at least a quarter of it, so that a 43-op fused
+//   loop over 4096 elements (LSTM gates) uses several threads and a 128-KiB elementwise loop is
+//   cut into enough chunks for 16 threads to balance (the pool takes ~4 chunks per thread) --
+//   the old rule (a chunk of 32K elements whatever the op count) ran such kernels on 1-4 of 16
+//   cores.
+inline bool WorthParallel(const CpuKernelOptions& o, int64_t elements, int64_t work_per_element) {
+  return elements * std::max<int64_t>(1, work_per_element) >= 4 * o.min_parallel_elements;
+}
+// Smallest number of elements worth one chunk of a parallel loop (at least 1).
+inline int64_t MinChunkElements(const CpuKernelOptions& o, int64_t work_per_element) {
+  return std::max<int64_t>(1, o.min_parallel_elements / (4 * std::max<int64_t>(1, work_per_element)));
 }
 
 // Note [Denormals in GEMMs]

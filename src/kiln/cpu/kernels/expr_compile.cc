@@ -27,6 +27,10 @@ struct ExprCompiler {
   std::map<std::pair<const HloInstruction*, int>, int> value_memo;
   std::map<int, int> splat_of;
   int scalar_map = -1;
+  std::map<std::tuple<HloOpcode, PrimitiveType, bool, int, int, int, ComparisonDirection,
+                      ComparisonType, int64_t, int64_t>,
+           int>
+      cse_memo;
 
   int NewValue(PrimitiveType t, bool invariant) {
     p.value_types_.push_back(t);
@@ -387,7 +391,17 @@ struct ExprCompiler {
       if (!efn.ok()) return NotCompilable(*node, efn.status().message());
       op.efn = *efn;
     }
-    return Emit(std::move(op), inv);
+    // Note [Common elementwise values]: fusion duplicates producers for each consumer (the
+    // GELU backward fusion of mlp_train computes x*y*0.5 three times); the same op over the
+    // same values is computed once.
+    const HloAttributes& at = node->attrs();
+    const auto cse_key = std::make_tuple(node->opcode(), type, inv, op.in[0], op.in[1], op.in[2],
+                                         at.comparison_direction, at.comparison_type,
+                                         at.exponent_bits, at.mantissa_bits);
+    if (auto it = cse_memo.find(cse_key); it != cse_memo.end()) return it->second;
+    const int v = Emit(std::move(op), inv);
+    cse_memo[cse_key] = v;
+    return v;
   }
 };
 
@@ -422,7 +436,7 @@ StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
         }
     }
   }
-  ExprCompiler c{*p, leaves, {}, {}, {}, -1};
+  ExprCompiler c{*p, leaves, {}, {}, {}, -1, {}};
 
   // Map 0: the loop space.
   {
@@ -531,6 +545,36 @@ StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
     // writing elsewhere... every op reads its inputs at the same positions, so a destination
     // is as good as a buffer.
     p->root_direct_.push_back(direct);
+  }
+  {
+    int64_t w = 1;
+    for (const ExprOp& op : p->block_ops_) {
+      switch (op.kind) {
+        case ExprOp::Kind::kMap:
+        case ExprOp::Kind::kSplat: break;
+        case ExprOp::Kind::kCompute: {
+          if (!op.fn) {
+            w += 8;
+            break;
+          }
+          switch (op.instr->opcode()) {
+            case HloOpcode::kExp: case HloOpcode::kExpm1: case HloOpcode::kLog:
+            case HloOpcode::kLog1p: case HloOpcode::kTanh: case HloOpcode::kLogistic:
+            case HloOpcode::kPower: case HloOpcode::kSin: case HloOpcode::kCos:
+            case HloOpcode::kTan: case HloOpcode::kErf: case HloOpcode::kAtan2:
+            case HloOpcode::kCbrt: case HloOpcode::kDivide: case HloOpcode::kSqrt:
+            case HloOpcode::kRsqrt: case HloOpcode::kRemainder:
+              w += 4;
+              break;
+            default:
+              w += 1;
+          }
+          break;
+        }
+        default: w += 1;
+      }
+    }
+    p->work_per_element_ = w;
   }
   p->PrecomputeBlockRuns();
   return p;

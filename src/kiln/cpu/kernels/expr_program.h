@@ -135,6 +135,10 @@ class ExprProgram {
   PrimitiveType root_type(int r) const;
   // Number of block ops (for kernel names and tests).
   int64_t num_ops() const;
+  // Estimated work per loop position, in units of about one simple elementwise op over one
+  // element (Note [Parallel grain], common.h): 1 per computed value plus the output, 4 per
+  // transcendental, 8 per op computed element by element through the evaluator.
+  int64_t work_per_element() const { return work_per_element_; }
   // Human-readable op list (tests, debugging).
   std::string ToString() const;
 
@@ -162,6 +166,7 @@ class ExprProgram {
   std::vector<int> root_block_values_;  // the block value holding each root (splat if invariant)
   std::vector<bool> root_direct_;       // the root's block op may write into a destination
   int64_t num_values_ = 0;
+  int64_t work_per_element_ = 1;
   // Runs of the block maps for every block [b * block_, ...) (Note [Precomputed block runs],
   // expr_exec.cc): map m's runs for block b are pre_runs_[pre_offset_[k] .. pre_offset_[k+1])
   // with k = pre_slot_[m] * pre_blocks_ + b; pre_slot_[m] < 0 (or pre_blocks_ == 0): computed.

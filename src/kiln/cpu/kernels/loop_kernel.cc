@@ -85,11 +85,14 @@ class LoopKernel final : public CpuKernel {
     const int64_t blocks = (n + block - 1) / block;
     std::vector<int> widths;
     for (int r = 0; r < nr; ++r) widths.push_back(PrimitiveByteWidth(program_->root_type(r)));
-    const int64_t min_chunk = std::max<int64_t>(1, options_.min_parallel_elements / block);
+    // Note [Parallel grain] (common.h): chunks of whole blocks, sized by the program's work.
+    const int64_t wpe = program_->work_per_element();
+    const int64_t min_chunk = std::max<int64_t>(1, MinChunkElements(options_, wpe) / block);
+    const KernelContext run_ctx = WorthParallel(options_, n, wpe) ? ctx : KernelContext{};
     int64_t out_bytes = 0;
     for (int r = 0; r < nr; ++r) out_bytes += n * widths[r];
     const bool stream = ctx.stream_outputs || out_bytes >= kStreamOutputBytes;
-    ParallelFor(ctx, blocks, min_chunk, [&](int64_t b0, int64_t b1) {
+    ParallelFor(run_ctx, blocks, min_chunk, [&](int64_t b0, int64_t b1) {
       ExprScratch scratch = program_->NewScratch(state);
       std::vector<void*> dest(nr);
       std::vector<const void*> results(nr);

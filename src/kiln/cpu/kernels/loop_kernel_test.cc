@@ -1,5 +1,6 @@
 // Loop kernel (kLoop fusions and standalone elementwise/shape ops) against the evaluator.
 #include <gtest/gtest.h>
+#include <random>
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/kernels/kernel_test_util.h"
@@ -524,6 +525,69 @@ ENTRY e {
   }
 }
 }  // namespace reuse
+
+}  // namespace
+}  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// Note [Parallel grain]: loops split by work (many ops over few elements go parallel; chunks of
+// whole blocks), repeated subexpressions computed once (Note [Common elementwise values]);
+// pools of 1, 2, 3 and 16 threads, fresh random inputs, against the evaluator.
+TEST(LoopKernelTest, ParallelGrainAndCommonValuesMatchEvaluator) {
+  const uint64_t seed = static_cast<uint64_t>(std::random_device{}());
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int t : {1, 2, 3, 16}) pools.push_back(std::make_unique<ThreadPool>(t));
+  for (const char* dims : {"16,256", "1,1", "3,5", "7,1031", "256,2048", "2,1,4097"}) {
+    const std::string hlo = StrCat(R"(
+HloModule m
+fused {
+  x = f32[)", dims, R"(] parameter(0)
+  y = f32[)", dims, R"(] parameter(1)
+  h = f32[] constant(0.5)
+  hb = f32[)", dims, R"(] broadcast(h), dimensions={}
+  p = f32[)", dims, R"(] multiply(x, y)
+  q = f32[)", dims, R"(] multiply(p, hb)
+  p2 = f32[)", dims, R"(] multiply(x, y)
+  q2 = f32[)", dims, R"(] multiply(p2, hb)
+  t = f32[)", dims, R"(] tanh(q2)
+  l = f32[)", dims, R"(] logistic(p)
+  e = f32[)", dims, R"(] exponential(l)
+  c = pred[)", dims, R"(] compare(x, y), direction=LT
+  c2 = pred[)", dims, R"(] compare(x, y), direction=GT
+  s = f32[)", dims, R"(] select(c, t, e)
+  s2 = f32[)", dims, R"(] select(c2, t, e)
+  a = f32[)", dims, R"(] add(s, q)
+  ROOT r = (f32[)", dims, R"(], f32[)", dims, R"(]) tuple(a, s2)
+}
+ENTRY e {
+  x = f32[)", dims, R"(] parameter(0)
+  y = f32[)", dims, R"(] parameter(1)
+  ROOT f = (f32[)", dims, R"(], f32[)", dims, R"(]) fusion(x, y), kind=kLoop, calls=fused
+})");
+    std::unique_ptr<HloModule> m = testing::Parse(hlo);
+    ASSERT_NE(m, nullptr);
+    const HloInstruction* instr = testing::Find(*m);
+    std::vector<Literal> operands = testing::RandomOperands(*instr, seed);
+    StatusOr<Literal> want = testing::Reference(*instr, operands);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    for (int64_t grain : {int64_t{32 * 1024}, int64_t{16}}) {
+      CpuKernelOptions ko;
+      ko.min_parallel_elements = grain;
+      StatusOr<std::unique_ptr<CpuKernel>> k = CreateCpuKernel(*instr, ko);
+      ASSERT_TRUE(k.ok()) << k.status().ToString();
+      for (const auto& pool : pools) {
+        StatusOr<Literal> got = testing::RunKernel(**k, *instr, operands, pool.get());
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        Comparison cmp = CompareLiterals(*got, *want, {});
+        EXPECT_TRUE(cmp.ok()) << (*k)->name() << " dims " << dims << " grain " << grain
+                              << " threads " << pool->num_threads() << " seed " << seed << "\n"
+                              << cmp.ToString();
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace kiln::cpu

@@ -207,7 +207,10 @@ class ReduceKernel final : public CpuKernel {
     const int64_t block = program_->block_elements();
     const int threads = NumThreads(ctx);
     const int64_t total = program_->loop_elements();
-    const bool parallel = threads > 1 && total >= options_.min_parallel_elements;
+    // Note [Parallel grain] (common.h); each reduce adds a unit of work per element.
+    const int64_t wpe = program_->work_per_element() + static_cast<int64_t>(reduces_.size());
+    const bool parallel = threads > 1 && WorthParallel(options_, total, wpe);
+    const int64_t chunk_elems = MinChunkElements(options_, wpe);
     const int64_t want_tasks = parallel ? 4 * threads : 1;
     const int nroots = program_->num_roots();
 
@@ -215,11 +218,11 @@ class ReduceKernel final : public CpuKernel {
       // ---- Row reductions: output o folds loop positions [o * nr, (o + 1) * nr). ----
       int64_t parts = 1;
       if (all_fast_ && nk1_ < want_tasks) {
-        parts = std::min<int64_t>((want_tasks + nk1_ - 1) / nk1_, std::max<int64_t>(1, nr_ / 4096));
+        parts = std::min<int64_t>((want_tasks + nk1_ - 1) / nk1_,
+                                  std::max<int64_t>(1, nr_ / std::max<int64_t>(2048, chunk_elems)));
       }
       if (parts == 1) {
-        const int64_t min_rows = std::max<int64_t>(
-            1, options_.min_parallel_elements / std::max<int64_t>(1, nr_));
+        const int64_t min_rows = std::max<int64_t>(1, chunk_elems / std::max<int64_t>(1, nr_));
         ParallelFor(parallel ? ctx : KernelContext{}, nk1_, min_rows, [&](int64_t o0, int64_t o1) {
           ExprScratch scratch = program_->NewScratch(state);
           std::vector<void*> dest(nroots, nullptr);
@@ -285,13 +288,27 @@ class ReduceKernel final : public CpuKernel {
     }
 
     // ---- Column reductions: output (k1, k2) folds loop positions (k1 * nr + r) * nk2 + k2. ----
-    const int64_t tile = std::min(nk2_, block);
-    const int64_t tiles = (nk2_ + tile - 1) / tile;
+    // Tasks are (k1, column tile, part of R). With too few outputs rows for the threads, R is
+    // split into parts (partial accumulators, combined in order at the end, in parallel over
+    // the columns) and then the columns into tiles of at least kMinTile, so that e.g. the bias
+    // gradient of a [256,1024] activation (one output row) runs as 64 tasks, not 4.
+    constexpr int64_t kMaxParts = 16, kMinPartRows = 4, kMinTile = 128;
+    int64_t tile = std::min(nk2_, block);
+    int64_t tiles = (nk2_ + tile - 1) / tile;
     int64_t parts = 1;
-    if (all_fast_ && nk1_ * tiles < want_tasks)
-      parts = std::min<int64_t>((want_tasks + nk1_ * tiles - 1) / (nk1_ * tiles),
-                                std::max<int64_t>(1, nr_ / 64));
+    if (parallel && all_fast_ && nk1_ * tiles < want_tasks) {
+      const int64_t need = (want_tasks + nk1_ * tiles - 1) / (nk1_ * tiles);
+      const int64_t rows_min = std::max(kMinPartRows, (chunk_elems + tile - 1) / tile);
+      parts = std::max<int64_t>(1, std::min({need, kMaxParts, nr_ / rows_min}));
+      if (nk1_ * tiles * parts < want_tasks && tile >= 2 * kMinTile) {
+        const int64_t split = std::min((want_tasks + nk1_ * tiles * parts - 1) / (nk1_ * tiles * parts),
+                                       tile / kMinTile);
+        tile = ((tile + split - 1) / split + 15) / 16 * 16;
+        tiles = (nk2_ + tile - 1) / tile;
+      }
+    }
     const int64_t plen = (nr_ + parts - 1) / parts;
+    parts = (nr_ + plen - 1) / plen;
     // Rows of one tile per block when the whole row fits.
     const int64_t rows_per_block = tile == nk2_ ? std::max<int64_t>(1, block / nk2_) : 1;
     std::vector<std::vector<uint8_t>> partials(reduces_.size());
@@ -299,8 +316,7 @@ class ReduceKernel final : public CpuKernel {
       for (size_t i = 0; i < reduces_.size(); ++i)
         partials[i].resize(nk1_ * parts * nk2_ * reduces_[i].acc_bytes);
     const int64_t tasks = nk1_ * tiles * parts;
-    const int64_t min_tasks =
-        std::max<int64_t>(1, options_.min_parallel_elements / std::max<int64_t>(1, plen * tile));
+    const int64_t min_tasks = std::max<int64_t>(1, chunk_elems / std::max<int64_t>(1, plen * tile));
     ParallelFor(parallel ? ctx : KernelContext{}, tasks, min_tasks, [&](int64_t t0, int64_t t1) {
       ExprScratch scratch = program_->NewScratch(state);
       std::vector<void*> dest(nroots, nullptr);
@@ -336,15 +352,24 @@ class ReduceKernel final : public CpuKernel {
       }
     });
     if (parts > 1) {
-      for (size_t i = 0; i < reduces_.size(); ++i) {
-        const ReduceSpec& r = reduces_[i];
-        for (int64_t k1 = 0; k1 < nk1_; ++k1) {
-          uint8_t* first = partials[i].data() + (k1 * parts) * nk2_ * r.acc_bytes;
-          for (int64_t part = 1; part < parts; ++part)
-            r.fast->combine(first, first + part * nk2_ * r.acc_bytes, nk2_);
-          FinishAccs(r, first, nk2_, init_of(r), outputs, k1 * nk2_);
+      // Combine the parts in order, over column ranges in parallel.
+      constexpr int64_t kCombineCols = 256;
+      const int64_t ranges = (nk2_ + kCombineCols - 1) / kCombineCols;
+      ParallelFor(parallel ? ctx : KernelContext{}, nk1_ * ranges,
+                  std::max<int64_t>(1, chunk_elems / (kCombineCols * parts)),
+                  [&](int64_t q0, int64_t q1) {
+        for (int64_t q = q0; q < q1; ++q) {
+          const int64_t k1 = q / ranges, c0 = (q % ranges) * kCombineCols;
+          const int64_t w = std::min(kCombineCols, nk2_ - c0);
+          for (size_t i = 0; i < reduces_.size(); ++i) {
+            const ReduceSpec& r = reduces_[i];
+            uint8_t* first = partials[i].data() + ((k1 * parts) * nk2_ + c0) * r.acc_bytes;
+            for (int64_t part = 1; part < parts; ++part)
+              r.fast->combine(first, first + part * nk2_ * r.acc_bytes, w);
+            FinishAccs(r, first, w, init_of(r), outputs, k1 * nk2_ + c0);
+          }
         }
-      }
+      });
     }
     return OkStatus();
   }

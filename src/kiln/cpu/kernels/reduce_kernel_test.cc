@@ -2,6 +2,7 @@
 // reducer and type family, general (variadic) reducers, kInput fusions with multiple outputs.
 #include <gtest/gtest.h>
 #include <cmath>
+#include <random>
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/kernels/kernel_test_util.h"
@@ -249,6 +250,84 @@ TEST(ReduceKernelTest, NaNAndInfinitiesInFloatMaxMinRows) {
       SCOPED_TRACE(StrCat(t, " ", op));
       testing::ExpectMatchesEvaluator(*r, {}, std::move(ops));
     }
+}
+
+}  // namespace
+}  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// Note [Parallel grain]: column reductions split into parts of R and column tiles, row
+// reductions split along rows or within long rows; pools of 1, 2, 3 and 16 threads, default
+// and tiny grains, fresh random inputs (the seed is printed on failure), against the evaluator.
+TEST(ReduceKernelTest, ParallelSplitsMatchEvaluator) {
+  struct Case {
+    const char* dims;
+    const char* rdims;
+    const char* out;
+  };
+  const Case cases[] = {
+      {"256,1024", "0", "1024"},   // bias gradient: one output row, many columns
+      {"256,256", "0", "256"},     {"4096,3", "0", "3"},      // few columns, many rows
+      {"3,4096", "1", "3"},        // few long rows
+      {"1024,128", "1", "1024"},   // many short rows
+      {"1,1", "0", "1"},           {"1,777", "0", "777"},     // size-1 reduced dim
+      {"777,1", "0", "1"},         {"37,1000,3", "1", "37,3"},  // middle, odd sizes
+      {"2,515,1031", "1", "2,1031"}, {"9,2049", "1", "9"},    {"5,33,2", "0,2", "33"},
+  };
+  const uint64_t seed = static_cast<uint64_t>(std::random_device{}());
+  std::vector<std::unique_ptr<ThreadPool>> pools;
+  for (int t : {1, 2, 3, 16}) pools.push_back(std::make_unique<ThreadPool>(t));
+  for (const Case& c : cases) {
+    // A kInput fusion with a loop output, like the GELU-backward bias gradient.
+    const std::string hlo = StrCat(R"(
+HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+fused {
+  x = f32[)", c.dims, R"(] parameter(0)
+  y = f32[)", c.dims, R"(] parameter(1)
+  h = f32[] constant(0.5)
+  hb = f32[)", c.dims, R"(] broadcast(h), dimensions={}
+  p = f32[)", c.dims, R"(] multiply(x, y)
+  q = f32[)", c.dims, R"(] multiply(p, hb)
+  p2 = f32[)", c.dims, R"(] multiply(x, y)
+  q2 = f32[)", c.dims, R"(] multiply(p2, hb)
+  s = f32[)", c.dims, R"(] add(q, q2)
+  z = f32[] constant(0)
+  r = f32[)", c.out, R"(] reduce(s, z), dimensions={)", c.rdims, R"(}, to_apply=add
+  ROOT t = (f32[)", c.out, R"(], f32[)", c.dims, R"(]) tuple(r, s)
+}
+ENTRY e {
+  x = f32[)", c.dims, R"(] parameter(0)
+  y = f32[)", c.dims, R"(] parameter(1)
+  ROOT f = (f32[)", c.out, R"(], f32[)", c.dims, R"(]) fusion(x, y), kind=kInput, calls=fused
+})");
+    std::unique_ptr<HloModule> m = testing::Parse(hlo);
+    ASSERT_NE(m, nullptr);
+    const HloInstruction* instr = testing::Find(*m);
+    std::vector<Literal> operands = testing::RandomOperands(*instr, seed);
+    StatusOr<Literal> want = testing::Reference(*instr, operands);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    for (int64_t grain : {int64_t{32 * 1024}, int64_t{16}}) {
+      CpuKernelOptions ko;
+      ko.min_parallel_elements = grain;
+      StatusOr<std::unique_ptr<CpuKernel>> k = CreateCpuKernel(*instr, ko);
+      ASSERT_TRUE(k.ok()) << k.status().ToString();
+      for (const auto& pool : pools) {
+        StatusOr<Literal> got = testing::RunKernel(**k, *instr, operands, pool.get());
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        Comparison cmp = CompareLiterals(*got, *want, {});
+        EXPECT_TRUE(cmp.ok()) << (*k)->name() << " dims " << c.dims << " grain " << grain
+                              << " threads " << pool->num_threads() << " seed " << seed << "\n"
+                              << cmp.ToString();
+      }
+    }
+  }
 }
 
 }  // namespace
