@@ -1,18 +1,100 @@
-"""linalg_*: Cholesky and triangular solve as native HLO ops; LAPACK custom calls apart.
+"""linalg_*: Cholesky and triangular solve as native HLO ops; the linear-algebra custom calls.
 
 On the CPU, jax lowers cholesky and triangular_solve to LAPACK custom calls. The linalg_* cases
-lower the same functions for platform 'tpu' (lowering only, no TPU needed), where JAX emits the
-native HLO `cholesky` and `triangular-solve` ops; their outputs are XLA's CPU results of the
-same function. The _custom_call/ cases are CPU lowerings that call LAPACK (custom_call_target
-lapack_*_ffi); a conformance test treats them separately.
+without a platform tag lower the same functions for platform 'tpu' (lowering only, no TPU
+needed), where JAX emits the native HLO `cholesky` and `triangular-solve` ops; their outputs are
+XLA's CPU results of the same function.
+The linalg_*_cpu_* cases are CPU lowerings that call LAPACK (custom_call_target lapack_*_ffi);
+the linalg_*_cuda_* cases lower the same functions for platform 'cuda' (no GPU needed), which
+calls cuSOLVER/cuSPARSE (cusolver_*_ffi, cusparse_gtsv2_ffi, cu_lu_pivots_to_permutation). Their
+outputs are XLA's CPU results. Eigen- and singular vectors are unique only up to sign/phase, so
+those cases return invariants (V diag(w) V^H, |V|, U diag(s) V^H, U U^H) on inputs with
+well-separated eigen/singular values in [1, 10].
 """
 
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
-from .spec import C, F, SPD, TRI
+from .spec import C, DTYPES, F, SPD, TRI
 
-CC = '_custom_call'
+
+def _unitary(rng, n, complex_):
+  a = rng.uniform(-1, 1, size=(n, n))
+  if complex_:
+    a = a + 1j * rng.uniform(-1, 1, size=(n, n))
+  return np.linalg.qr(a)[0]
+
+
+def SYM(n, dtype='f32', batch=()):
+  """A Hermitian matrix Q diag(linspace(1, 10, n)) Q^H with Q random unitary."""
+
+  def make(rng):
+    cplx = DTYPES[dtype].kind == 'c'
+    w = np.linspace(1, 10, n)
+    out = np.empty(tuple(batch) + (n, n), dtype=np.complex128 if cplx else np.float64)
+    for idx in np.ndindex(*batch):
+      q = _unitary(rng, n, cplx)
+      out[idx] = (q * w) @ np.conj(q.T)
+    return out.astype(DTYPES[dtype])
+  return make
+
+
+def SVDIN(m, n, dtype='f32', batch=()):
+  """An m x n matrix U diag(linspace(10, 1, k)) V^H with U, V random unitary."""
+
+  def make(rng):
+    cplx = DTYPES[dtype].kind == 'c'
+    k = min(m, n)
+    s = np.linspace(10, 1, k)
+    out = np.empty(tuple(batch) + (m, n), dtype=np.complex128 if cplx else np.float64)
+    for idx in np.ndindex(*batch):
+      u = _unitary(rng, m, cplx)[:, :k]
+      v = _unitary(rng, n, cplx)[:, :k]
+      out[idx] = (u * s) @ np.conj(v.T)
+    return out.astype(DTYPES[dtype])
+  return make
+
+
+def _h(x):
+  return jnp.conj(jnp.swapaxes(x, -1, -2))
+
+
+def _eigh(a):
+  w, v = jnp.linalg.eigh(a)
+  return w, (v * w[..., None, :]) @ _h(v), jnp.abs(v)
+
+
+def _svd_thin(a):
+  u, s, vh = jnp.linalg.svd(a, full_matrices=False)
+  return s, (u * s[..., None, :]) @ vh, jnp.abs(vh)
+
+
+def _svd_full(a):
+  u, s, vh = jnp.linalg.svd(a, full_matrices=True)
+  k = s.shape[-1]
+  return (s, (u[..., :, :k] * s[..., None, :]) @ vh[..., :k, :], u @ _h(u), _h(vh) @ vh)
+
+
+def _svd_qr(a):
+  u, s, vh = lax.linalg.svd(a, full_matrices=False, algorithm=lax.linalg.SvdAlgorithm.QR)
+  return s, (u * s[..., None, :]) @ vh, jnp.abs(u)
+
+
+def _tridiag(n, dtype='f32', batch=()):
+  """(dl, d, du): a diagonally dominant tridiagonal system (dl[0] = du[-1] = 0, as JAX wants)."""
+  def diag(which):
+    def make(rng):
+      x = rng.uniform(-1, 1, size=tuple(batch) + (n,))
+      if which == 'd':
+        x = x + 4 * np.sign(x) + (x == 0)
+      if which == 'dl':
+        x[..., 0] = 0
+      if which == 'du':
+        x[..., -1] = 0
+      return x.astype(DTYPES[dtype])
+    return make
+  return diag('dl'), diag('d'), diag('du')
 
 
 def _trsolve(left, lower, trans, conj=False, unit=False):
@@ -47,14 +129,46 @@ def register(add):
   add('linalg_cholesky_then_solve_f32', lambda a, b: lax.linalg.triangular_solve(
       jnp.linalg.cholesky(a), b, left_side=True, lower=True), SPD(6), F((6, 2)), **nat)
 
-  # LAPACK custom calls (CPU lowering).
-  cc = dict(subdir=CC)
-  add('linalg_cholesky_cpu_f32', jnp.linalg.cholesky, SPD(8), **cc)
-  add('linalg_trsolve_cpu_f32', _trsolve(True, True, False), TRI(6), F((6, 3)), **cc)
-  add('linalg_solve_cpu_f32', jnp.linalg.solve, SPD(6), F((6, 2)), **cc)
-  add('linalg_inv_cpu_f32', jnp.linalg.inv, SPD(5), **cc)
-  add('linalg_det_cpu_f32', lambda a: (jnp.linalg.det(a), jnp.linalg.slogdet(a)[1]), SPD(5), **cc)
-  add('linalg_lu_cpu_f32', lambda a: lax.linalg.lu(a), SPD(5), **cc)
-  add('linalg_qr_cpu_f32', jnp.linalg.qr, F((6, 4)), **cc)
-  add('linalg_eigh_cpu_f32', jnp.linalg.eigvalsh, SPD(6), **cc)
-  add('linalg_svd_cpu_f32', lambda a: jnp.linalg.svd(a, compute_uv=False), F((6, 4)), **cc)
+  # The custom calls of the CPU (LAPACK) and cuda (cuSOLVER/cuSPARSE) lowerings.
+  for plat in ('cpu', 'cuda'):
+    cc = dict(platform=plat, note=f'lowered for platform {plat}: linear-algebra custom calls')
+    def case(name, fn, *args):
+      dt = name.rsplit('_', 1)[1]
+      add(f'linalg_{name.rsplit("_", 1)[0]}_{plat}_{dt}', fn, *args, **cc)
+    case('cholesky_f32', jnp.linalg.cholesky, SPD(8))
+    case('cholesky_c64', jnp.linalg.cholesky, SPD(5, 'c64'))
+    case('cholesky_batched_f64', jnp.linalg.cholesky, SPD(4, 'f64', batch=(3,)))
+    case('trsolve_f32', _trsolve(True, True, False), TRI(6), F((6, 3)))
+    case('solve_f32', jnp.linalg.solve, SPD(6), F((6, 2)))
+    case('solve_f64', jnp.linalg.solve, SPD(6, 'f64'), F((6, 2), 'f64'))
+    case('inv_f32', jnp.linalg.inv, SPD(5))
+    case('det_f32', lambda a: (jnp.linalg.det(a), jnp.linalg.slogdet(a)[1]), SPD(5))
+    case('slogdet_f64', lambda a: jnp.linalg.slogdet(a), SPD(7, 'f64'))
+    case('lu_f32', lambda a: lax.linalg.lu(a), SPD(5))
+    case('lu_batched_f32', lambda a: lax.linalg.lu(a), SPD(4, batch=(2,)))
+    case('qr_f32', jnp.linalg.qr, F((6, 4)))
+    case('qr_f64', jnp.linalg.qr, F((7, 5), 'f64'))
+    case('eigvalsh_f32', jnp.linalg.eigvalsh, SYM(6))
+    case('eigh_f32', _eigh, SYM(7))
+    # The strictly lower triangle holds junk that the 'U' call must not read.
+    case('eigh_upper_f32', lambda a: jnp.linalg.eigh(
+        a + jnp.tril(jnp.full_like(a, 5), -1), UPLO='U', symmetrize_input=False)[0], SYM(5))
+    case('eigh_f64', _eigh, SYM(9, 'f64'))
+    case('eigh_c64', lambda a: _eigh(a)[:2], SYM(5, 'c64'))
+    case('eigh_batched_f32', _eigh, SYM(6, batch=(3,)))
+    case('svdvals_f32', lambda a: jnp.linalg.svd(a, compute_uv=False), SVDIN(6, 4))
+    case('svd_f32', _svd_thin, SVDIN(7, 5))
+    case('svd_wide_f32', _svd_thin, SVDIN(4, 6))
+    case('svd_full_f32', _svd_full, SVDIN(6, 4))
+    case('svd_full_wide_f64', _svd_full, SVDIN(3, 5, 'f64'))
+    case('svd_batched_f32', _svd_thin, SVDIN(5, 3, batch=(2,)))
+    case('svd_c64', lambda a: _svd_thin(a)[:2], SVDIN(5, 4, 'c64'))
+    case('svd_qr_f32', _svd_qr, SVDIN(6, 4))
+    case('svd_qr_wide_f32', _svd_qr, SVDIN(4, 6))
+    case('pinv_f32', jnp.linalg.pinv, SVDIN(6, 4))
+    case('lstsq_f32', lambda a, b: jnp.linalg.lstsq(a, b)[0], SVDIN(6, 4), F((6, 2)))
+    case('matrix_rank_f32', lambda a: jnp.linalg.matrix_rank(a), SVDIN(5, 5))
+    case('norm2_f32', lambda a: jnp.linalg.norm(a, ord=2), SVDIN(5, 4))
+    case('tridiagonal_solve_f32', lax.linalg.tridiagonal_solve, *_tridiag(6), F((6, 3)))
+    case('tridiagonal_solve_f64', lax.linalg.tridiagonal_solve, *_tridiag(5, 'f64', batch=(2,)),
+         F((2, 5, 2), 'f64'))

@@ -161,11 +161,6 @@ void CheckCase(const Case& c, bool reference_tf32) {
   auto start = std::chrono::steady_clock::now();
   auto result = EvaluateModule(**module, args);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  // tests/data/_custom_call/ holds CPU lowerings that call LAPACK through custom calls: not
-  // must-pass (tests/data/README.md); an unsupported target is reported, not failed.
-  if (!result.ok() && result.status().code() == StatusCode::kUnimplemented &&
-      c.dir.string().find("/_custom_call/") != std::string::npos)
-    GTEST_SKIP() << "not must-pass: " << result.status().message();
   ASSERT_TRUE(result.ok()) << result.status().message();
   std::vector<const Literal*> actual = ArrayLeaves(*result);
   std::vector<Literal> expected;

@@ -16,9 +16,9 @@
 //       H(0) H(1) ... H(k-1).
 // Leading dimensions are batch dimensions. Values are computed in double precision and rounded
 // once, so results agree with LAPACK's to rounding; a near-tie between pivot candidates may
-// resolve differently than LAPACK's single-precision arithmetic. Eigen- and singular-value
-// targets (?syevd, ?heevd, ?gesdd, ...) are not here: their vectors are defined only up to
-// sign or phase, so they stay UnsupportedInstruction.
+// resolve differently than LAPACK's single-precision arithmetic. The eigen- and singular-value
+// targets and ?gtsv are lapack_eig.cc's; the cuSOLVER/hipSOLVER names of the same factorizations
+// are gpu_solver.cc's (both reach the routines here through lapack_internal.h).
 #include <cctype>
 #include <cmath>
 #include <complex>
@@ -29,15 +29,13 @@
 #include "kiln/base/strings.h"
 #include "kiln/eval/array_util.h"
 #include "kiln/eval/kernels.h"
+#include "kiln/eval/lapack_internal.h"
 #include "kiln/eval/misc_internal.h"
 
 namespace kiln {
-namespace {
+namespace eval_internal {
 
-using cd = std::complex<double>;
-
-// `key = 76 : ui8` from an FFI backend_config; `fallback` when absent.
-int BackendChar(const HloInstruction& instr, std::string_view key, int fallback) {
+int BackendInt(const HloInstruction& instr, std::string_view key, int fallback) {
   const std::string& t = instr.backend_config().text;
   size_t p = 0;
   while ((p = t.find(key, p)) != std::string::npos) {
@@ -48,6 +46,8 @@ int BackendChar(const HloInstruction& instr, std::string_view key, int fallback)
     if (start_ok && q < t.size() && t[q] == '=') {
       ++q;
       while (q < t.size() && t[q] == ' ') ++q;
+      if (t.compare(q, 4, "true") == 0) return 1;
+      if (t.compare(q, 5, "false") == 0) return 0;
       return std::atoi(t.c_str() + q);
     }
     p += key.size();
@@ -55,15 +55,12 @@ int BackendChar(const HloInstruction& instr, std::string_view key, int fallback)
   return fallback;
 }
 
-struct Batched {
-  int64_t batch = 1, m = 0, n = 0;
-};
-
-StatusOr<Batched> MatrixDims(const HloInstruction& instr, const Literal& a) {
-  KILN_RETURN_IF_ERROR(eval_internal::ExpectArrayOperand(instr, a, 0));
+StatusOr<Batched> MatrixDims(const HloInstruction& instr, const Literal& a, int64_t index) {
+  KILN_RETURN_IF_ERROR(eval_internal::ExpectArrayOperand(instr, a, index));
   const Shape& s = a.shape();
   if (s.rank() < 2)
-    return InvalidArgument("custom-call %", instr.name(), ": operand must be a (batched) matrix");
+    return InvalidArgument("custom-call %", instr.name(), ": operand ", index,
+                           " must be a (batched) matrix");
   Batched b;
   b.m = s.dimensions(s.rank() - 2);
   b.n = s.dimensions(s.rank() - 1);
@@ -80,26 +77,49 @@ Status CheckTuple(const HloInstruction& instr, int64_t n) {
   return OkStatus();
 }
 
-Literal MakeTupleOf(std::vector<Literal> parts) { return Literal::MakeTuple(std::move(parts)); }
-
-Literal Store(const Shape& shape, const std::vector<cd>& v) {
+Literal StoreTo(const Shape& shape, const std::vector<cd>& v) {
   Literal l(shape);
   eval_internal::StoreComplexes(v, l);
   return l;
 }
 
-Literal StoreInts(const Shape& shape, const std::vector<int64_t>& v) {
+Literal StoreIntsTo(const Shape& shape, const std::vector<int64_t>& v) {
   Literal l(shape);
   eval_internal::StoreInt64s(v, l);
   return l;
 }
 
-StatusOr<Literal> Potrf(const HloInstruction& instr, std::span<const Literal* const> ops) {
+}  // namespace eval_internal
+
+namespace {
+
+using eval_internal::BackendInt;
+using eval_internal::Batched;
+using eval_internal::cd;
+using eval_internal::CheckTuple;
+using eval_internal::Element;
+using eval_internal::MatrixDims;
+
+int BackendChar(const HloInstruction& instr, std::string_view key, int fallback) {
+  return BackendInt(instr, key, fallback);
+}
+
+Literal MakeTupleOf(std::vector<Literal> parts) { return Literal::MakeTuple(std::move(parts)); }
+
+Literal Store(const Shape& shape, const std::vector<cd>& v) {
+  return eval_internal::StoreTo(shape, v);
+}
+
+Literal StoreInts(const Shape& shape, const std::vector<int64_t>& v) {
+  return eval_internal::StoreIntsTo(shape, v);
+}
+
+StatusOr<Literal> Potrf(const HloInstruction& instr, std::span<const Literal* const> ops,
+                        bool lower) {
   if (ops.size() != 1) return InvalidArgument("potrf %", instr.name(), " takes one operand");
   KILN_RETURN_IF_ERROR(CheckTuple(instr, 2));
   KILN_ASSIGN_OR_RETURN(Batched d, MatrixDims(instr, *ops[0]));
   if (d.m != d.n) return InvalidArgument("potrf %", instr.name(), ": matrix must be square");
-  const bool lower = BackendChar(instr, "uplo", 'L') == 'L';
   const int64_t n = d.n;
   std::vector<cd> a = eval_internal::LiteralToComplexes(*ops[0]);
   std::vector<int64_t> info(d.batch, 0);
@@ -285,15 +305,30 @@ bool Target(std::string_view t, std::string_view op) {
 
 namespace eval_internal {
 
+StatusOr<Literal> PotrfKernel(const HloInstruction& instr, std::span<const Literal* const> ops,
+                              bool lower) {
+  return Potrf(instr, ops, lower);
+}
+StatusOr<Literal> GetrfKernel(const HloInstruction& instr, std::span<const Literal* const> ops) {
+  return Getrf(instr, ops);
+}
+StatusOr<Literal> GeqrfKernel(const HloInstruction& instr, std::span<const Literal* const> ops) {
+  return Geqrf(instr, ops);
+}
+StatusOr<Literal> OrgqrKernel(const HloInstruction& instr, std::span<const Literal* const> ops) {
+  return Orgqr(instr, ops);
+}
+
 std::optional<StatusOr<Literal>> EvalLapackCustomCall(const HloInstruction& instr,
                                                       std::span<const Literal* const> ops) {
   const std::string& t = instr.attrs().custom_call_target;
-  if (Target(t, "potrf")) return Potrf(instr, ops);
+  if (Target(t, "potrf")) return Potrf(instr, ops, BackendChar(instr, "uplo", 'L') == 'L');
   if (Target(t, "getrf")) return Getrf(instr, ops);
   if (Target(t, "trsm")) return Trsm(instr, ops);
   if (Target(t, "geqrf")) return Geqrf(instr, ops);
   if (Target(t, "orgqr") || Target(t, "ungqr")) return Orgqr(instr, ops);
-  return std::nullopt;
+  if (auto r = EvalLapackEigCustomCall(instr, ops)) return r;
+  return EvalGpuSolverCustomCall(instr, ops);
 }
 
 }  // namespace eval_internal

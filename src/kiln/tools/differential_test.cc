@@ -4,8 +4,8 @@
 //   Backends   every backend RegisterBuiltinBackends registers except the interpreter (today:
 //              cpu; cuda and rocm join when they register and see a device).
 //   Cases      TestData/<case>   $KILN_SOURCE_DIR/tests/data/<case>/ (module.hlo, inputs in0.. of
-//                                case.npz); the LAPACK custom-call cases in _custom_call/ are not
-//                                included (not must-pass, see tests/data/README.md)
+//                                case.npz), the linear-algebra custom-call cases (linalg_*_cpu_*,
+//                                linalg_*_cuda_*) included: backends run them on the host
 //              BenchSmall/<case> $KILN_SHARED_DIR/bench/suite/*_small/ (module.hlo + case.npz)
 //              BenchSmallOpt/<case>  the same cases' module.opt.hlo (XLA's GPU post-optimization
 //                                dump: fusions, bitcasts, layouts) with the same inputs -- those
@@ -130,7 +130,7 @@ std::vector<Case> FindTestData() {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return v;
   for (const auto& e : fs::directory_iterator(root, ec)) {
-    if (!e.is_directory() || e.path().filename().string().starts_with("_")) continue;
+    if (!e.is_directory()) continue;
     if (fs::exists(e.path() / "module.hlo") && fs::exists(e.path() / "case.npz"))
       v.push_back({TestName(e.path().filename().string()), e.path() / "module.hlo", e.path() / "case.npz"});
   }

@@ -1,0 +1,94 @@
+// The linear-algebra custom calls of JAX's GPU lowerings, mapped onto the evaluator's routines
+// (lapack.cc, lapack_eig.cc). A module dumped on a CUDA or ROCm machine names these targets; the
+// evaluator runs them on the host, so every backend that falls back to it runs such modules.
+// ROCm spells each target with hipsolver_/hipsparse_/hip_ where CUDA has cusolver_/cusparse_/cu_;
+// the contracts are the same. Results match the LAPACK targets' (see those files), except:
+//   {cu,hip}solver_getrf_ffi   (a) -> (lu, ipiv, info): as lapack_?getrf_ffi (1-based ipiv).
+//   {cu,hip}solver_potrf_ffi   (a) -> (a', info), backend_config lower = true|false.
+//   {cu,hip}solver_geqrf_ffi   (a) -> (a', tau); {cu,hip}solver_orgqr_ffi (a, tau) -> q.
+//   {cu,hip}solver_syevd_ffi   (a) -> (v, w, info), lower = true|false (algorithm ignored: one
+//       method serves all).
+//   {cu,hip}solver_gesvdj_ffi  (a) -> (a, s, u, v, info): V itself, not V^H (JAX transposes);
+//       u is m x m or m x k, v n x n or n x k (econ); compute_uv = false gives zeros for u, v.
+//   {cu,hip}solver_gesvd_ffi   (a) -> (a, s, u, vt, info), or (a, s, vt, u, info) when
+//       transposed = true (JAX's m < n case: the call sees A^T, so its U is our V^H).
+//   {cu,hip}sparse_gtsv2_ffi   (dl, d, du, b) -> x: the solution only (no info; a zero pivot
+//       leaves x as ?gtsv leaves b).
+//   {cu,hip}_lu_pivots_to_permutation  (pivots s32[..., k]) -> perm s32[..., m]: 0-based
+//       row interchanges applied in order to the identity permutation of m (the result's last
+//       dimension); a pivot outside [0, m) is skipped.
+// The cuSOLVER scratch results JAX ignores are deterministic (the input, or zeros).
+#include <string>
+#include <string_view>
+
+#include "kiln/eval/array_util.h"
+#include "kiln/eval/lapack_internal.h"
+
+namespace kiln::eval_internal {
+namespace {
+
+// The solver/sparse name of `t` without its vendor prefix: "cusolver_getrf_ffi" and
+// "hipsolver_getrf_ffi" both give "solver_getrf_ffi"; "cu_lu_pivots_to_permutation" gives
+// "_lu_pivots_to_permutation". Empty when t has neither prefix.
+std::string_view Unvendored(std::string_view t) {
+  if (t.starts_with("cu")) return t.substr(2);
+  if (t.starts_with("hip")) return t.substr(3);
+  return {};
+}
+
+StatusOr<Literal> PivotsToPermutation(const HloInstruction& instr,
+                                      std::span<const Literal* const> ops) {
+  if (ops.size() != 1)
+    return InvalidArgument("lu_pivots_to_permutation %", instr.name(), " takes one operand");
+  KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[0], 0));
+  const Shape& ps = ops[0]->shape();
+  const Shape& rs = instr.shape();
+  if (ps.rank() < 1 || rs.IsTuple() || rs.rank() != ps.rank())
+    return InvalidArgument("lu_pivots_to_permutation %", instr.name(),
+                           ": operand and result must be arrays of the same rank");
+  const int64_t k = ps.dimensions(ps.rank() - 1), m = rs.dimensions(rs.rank() - 1);
+  const int64_t batch = k > 0 ? ps.num_elements() / k : 0;
+  if (m > 0 && rs.num_elements() / m != batch)
+    return InvalidArgument("lu_pivots_to_permutation %", instr.name(), ": batch sizes differ");
+  std::vector<int64_t> piv = LiteralToInt64s(*ops[0]);
+  std::vector<int64_t> perm(rs.num_elements());
+  const int64_t batches = m > 0 ? rs.num_elements() / m : 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t* p = perm.data() + b * m;
+    for (int64_t i = 0; i < m; ++i) p[i] = i;
+    for (int64_t i = 0; i < std::min(k, m); ++i) {
+      const int64_t j = piv[b * k + i];
+      if (j >= 0 && j < m) std::swap(p[i], p[j]);
+    }
+  }
+  return StoreIntsTo(rs, perm);
+}
+
+StatusOr<Literal> Gtsv2(const HloInstruction& instr, std::span<const Literal* const> ops) {
+  KILN_ASSIGN_OR_RETURN(GtsvResult r, GtsvSolve(instr, ops));
+  return StoreTo(Element(instr.shape(), 0), r.x);
+}
+
+}  // namespace
+
+std::optional<StatusOr<Literal>> EvalGpuSolverCustomCall(const HloInstruction& instr,
+                                                         std::span<const Literal* const> ops) {
+  const std::string_view t = Unvendored(instr.attrs().custom_call_target);
+  if (t.empty()) return std::nullopt;
+  if (t == "solver_getrf_ffi") return GetrfKernel(instr, ops);
+  if (t == "solver_potrf_ffi") return PotrfKernel(instr, ops, BackendInt(instr, "lower", 1) != 0);
+  if (t == "solver_geqrf_ffi") return GeqrfKernel(instr, ops);
+  if (t == "solver_orgqr_ffi") return OrgqrKernel(instr, ops);
+  if (t == "solver_syevd_ffi") return SyevdKernel(instr, ops, BackendInt(instr, "lower", 1) != 0);
+  if (t == "solver_gesvdj_ffi")
+    return SvdKernel(instr, ops, BackendInt(instr, "compute_uv", 1) != 0, SvdOutputs::kUV);
+  if (t == "solver_gesvd_ffi")
+    return SvdKernel(instr, ops, BackendInt(instr, "compute_uv", 1) != 0,
+                     BackendInt(instr, "transposed", 0) != 0 ? SvdOutputs::kVtU
+                                                             : SvdOutputs::kUVt);
+  if (t == "sparse_gtsv2_ffi") return Gtsv2(instr, ops);
+  if (t == "_lu_pivots_to_permutation") return PivotsToPermutation(instr, ops);
+  return std::nullopt;
+}
+
+}  // namespace kiln::eval_internal

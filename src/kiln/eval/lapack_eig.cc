@@ -1,0 +1,463 @@
+// The LAPACK custom calls of JAX's CPU lowering whose results are defined only up to sign or
+// phase, and the tridiagonal solver:
+//   lapack_{s,d}syevd_ffi / lapack_{c,z}heevd_ffi  (a) -> (v, w, info): eigenvalues of the
+//       Hermitian matrix given by the `uplo` triangle (backend_config uplo 'L' (76) / 'U' (85)),
+//       ascending in w; eigenvectors in the columns of v when mode = 'V' (86); with mode 'N'
+//       (78) v holds them too (LAPACK leaves it unspecified; JAX ignores it). info = 0.
+//   lapack_{s,d,c,z}gesdd_ffi, lapack_{s,d,c,z}gesvd_ffi  (a) -> (a, s, u, vt, info): singular
+//       values descending; mode 'A' (65) full U (m x m) and V^H (n x n), 'S' (83) the thin
+//       ones (m x k, k x n), 'N' (78) none (u and vt are zeros). The first result is the input
+//       (LAPACK leaves it unspecified; JAX ignores it). info = 0.
+//   lapack_{s,d,c,z}gtsv_ffi  (dl, d, du, b) -> (dl', d', du', x, info): LAPACK ?gtsv (Gaussian
+//       elimination with partial pivoting; |re| + |im| for complex pivots); dl[0] and du[n-1]
+//       are not read. info = 0, or the 1-based row of an exactly zero pivot (x is then the
+//       partly transformed b, as LAPACK leaves it).
+// Methods: cyclic Jacobi (two-sided for eigen, one-sided Hestenes for the SVD) in complex
+// double precision, to a relative off-diagonal of ~2e-15, so results agree with LAPACK's to the
+// rounding of the stored type wherever the problem is well conditioned.
+// Sign/phase convention (vectors are unique only up to a unit factor): every eigenvector, and
+// every right singular vector v_j, is scaled so that its component of largest magnitude (the
+// first one within a relative 1e-9 of the largest) is real and positive; u_j follows from
+// A v_j = s_j u_j. Left singular vectors of zero singular values (s_j <= 1e-13 s_max) and the
+// columns of a full U beyond min(m, n) are completed to an orthonormal basis by Gram-Schmidt
+// over the unit vectors, taking the one with the largest residual first; they then get the same
+// largest-component convention. Degenerate eigen/singular values have no unique vectors at all:
+// compare invariants (V diag(w) V^H, U diag(s) V^H), not vectors, there.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "kiln/eval/array_util.h"
+#include "kiln/eval/lapack_internal.h"
+
+namespace kiln::eval_internal {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kOffTolerance = 2e-15;
+constexpr int kMaxSweeps = 80;
+
+// The 2x2 unitary g (row-major) with g^H [[alpha, gamma], [conj(gamma), beta]] g diagonal:
+// g = diag(1, e^{-i arg gamma}) [[c, s], [-s, c]] with Golub-Van Loan's symmetric Schur rotation
+// of the real matrix [[alpha, |gamma|], [|gamma|, beta]].
+void JacobiRotation(double alpha, double beta, cd gamma, cd g[4]) {
+  const double mag = std::abs(gamma);
+  const cd phase = mag > 0 ? std::conj(gamma) / mag : cd(1);  // e^{-i arg gamma}
+  const double tau = (beta - alpha) / (2 * mag);
+  const double t = tau >= 0 ? 1 / (tau + std::hypot(1.0, tau)) : -1 / (-tau + std::hypot(1.0, tau));
+  const double c = 1 / std::hypot(1.0, t), s = t * c;
+  g[0] = c;
+  g[1] = s;
+  g[2] = -s * phase;
+  g[3] = c * phase;
+}
+
+// Columns p and q of the rows x cols row-major matrix x times g.
+void RotateColumns(cd* x, int64_t rows, int64_t cols, int64_t p, int64_t q, const cd g[4]) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const cd xp = x[r * cols + p], xq = x[r * cols + q];
+    x[r * cols + p] = xp * g[0] + xq * g[2];
+    x[r * cols + q] = xp * g[1] + xq * g[3];
+  }
+}
+
+// Scales column j of the rows x cols matrix x so that its largest component is real positive;
+// returns the factor (1 for a zero column).
+cd NormalizePhase(cd* x, int64_t rows, int64_t cols, int64_t j) {
+  double big = 0;
+  for (int64_t r = 0; r < rows; ++r) big = std::max(big, std::abs(x[r * cols + j]));
+  if (!(big > 0)) return 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double a = std::abs(x[r * cols + j]);
+    if (a >= big * (1 - 1e-9)) {
+      const cd f = std::conj(x[r * cols + j]) / a;
+      for (int64_t i = 0; i < rows; ++i) x[i * cols + j] *= f;
+      x[r * cols + j] = a;
+      return f;
+    }
+  }
+  return 1;
+}
+
+// Fills the columns of the n x n matrix q whose `have` flag is false so that q becomes unitary
+// (the others are orthonormal already).
+void CompleteBasis(cd* q, int64_t n, std::vector<bool> have) {
+  std::vector<cd> r(n);
+  for (int64_t j = 0; j < n; ++j) {
+    if (have[j]) continue;
+    // The unit vector with the largest residual against the columns so far.
+    int64_t best = 0;
+    double best_res = -1;
+    for (int64_t i = 0; i < n; ++i) {
+      double res = 1;
+      for (int64_t c = 0; c < n; ++c)
+        if (have[c]) res -= std::norm(q[i * n + c]);
+      if (res > best_res + 1e-12) {
+        best_res = res;
+        best = i;
+      }
+    }
+    std::fill(r.begin(), r.end(), cd(0));
+    r[best] = 1;
+    for (int pass = 0; pass < 2; ++pass)
+      for (int64_t c = 0; c < n; ++c) {
+        if (!have[c]) continue;
+        cd dot = 0;
+        for (int64_t i = 0; i < n; ++i) dot += std::conj(q[i * n + c]) * r[i];
+        for (int64_t i = 0; i < n; ++i) r[i] -= dot * q[i * n + c];
+      }
+    double norm = 0;
+    for (int64_t i = 0; i < n; ++i) norm += std::norm(r[i]);
+    norm = std::sqrt(norm);
+    for (int64_t i = 0; i < n; ++i) q[i * n + j] = r[i] / norm;
+    have[j] = true;
+  }
+}
+
+// One-sided Jacobi SVD of the m x n matrix a with m >= n: s (n values, descending), u (m x m,
+// full) and v (n x n).
+void SvdTall(const cd* a, int64_t m, int64_t n, double* s, cd* u, cd* v) {
+  std::vector<cd> w(a, a + m * n);
+  std::vector<cd> vv(n * n, cd(0));
+  for (int64_t i = 0; i < n; ++i) vv[i * n + i] = 1;
+  bool finite = true;
+  for (const cd& x : w) finite = finite && std::isfinite(x.real()) && std::isfinite(x.imag());
+  if (!finite) {
+    std::fill(s, s + n, kNaN);
+    std::fill(u, u + m * m, cd(kNaN, 0));
+    std::fill(v, v + n * n, cd(kNaN, 0));
+    return;
+  }
+  cd g[4];
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    bool rotated = false;
+    for (int64_t p = 0; p + 1 < n; ++p)
+      for (int64_t q = p + 1; q < n; ++q) {
+        double alpha = 0, beta = 0;
+        cd gamma = 0;
+        for (int64_t r = 0; r < m; ++r) {
+          alpha += std::norm(w[r * n + p]);
+          beta += std::norm(w[r * n + q]);
+          gamma += std::conj(w[r * n + p]) * w[r * n + q];
+        }
+        if (!(alpha > 0 && beta > 0) || std::abs(gamma) <= kOffTolerance * std::sqrt(alpha * beta))
+          continue;
+        rotated = true;
+        JacobiRotation(alpha, beta, gamma, g);
+        RotateColumns(w.data(), m, n, p, q, g);
+        RotateColumns(vv.data(), n, n, p, q, g);
+      }
+    if (!rotated) break;
+  }
+  std::vector<double> norms(n);
+  for (int64_t j = 0; j < n; ++j) {
+    double t = 0;
+    for (int64_t r = 0; r < m; ++r) t += std::norm(w[r * n + j]);
+    norms[j] = std::sqrt(t);
+  }
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return norms[x] > norms[y]; });
+  const double smax = n > 0 ? norms[order[0]] : 0;
+  std::fill(u, u + m * m, cd(0));
+  std::vector<bool> have(m, false);
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t src = order[j];
+    s[j] = norms[src];
+    for (int64_t r = 0; r < n; ++r) v[r * n + j] = vv[r * n + src];
+    if (s[j] > 1e-13 * smax && s[j] > 0) {
+      for (int64_t r = 0; r < m; ++r) u[r * m + j] = w[r * n + src] / s[j];
+      have[j] = true;
+    }
+  }
+  // Phase convention on v_j, carried to u_j, before completing U.
+  for (int64_t j = 0; j < n; ++j) {
+    const cd f = NormalizePhase(v, n, n, j);
+    if (have[j])
+      for (int64_t r = 0; r < m; ++r) u[r * m + j] *= f;
+  }
+  std::vector<bool> given = have;
+  CompleteBasis(u, m, have);
+  for (int64_t j = 0; j < m; ++j)
+    if (!given[j]) NormalizePhase(u, m, m, j);
+}
+
+// SVD of the m x n matrix a: s (min(m, n), descending), u (m x m), v (n x n), A = U S V^H.
+void Svd(const cd* a, int64_t m, int64_t n, double* s, cd* u, cd* v) {
+  if (m >= n) {
+    SvdTall(a, m, n, s, u, v);
+    return;
+  }
+  // A^H = U' S V'^H, so A = V' S U'^H: U = V', V = U'. The phase convention is then redone on V.
+  std::vector<cd> ah(n * m);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) ah[j * m + i] = std::conj(a[i * n + j]);
+  SvdTall(ah.data(), n, m, s, v, u);
+  for (int64_t j = 0; j < m; ++j) {
+    const cd f = NormalizePhase(v, n, n, j);
+    for (int64_t r = 0; r < m; ++r) u[r * m + j] *= f;
+  }
+}
+
+bool LapackTarget(std::string_view t, std::string_view op) {
+  // lapack_<s|d|c|z><op>_ffi
+  if (t.size() != op.size() + 12 || t.substr(0, 7) != "lapack_" || t.substr(t.size() - 4) != "_ffi")
+    return false;
+  const char p = t[7];
+  return (p == 's' || p == 'd' || p == 'c' || p == 'z') && t.substr(8, op.size()) == op;
+}
+
+StatusOr<Literal> Gtsv(const HloInstruction& instr, std::span<const Literal* const> ops) {
+  KILN_RETURN_IF_ERROR(CheckTuple(instr, 5));
+  KILN_ASSIGN_OR_RETURN(GtsvResult r, GtsvSolve(instr, ops));
+  std::vector<Literal> parts;
+  parts.push_back(StoreTo(Element(instr.shape(), 0), r.dl));
+  parts.push_back(StoreTo(Element(instr.shape(), 1), r.d));
+  parts.push_back(StoreTo(Element(instr.shape(), 2), r.du));
+  parts.push_back(StoreTo(Element(instr.shape(), 3), r.x));
+  parts.push_back(StoreIntsTo(Element(instr.shape(), 4), r.info));
+  return Literal::MakeTuple(std::move(parts));
+}
+
+}  // namespace
+
+void HermitianEigen(const std::vector<cd>& a, int64_t batch, int64_t n, bool lower,
+                    std::vector<double>& w, std::vector<cd>& v) {
+  w.assign(batch * n, 0);
+  v.assign(batch * n * n, cd(0));
+  std::vector<cd> h(n * n);
+  std::vector<double> ev(n);
+  cd g[4];
+  for (int64_t b = 0; b < batch; ++b) {
+    const cd* x = a.data() + b * n * n;
+    double fro = 0;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        // Element (i, j) of the Hermitian matrix the triangle defines.
+        const bool stored = lower ? i >= j : i <= j;
+        cd e = stored ? x[i * n + j] : std::conj(x[j * n + i]);
+        if (i == j) e = e.real();
+        h[i * n + j] = e;
+        fro += std::norm(e);
+      }
+    fro = std::sqrt(fro);
+    cd* vb = v.data() + b * n * n;
+    double* wb = w.data() + b * n;
+    if (!std::isfinite(fro)) {
+      std::fill(wb, wb + n, kNaN);
+      std::fill(vb, vb + n * n, cd(kNaN, 0));
+      continue;
+    }
+    std::vector<cd> vv(n * n, cd(0));
+    for (int64_t i = 0; i < n; ++i) vv[i * n + i] = 1;
+    for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+      bool rotated = false;
+      for (int64_t p = 0; p + 1 < n; ++p)
+        for (int64_t q = p + 1; q < n; ++q) {
+          const cd gamma = h[p * n + q];
+          if (std::abs(gamma) <= kOffTolerance * fro) continue;
+          rotated = true;
+          JacobiRotation(h[p * n + p].real(), h[q * n + q].real(), gamma, g);
+          RotateColumns(h.data(), n, n, p, q, g);
+          for (int64_t c = 0; c < n; ++c) {  // rows p and q: g^H times them
+            const cd hp = h[p * n + c], hq = h[q * n + c];
+            h[p * n + c] = std::conj(g[0]) * hp + std::conj(g[2]) * hq;
+            h[q * n + c] = std::conj(g[1]) * hp + std::conj(g[3]) * hq;
+          }
+          h[p * n + q] = h[q * n + p] = 0;
+          h[p * n + p] = h[p * n + p].real();
+          h[q * n + q] = h[q * n + q].real();
+          RotateColumns(vv.data(), n, n, p, q, g);
+        }
+      if (!rotated) break;
+    }
+    for (int64_t i = 0; i < n; ++i) ev[i] = h[i * n + i].real();
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return ev[x] < ev[y]; });
+    for (int64_t j = 0; j < n; ++j) {
+      wb[j] = ev[order[j]];
+      for (int64_t r = 0; r < n; ++r) vb[r * n + j] = vv[r * n + order[j]];
+      NormalizePhase(vb, n, n, j);
+    }
+  }
+}
+
+StatusOr<Literal> SyevdKernel(const HloInstruction& instr, std::span<const Literal* const> ops,
+                              bool lower) {
+  if (ops.size() != 1) return InvalidArgument("syevd %", instr.name(), " takes one operand");
+  KILN_RETURN_IF_ERROR(CheckTuple(instr, 3));
+  KILN_ASSIGN_OR_RETURN(Batched d, MatrixDims(instr, *ops[0]));
+  if (d.m != d.n) return InvalidArgument("syevd %", instr.name(), ": matrix must be square");
+  std::vector<double> w;
+  std::vector<cd> v;
+  HermitianEigen(LiteralToComplexes(*ops[0]), d.batch, d.n, lower, w, v);
+  std::vector<Literal> parts;
+  parts.push_back(StoreTo(Element(instr.shape(), 0), v));
+  parts.push_back(StoreTo(Element(instr.shape(), 1), std::vector<cd>(w.begin(), w.end())));
+  parts.push_back(StoreIntsTo(Element(instr.shape(), 2), std::vector<int64_t>(d.batch, 0)));
+  return Literal::MakeTuple(std::move(parts));
+}
+
+StatusOr<Literal> SvdKernel(const HloInstruction& instr, std::span<const Literal* const> ops,
+                            bool compute_uv, SvdOutputs layout) {
+  if (ops.size() != 1) return InvalidArgument("svd %", instr.name(), " takes one operand");
+  KILN_RETURN_IF_ERROR(CheckTuple(instr, 5));
+  KILN_ASSIGN_OR_RETURN(Batched d, MatrixDims(instr, *ops[0]));
+  const int64_t m = d.m, n = d.n, k = std::min(m, n);
+  const Shape& xs = Element(instr.shape(), 2);
+  const Shape& ys = Element(instr.shape(), 3);
+  if (xs.rank() < 2 || ys.rank() < 2)
+    return InvalidArgument("svd %", instr.name(), ": u and v results must be matrices");
+  const int64_t xr = xs.dimensions(xs.rank() - 2), xc = xs.dimensions(xs.rank() - 1);
+  const int64_t yr = ys.dimensions(ys.rank() - 2), yc = ys.dimensions(ys.rank() - 1);
+  // Which factor each result holds, and how many of its columns (U, V) or rows (V^H).
+  auto check = [&](bool ok) -> Status {
+    if (ok) return OkStatus();
+    return InvalidArgument("svd %", instr.name(), " (", instr.attrs().custom_call_target,
+                           "): result shapes ", xs.ToString(), ", ", ys.ToString(),
+                           " do not fit a ", m, "x", n, " operand");
+  };
+  if (compute_uv) {
+    switch (layout) {
+      case SvdOutputs::kUVt:
+        KILN_RETURN_IF_ERROR(check(xr == m && xc >= k && xc <= m && yc == n && yr >= k && yr <= n));
+        break;
+      case SvdOutputs::kVtU:
+        KILN_RETURN_IF_ERROR(check(xc == n && xr >= k && xr <= n && yr == m && yc >= k && yc <= m));
+        break;
+      case SvdOutputs::kUV:
+        KILN_RETURN_IF_ERROR(check(xr == m && xc >= k && xc <= m && yr == n && yc >= k && yc <= n));
+        break;
+    }
+  }
+  std::vector<cd> a = LiteralToComplexes(*ops[0]);
+  std::vector<cd> s(d.batch * k), x(d.batch * xr * xc, cd(0)), y(d.batch * yr * yc, cd(0));
+  std::vector<double> sb(k);
+  std::vector<cd> u(m * m), v(n * n);
+  for (int64_t b = 0; b < d.batch; ++b) {
+    Svd(a.data() + b * m * n, m, n, sb.data(), u.data(), v.data());
+    for (int64_t j = 0; j < k; ++j) s[b * k + j] = sb[j];
+    if (!compute_uv) continue;
+    // U's leading `cols` columns, V's leading `cols` columns, V^H's leading `rows` rows.
+    auto put_u = [&](cd* out, int64_t cols) {
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = u[r * m + c];
+    };
+    auto put_v = [&](cd* out, int64_t cols) {
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t c = 0; c < cols; ++c) out[r * cols + c] = v[r * n + c];
+    };
+    auto put_vh = [&](cd* out, int64_t rows) {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < n; ++c) out[r * n + c] = std::conj(v[c * n + r]);
+    };
+    cd* xb = x.data() + b * xr * xc;
+    cd* yb = y.data() + b * yr * yc;
+    switch (layout) {
+      case SvdOutputs::kUVt:
+        put_u(xb, xc);
+        put_vh(yb, yr);
+        break;
+      case SvdOutputs::kVtU:
+        put_vh(xb, xr);
+        put_u(yb, yc);
+        break;
+      case SvdOutputs::kUV:
+        put_u(xb, xc);
+        put_v(yb, yc);
+        break;
+    }
+  }
+  std::vector<Literal> parts;
+  parts.push_back(StoreTo(Element(instr.shape(), 0), a));
+  parts.push_back(StoreTo(Element(instr.shape(), 1), s));
+  parts.push_back(StoreTo(xs, x));
+  parts.push_back(StoreTo(ys, y));
+  parts.push_back(StoreIntsTo(Element(instr.shape(), 4), std::vector<int64_t>(d.batch, 0)));
+  return Literal::MakeTuple(std::move(parts));
+}
+
+StatusOr<GtsvResult> GtsvSolve(const HloInstruction& instr, std::span<const Literal* const> ops) {
+  if (ops.size() != 4)
+    return InvalidArgument("gtsv %", instr.name(), " takes (dl, d, du, b)");
+  for (int64_t i = 0; i < 4; ++i) KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[i], i));
+  KILN_ASSIGN_OR_RETURN(Batched bd, MatrixDims(instr, *ops[3], 3));
+  const int64_t n = bd.m, nrhs = bd.n, batch = bd.batch;
+  for (int64_t i = 0; i < 3; ++i)
+    if (ops[i]->element_count() != batch * n)
+      return InvalidArgument("gtsv %", instr.name(), ": diagonal ", i, " must have ", batch,
+                             " x ", n, " elements");
+  const bool complex = IsComplexType(ops[3]->shape().element_type());
+  auto mag = [&](cd z) { return complex ? std::abs(z.real()) + std::abs(z.imag()) : std::abs(z.real()); };
+  GtsvResult r;
+  r.dl = LiteralToComplexes(*ops[0]);
+  r.d = LiteralToComplexes(*ops[1]);
+  r.du = LiteralToComplexes(*ops[2]);
+  r.x = LiteralToComplexes(*ops[3]);
+  r.info.assign(batch, 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    cd* dl = r.dl.data() + b * n + 1;  // LAPACK's DL(i) is JAX's dl[i + 1]
+    cd* d = r.d.data() + b * n;
+    cd* du = r.du.data() + b * n;
+    cd* x = r.x.data() + b * n * nrhs;
+    auto row = [&](int64_t i) { return x + i * nrhs; };
+    int64_t info = 0;
+    for (int64_t i = 0; i + 1 < n && info == 0; ++i) {
+      const bool last = i + 2 == n;
+      if (mag(d[i]) >= mag(dl[i])) {  // no interchange
+        if (d[i] == cd(0)) {
+          info = i + 1;
+          break;
+        }
+        const cd fact = dl[i] / d[i];
+        d[i + 1] -= fact * du[i];
+        for (int64_t c = 0; c < nrhs; ++c) row(i + 1)[c] -= fact * row(i)[c];
+        if (!last) dl[i] = 0;
+      } else {  // interchange rows i and i + 1
+        const cd fact = d[i] / dl[i];
+        d[i] = dl[i];
+        const cd temp = d[i + 1];
+        d[i + 1] = du[i] - fact * temp;
+        if (!last) {
+          dl[i] = du[i + 1];
+          du[i + 1] = -fact * dl[i];
+        }
+        du[i] = temp;
+        for (int64_t c = 0; c < nrhs; ++c) {
+          const cd t = row(i)[c];
+          row(i)[c] = row(i + 1)[c];
+          row(i + 1)[c] = t - fact * row(i + 1)[c];
+        }
+      }
+    }
+    if (info == 0 && n > 0 && d[n - 1] == cd(0)) info = n;
+    r.info[b] = info;
+    if (info != 0) continue;
+    for (int64_t c = 0; c < nrhs; ++c) {
+      for (int64_t i = n; i-- > 0;) {
+        cd t = row(i)[c];
+        if (i + 1 < n) t -= du[i] * row(i + 1)[c];
+        if (i + 2 < n) t -= dl[i] * row(i + 2)[c];
+        row(i)[c] = t / d[i];
+      }
+    }
+  }
+  return r;
+}
+
+std::optional<StatusOr<Literal>> EvalLapackEigCustomCall(const HloInstruction& instr,
+                                                         std::span<const Literal* const> ops) {
+  const std::string& t = instr.attrs().custom_call_target;
+  if (LapackTarget(t, "syevd") || LapackTarget(t, "heevd"))
+    return SyevdKernel(instr, ops, BackendInt(instr, "uplo", 'L') == 'L');
+  if (LapackTarget(t, "gesdd") || LapackTarget(t, "gesvd"))
+    return SvdKernel(instr, ops, BackendInt(instr, "mode", 'A') != 'N', SvdOutputs::kUVt);
+  if (LapackTarget(t, "gtsv")) return Gtsv(instr, ops);
+  return std::nullopt;
+}
+
+}  // namespace kiln::eval_internal

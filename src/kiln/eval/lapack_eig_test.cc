@@ -1,0 +1,411 @@
+// Tests of the eigen/SVD/tridiagonal custom calls (lapack_eig.cc) and the GPU solver targets
+// (gpu_solver.cc) on invariants: A V = V diag(w), V^H V = I, U S V^H = A, U^H U = I, ordering,
+// the phase convention, info on singular and non-positive-definite input, at sizes 1, 2, 7, 33,
+// batched, real and complex; plus hand-checked LU permutations and tridiagonal solves.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <random>
+#include <string>
+
+#include "kiln/base/strings.h"
+#include "kiln/eval/array_util.h"
+#include "kiln/eval/eval_test_util.h"
+#include "kiln/eval/lapack_internal.h"
+
+namespace kiln {
+namespace {
+
+using cd = std::complex<double>;
+using testing::RunHlo;
+
+std::vector<cd> RandomMatrix(int64_t count, bool complex, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<cd> v(count);
+  for (cd& x : v) x = complex ? cd(u(rng), u(rng)) : cd(u(rng), 0);
+  return v;
+}
+
+// A Hermitian n x n matrix (batch of them) from random entries.
+std::vector<cd> RandomHermitian(int64_t batch, int64_t n, bool complex, uint32_t seed) {
+  std::vector<cd> a = RandomMatrix(batch * n * n, complex, seed);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j <= i; ++j) {
+        cd* x = a.data() + b * n * n;
+        if (i == j) x[i * n + i] = x[i * n + i].real();
+        x[j * n + i] = std::conj(x[i * n + j]);
+      }
+  return a;
+}
+
+// max |(X^H X)_ij - I_ij| for the rows x cols matrix X.
+double OrthoError(const cd* x, int64_t rows, int64_t cols) {
+  double e = 0;
+  for (int64_t i = 0; i < cols; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      cd s = 0;
+      for (int64_t r = 0; r < rows; ++r) s += std::conj(x[r * cols + i]) * x[r * cols + j];
+      e = std::max(e, std::abs(s - (i == j ? 1.0 : 0.0)));
+    }
+  return e;
+}
+
+// The largest-magnitude component of column j is real and positive.
+void ExpectPhaseConvention(const cd* x, int64_t rows, int64_t cols, int64_t j) {
+  int64_t best = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    if (std::abs(x[r * cols + j]) > std::abs(x[best * cols + j]) * (1 + 1e-9)) best = r;
+  EXPECT_GT(x[best * cols + j].real(), 0) << "column " << j;
+  EXPECT_NEAR(x[best * cols + j].imag(), 0, 1e-12) << "column " << j;
+}
+
+class HermitianEigenTest : public ::testing::TestWithParam<std::tuple<int64_t, bool>> {};
+
+TEST_P(HermitianEigenTest, Invariants) {
+  const auto [n, complex] = GetParam();
+  const int64_t batch = 3;
+  for (bool lower : {true, false}) {
+    std::vector<cd> a = RandomHermitian(batch, n, complex, 7 + n);
+    // Junk in the triangle that must not be read.
+    std::vector<cd> in = a;
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j)
+          if (lower ? j > i : j < i) in[b * n * n + i * n + j] = 99.0;
+    std::vector<double> w;
+    std::vector<cd> v;
+    eval_internal::HermitianEigen(in, batch, n, lower, w, v);
+    for (int64_t b = 0; b < batch; ++b) {
+      const cd* ab = a.data() + b * n * n;
+      const cd* vb = v.data() + b * n * n;
+      const double* wb = w.data() + b * n;
+      for (int64_t j = 0; j + 1 < n; ++j) EXPECT_LE(wb[j], wb[j + 1]);
+      double resid = 0;
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          cd av = 0;
+          for (int64_t k = 0; k < n; ++k) av += ab[i * n + k] * vb[k * n + j];
+          resid = std::max(resid, std::abs(av - vb[i * n + j] * wb[j]));
+        }
+      EXPECT_LT(resid, 1e-12 * n) << "n " << n << " batch " << b;
+      EXPECT_LT(OrthoError(vb, n, n), 1e-12 * n);
+      for (int64_t j = 0; j < n; ++j) ExpectPhaseConvention(vb, n, n, j);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Sizes, HermitianEigenTest,
+                         ::testing::Combine(::testing::Values(1, 2, 7, 33),
+                                            ::testing::Values(false, true)));
+
+TEST(HermitianEigen, DegenerateAndZero) {
+  for (double scale : {0.0, 3.0}) {  // zero matrix, 3 I: every vector is an eigenvector
+    const int64_t n = 4;
+    std::vector<cd> a(n * n, cd(0));
+    for (int64_t i = 0; i < n; ++i) a[i * n + i] = scale;
+    std::vector<double> w;
+    std::vector<cd> v;
+    eval_internal::HermitianEigen(a, 1, n, true, w, v);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_EQ(w[i], scale);
+      for (int64_t j = 0; j < n; ++j) EXPECT_EQ(v[i * n + j], cd(i == j ? 1.0 : 0.0));
+    }
+  }
+  // [[2, 1], [1, 2]]: w = (1, 3), v = (1, -1)/sqrt2 with the first component positive (a tie:
+  // the first of equal magnitude wins), (1, 1)/sqrt2.
+  std::vector<double> w;
+  std::vector<cd> v;
+  eval_internal::HermitianEigen({2.0, 1.0, 1.0, 2.0}, 1, 2, true, w, v);
+  EXPECT_NEAR(w[0], 1, 1e-15);
+  EXPECT_NEAR(w[1], 3, 1e-15);
+  const double r = std::sqrt(0.5);
+  EXPECT_NEAR(v[0].real(), r, 1e-15);
+  EXPECT_NEAR(v[2].real(), -r, 1e-15);
+  EXPECT_NEAR(v[1].real(), r, 1e-15);
+  EXPECT_NEAR(v[3].real(), r, 1e-15);
+}
+
+std::string Dims(const std::vector<int64_t>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += StrCat(i ? "," : "", dims[i]);
+  return s;
+}
+
+// A column-major layout {rank-2, rank-1, rank-3, ..., 0} as JAX writes (batch dims major).
+std::string ColMajor(size_t rank) {
+  std::string s = StrCat(rank - 2, ",", rank - 1);
+  for (size_t d = rank - 2; d-- > 0;) s += StrCat(",", d);
+  return s;
+}
+
+Literal MakeLiteral(PrimitiveType t, std::vector<int64_t> dims, const std::vector<cd>& v) {
+  Literal l(Shape::ArrayWithDefaultLayout(t, std::move(dims)));
+  eval_internal::StoreComplexes(v, l);
+  return l;
+}
+
+struct SvdCase {
+  std::string target, config;
+  eval_internal::SvdOutputs layout;
+  bool full;
+};
+
+// Runs one SVD custom call on a batch x m x n matrix and checks U S V^H = A, orthonormal
+// factors, descending values and the phase convention on V.
+void CheckSvd(const SvdCase& c, int64_t batch, int64_t m, int64_t n, bool complex, int rank) {
+  SCOPED_TRACE(StrCat(c.target, " ", c.config, " ", batch, "x", m, "x", n, complex ? " c128" : " f64",
+                      " rank ", rank));
+  const int64_t k = std::min(m, n);
+  std::vector<cd> a = RandomMatrix(batch * m * n, complex, 100 + m * 7 + n);
+  if (rank < k) {  // a = (m x rank) (rank x n)
+    std::vector<cd> p = RandomMatrix(m * rank, complex, 5), q = RandomMatrix(rank * n, complex, 6);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          cd s = 0;
+          for (int64_t r = 0; r < rank; ++r) s += p[i * rank + r] * q[r * n + j];
+          a[b * m * n + i * n + j] = s * double(b + 1);
+        }
+  }
+  const char* ty = complex ? "c128" : "f64";
+  std::vector<int64_t> bd = batch > 1 ? std::vector<int64_t>{batch} : std::vector<int64_t>{};
+  auto shape = [&](int64_t r, int64_t cc) {
+    std::vector<int64_t> d = bd;
+    d.push_back(r);
+    d.push_back(cc);
+    return StrCat(ty, "[", Dims(d), "]{", ColMajor(d.size()), "}");
+  };
+  auto vec = [&](const char* t, int64_t len) {
+    std::vector<int64_t> d = bd;
+    if (len >= 0) d.push_back(len);
+    std::string layout;
+    for (size_t i = d.size(); i-- > 0;) layout += StrCat(layout.empty() ? "" : ",", i);
+    return StrCat(t, "[", Dims(d), "]{", layout, "}");
+  };
+  const int64_t uc = c.full ? m : k, vc = c.full ? n : k;
+  std::string x, y;
+  switch (c.layout) {
+    case eval_internal::SvdOutputs::kUVt: x = shape(m, uc); y = shape(vc, n); break;
+    case eval_internal::SvdOutputs::kVtU: x = shape(vc, n); y = shape(m, uc); break;
+    case eval_internal::SvdOutputs::kUV: x = shape(m, uc); y = shape(n, vc); break;
+  }
+  std::vector<int64_t> pd = bd;
+  pd.push_back(m);
+  pd.push_back(n);
+  const std::string hlo = StrCat(
+      "HloModule m\nENTRY e {\n  p = ", ty, "[", Dims(pd), "] parameter(0)\n  ROOT s = (",
+      shape(m, n), ", ", vec("f64", k), ", ", x, ", ", y, ", ", vec("s32", -1),
+      ") custom-call(p), custom_call_target=\"", c.target,
+      "\", api_version=API_VERSION_TYPED_FFI, backend_config={", c.config, "}\n}\n");
+  StatusOr<Literal> r = RunHlo(hlo, {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, pd, a)});
+  ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << hlo;
+  std::vector<cd> s = eval_internal::LiteralToComplexes(r->tuple_element(1));
+  std::vector<cd> xo = eval_internal::LiteralToComplexes(r->tuple_element(2));
+  std::vector<cd> yo = eval_internal::LiteralToComplexes(r->tuple_element(3));
+  for (int64_t info : testing::Ints(r->tuple_element(4))) EXPECT_EQ(info, 0);
+  for (int64_t b = 0; b < batch; ++b) {
+    // U (m x uc) and V (n x vc) from the outputs, whatever the layout.
+    std::vector<cd> u(m * uc), v(n * vc);
+    const cd* xb = xo.data() + b * (xo.size() / batch);
+    const cd* yb = yo.data() + b * (yo.size() / batch);
+    auto take_u = [&](const cd* src) { std::copy(src, src + m * uc, u.begin()); };
+    auto take_vh = [&](const cd* src) {  // vc x n -> V n x vc
+      for (int64_t i = 0; i < vc; ++i)
+        for (int64_t j = 0; j < n; ++j) v[j * vc + i] = std::conj(src[i * n + j]);
+    };
+    switch (c.layout) {
+      case eval_internal::SvdOutputs::kUVt: take_u(xb); take_vh(yb); break;
+      case eval_internal::SvdOutputs::kVtU: take_vh(xb); take_u(yb); break;
+      case eval_internal::SvdOutputs::kUV: take_u(xb); std::copy(yb, yb + n * vc, v.begin()); break;
+    }
+    const cd* sb = s.data() + b * k;
+    for (int64_t j = 0; j + 1 < k; ++j) EXPECT_GE(sb[j].real(), sb[j + 1].real());
+    double scale = k > 0 ? sb[0].real() : 0;
+    double err = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        cd t = 0;
+        for (int64_t l = 0; l < k; ++l) t += u[i * uc + l] * sb[l].real() * std::conj(v[j * vc + l]);
+        err = std::max(err, std::abs(t - a[b * m * n + i * n + j]));
+      }
+    EXPECT_LT(err, 1e-12 * (1 + scale) * std::max(m, n));
+    EXPECT_LT(OrthoError(u.data(), m, uc), 1e-12 * std::max(m, n));
+    EXPECT_LT(OrthoError(v.data(), n, vc), 1e-12 * std::max(m, n));
+    for (int64_t j = 0; j < std::min(vc, k); ++j)
+      if (sb[j].real() > 1e-10 * scale) ExpectPhaseConvention(v.data(), n, vc, j);
+    for (int64_t j = rank; j < k; ++j) EXPECT_LT(sb[j].real(), 1e-12 * scale * std::max(m, n));
+  }
+}
+
+TEST(Svd, Invariants) {
+  using L = eval_internal::SvdOutputs;
+  const std::vector<SvdCase> targets = {
+      {"lapack_dgesdd_ffi", "mode = 65 : ui8", L::kUVt, true},
+      {"lapack_dgesdd_ffi", "mode = 83 : ui8", L::kUVt, false},
+      {"lapack_zgesvd_ffi", "mode = 65 : ui8", L::kUVt, true},
+      {"cusolver_gesvdj_ffi", "compute_uv = true, full_matrices = true", L::kUV, true},
+      {"hipsolver_gesvdj_ffi", "compute_uv = true, full_matrices = false", L::kUV, false},
+      {"cusolver_gesvd_ffi", "compute_uv = true, full_matrices = true, transposed = false", L::kUVt,
+       true},
+      {"cusolver_gesvd_ffi", "compute_uv = true, full_matrices = false, transposed = true", L::kVtU,
+       false},
+  };
+  const std::vector<std::pair<int64_t, int64_t>> sizes = {{1, 1}, {2, 2}, {7, 3}, {3, 7}, {33, 33},
+                                                          {33, 7}, {2, 7}};
+  for (const SvdCase& c : targets)
+    for (auto [m, n] : sizes)
+      for (bool complex : {false, true}) {
+        SvdCase cc = c;
+        if (c.target[0] == 'l') cc.target[7] = complex ? 'z' : 'd';  // lapack_<type>...
+        CheckSvd(cc, 1, m, n, complex, static_cast<int>(std::min(m, n)));
+      }
+  // Batched and rank-deficient (zero singular values: U is completed to a unitary basis).
+  CheckSvd(targets[0], 3, 7, 5, false, 5);
+  CheckSvd(targets[0], 2, 7, 5, false, 2);
+  CheckSvd(targets[3], 2, 5, 7, true, 2);
+  CheckSvd(targets[6], 2, 5, 9, false, 3);
+}
+
+TEST(Svd, ValuesOnlyGivesZeroVectors) {
+  const std::string hlo = R"(HloModule m
+ENTRY e {
+  p = f32[3,2] parameter(0)
+  ROOT s = (f32[3,2]{0,1}, f32[2], f32[3,3]{0,1}, f32[2,2]{0,1}, s32[]) custom-call(p), custom_call_target="lapack_sgesdd_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={mode = 78 : ui8}
+})";
+  // [[3, 0], [0, 4], [0, 0]]: singular values 4, 3.
+  Literal a = Literal::FromDoubles(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {3, 2}),
+                                   {3, 0, 0, 4, 0, 0});
+  StatusOr<Literal> r = RunHlo(hlo, {a});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(testing::Doubles(r->tuple_element(1)), (std::vector<double>{4, 3}));
+  for (double x : testing::Doubles(r->tuple_element(2))) EXPECT_EQ(x, 0);
+  for (double x : testing::Doubles(r->tuple_element(3))) EXPECT_EQ(x, 0);
+  EXPECT_EQ(testing::Doubles(r->tuple_element(0)), testing::Doubles(a));
+}
+
+TEST(Syevd, CustomCallsBatchedComplex) {
+  for (std::string target : {"lapack_zheevd_ffi", "cusolver_syevd_ffi", "hipsolver_syevd_ffi"}) {
+    SCOPED_TRACE(target);
+    const std::string config =
+        target[0] == 'l' ? "mode = 86 : ui8, uplo = 85 : ui8" : "algorithm = 0 : ui8, lower = false";
+    const std::string hlo = StrCat(R"(HloModule m
+ENTRY e {
+  p = c128[2,7,7] parameter(0)
+  ROOT s = (c128[2,7,7]{1,2,0}, f64[2,7]{1,0}, s32[2]{0}) custom-call(p), custom_call_target=")",
+                                   target, R"(", api_version=API_VERSION_TYPED_FFI, backend_config={)",
+                                   config, "}\n}\n");
+    std::vector<cd> a = RandomHermitian(2, 7, true, 3);
+    StatusOr<Literal> r = RunHlo(hlo, {MakeLiteral(PrimitiveType::kC128, {2, 7, 7}, a)});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<double> w0;
+    std::vector<cd> v0;
+    eval_internal::HermitianEigen(a, 2, 7, false, w0, v0);
+    EXPECT_EQ(testing::Doubles(r->tuple_element(1)), w0);
+    EXPECT_EQ(eval_internal::LiteralToComplexes(r->tuple_element(0)), v0);
+    EXPECT_EQ(testing::Ints(r->tuple_element(2)), (std::vector<int64_t>{0, 0}));
+  }
+}
+
+TEST(GpuSolver, PotrfAndGetrfInfo) {
+  // Not positive definite at the second leading minor; singular at the second pivot.
+  Literal a = Literal::FromDoubles(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {2, 2}),
+                                   {1, 2, 2, 1});
+  Literal s = Literal::FromDoubles(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {2, 2}),
+                                   {1, 2, 2, 4});
+  StatusOr<Literal> r = RunHlo(R"(HloModule m
+ENTRY e {
+  p = f32[2,2] parameter(0)
+  ROOT c = (f32[2,2]{0,1}, s32[]) custom-call(p), custom_call_target="cusolver_potrf_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={lower = true}
+})", {a});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(testing::Ints(r->tuple_element(1)), (std::vector<int64_t>{2}));
+  r = RunHlo(R"(HloModule m
+ENTRY e {
+  p = f32[2,2] parameter(0)
+  ROOT c = (f32[2,2]{0,1}, s32[2]{0}, s32[]) custom-call(p), custom_call_target="hipsolver_getrf_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={}
+})", {s});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(testing::Ints(r->tuple_element(1)), (std::vector<int64_t>{2, 2}));  // 1-based
+  EXPECT_EQ(testing::Ints(r->tuple_element(2)), (std::vector<int64_t>{2}));
+  EXPECT_EQ(testing::Doubles(r->tuple_element(0)), (std::vector<double>{2, 4, 0.5, 0}));
+}
+
+TEST(GpuSolver, LuPivotsToPermutation) {
+  // 0-based interchanges (2, 2, 3) on the identity of 5, then (1, 0, 2) on a second batch row.
+  Literal p = Literal::FromInt64s(Shape::ArrayWithDefaultLayout(PrimitiveType::kS32, {2, 3}),
+                                  {2, 2, 3, 1, 0, 2});
+  for (const char* t : {"cu_lu_pivots_to_permutation", "hip_lu_pivots_to_permutation"}) {
+    StatusOr<Literal> r = RunHlo(StrCat(R"(HloModule m
+ENTRY e {
+  p = s32[2,3] parameter(0)
+  ROOT c = s32[2,5]{1,0} custom-call(p), custom_call_target=")", t, R"(", api_version=API_VERSION_TYPED_FFI, backend_config={}
+})"), {p});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    // [0 1 2 3 4] -swap(0,2)-> [2 1 0 3 4] -swap(1,2)-> [2 0 1 3 4] -swap(2,3)-> [2 0 3 1 4];
+    // [0 1 2 3 4] -swap(0,1)-> [1 0 2 3 4] -swap(1,0)-> [0 1 2 3 4] -swap(2,2)-> same.
+    EXPECT_EQ(testing::Ints(*r), (std::vector<int64_t>{2, 0, 3, 1, 4, 0, 1, 2, 3, 4}));
+  }
+}
+
+TEST(Gtsv, SolvesWithPivotingAndReportsZeroPivot) {
+  // A = [[0, 1, 0], [2, 1, 1], [0, 3, 1]] needs a row interchange at the first step.
+  // (JAX's convention: dl[0] = 0 and du[2] = 0 are not read; put junk there.)
+  auto f64 = [](std::vector<int64_t> d, std::vector<double> v) {
+    return Literal::FromDoubles(Shape::ArrayWithDefaultLayout(PrimitiveType::kF64, std::move(d)), v);
+  };
+  const std::vector<double> x = {1, -2, 3};  // b = A x
+  Literal dl = f64({3}, {77, 2, 3}), d = f64({3}, {0, 1, 1}), du = f64({3}, {1, 1, 77});
+  Literal b = f64({3, 1}, {-2, 3, -3});
+  StatusOr<Literal> r = RunHlo(R"(HloModule m
+ENTRY e {
+  dl = f64[3] parameter(0)
+  d = f64[3] parameter(1)
+  du = f64[3] parameter(2)
+  b = f64[3,1] parameter(3)
+  ROOT c = (f64[3], f64[3], f64[3], f64[3,1]{0,1}, s32[]) custom-call(dl, d, du, b), custom_call_target="lapack_dgtsv_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={}
+})", {dl, d, du, b});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<double> got = testing::Doubles(r->tuple_element(3));
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], x[i], 1e-14);
+  EXPECT_EQ(testing::Ints(r->tuple_element(4)), (std::vector<int64_t>{0}));
+  r = RunHlo(R"(HloModule m
+ENTRY e {
+  dl = f64[3] parameter(0)
+  d = f64[3] parameter(1)
+  du = f64[3] parameter(2)
+  b = f64[3,1] parameter(3)
+  ROOT c = f64[3,1]{0,1} custom-call(dl, d, du, b), custom_call_target="cusparse_gtsv2_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={}
+})", {dl, d, du, b});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  got = testing::Doubles(*r);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], x[i], 1e-14);
+  // Singular: a zero column.
+  r = RunHlo(R"(HloModule m
+ENTRY e {
+  dl = f64[3] parameter(0)
+  d = f64[3] parameter(1)
+  du = f64[3] parameter(2)
+  b = f64[3,1] parameter(3)
+  ROOT c = (f64[3], f64[3], f64[3], f64[3,1]{0,1}, s32[]) custom-call(dl, d, du, b), custom_call_target="lapack_sgtsv_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={}
+})", {f64({3}, {0, 0, 0}), f64({3}, {1, 0, 1}), f64({3}, {0, 1, 0}), b});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(testing::Ints(r->tuple_element(4)), (std::vector<int64_t>{2}));
+}
+
+TEST(LinalgCustomCall, UnknownTargetNamesIt) {
+  for (const char* t : {"lapack_sgees_ffi", "cusolver_gees_ffi", "cuhybrid_eig_real"}) {
+    StatusOr<Literal> r = RunHlo(StrCat(R"(HloModule m
+ENTRY e {
+  p = f32[2,2] parameter(0)
+  ROOT c = (f32[2,2]{0,1}, s32[]) custom-call(p), custom_call_target=")", t, R"(", api_version=API_VERSION_TYPED_FFI
+})"), {Literal(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {2, 2}))});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find(t), std::string::npos) << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
