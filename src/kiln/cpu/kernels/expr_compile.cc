@@ -537,8 +537,13 @@ StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
   for (size_t r = 0; r < p->root_block_values_.size(); ++r) {
     const int v = p->root_block_values_[r];
     bool direct = false;
-    for (const ExprOp& op : p->block_ops_)
-      if (op.kind != ExprOp::Kind::kMap && op.out == v) direct = op.kind != ExprOp::Kind::kRead;
+    for (ExprOp& op : p->block_ops_) {
+      if (op.kind == ExprOp::Kind::kMap || op.out != v) continue;
+      direct = true;
+      // A gathered root read fills its destination directly (a transpose or slice fusion
+      // gathered into a buffer and then copied it).
+      if (op.kind == ExprOp::Kind::kRead) op.gather_in_place = true;
+    }
     // A value shared by several roots (a multi-output reduction's loop output that is also
     // what it folds) goes to the first of them given a destination (EvalBlock).
     // A value read later by another op must not live in the destination if that op could be

@@ -342,7 +342,7 @@ struct ExprExec {
             ptrs[op.out] = const_cast<uint8_t*>(src) + rs[0].base * op.width;
             u[op.out] = kUniform;
           } else {
-            ptrs[op.out] = buffers[op.out];
+            if (!op.gather_in_place) ptrs[op.out] = buffers[op.out];
             GatherRuns(src, static_cast<uint8_t*>(ptrs[op.out]), op.width, rs);
           }
           break;

@@ -80,6 +80,9 @@ struct ExprOp {
   eval_internal::ElementFn efn = nullptr;
   int map = -1;
   int input = -1;
+  // kRead of a root: a gather goes to ptrs[out] as EvalBlock set it (the root's destination or
+  // its buffer), not through a buffer and a copy.
+  bool gather_in_place = false;
   const void* data = nullptr;
   std::vector<int> maps;
   std::vector<int> values;
