@@ -169,6 +169,16 @@ def register(add):
     case('lstsq_f32', lambda a, b: jnp.linalg.lstsq(a, b)[0], SVDIN(6, 4), F((6, 2)))
     case('matrix_rank_f32', lambda a: jnp.linalg.matrix_rank(a), SVDIN(5, 5))
     case('norm2_f32', lambda a: jnp.linalg.norm(a, ord=2), SVDIN(5, 4))
+    case('tridiagonal_f32', lambda a: lax.linalg.tridiagonal(a), SYM(6))
+    case('tridiagonal_upper_f32', lambda a: lax.linalg.tridiagonal(a, lower=False), SYM(5))
+    case('tridiagonal_c64', lambda a: lax.linalg.tridiagonal(a), SYM(5, 'c64'))
+    case('tridiagonal_batched_f64', lambda a: lax.linalg.tridiagonal(a), SYM(4, 'f64', batch=(2,)))
     case('tridiagonal_solve_f32', lax.linalg.tridiagonal_solve, *_tridiag(6), F((6, 3)))
     case('tridiagonal_solve_f64', lax.linalg.tridiagonal_solve, *_tridiag(5, 'f64', batch=(2,)),
          F((2, 5, 2), 'f64'))
+  # Hessenberg reduction: JAX lowers it for the CPU only (?gehrd).
+  cpu = dict(platform='cpu', note='lowered for platform cpu: LAPACK ?gehrd')
+  add('linalg_hessenberg_cpu_f32', lambda a: lax.linalg.hessenberg(a), F((6, 6)), **cpu)
+  add('linalg_hessenberg_cpu_c64', lambda a: lax.linalg.hessenberg(a), C((5, 5)), **cpu)
+  add('linalg_hessenberg_batched_cpu_f64', lambda a: lax.linalg.hessenberg(a),
+      F((2, 4, 4), 'f64'), **cpu)

@@ -12,6 +12,8 @@
 //       u is m x m or m x k, v n x n or n x k (econ); compute_uv = false gives zeros for u, v.
 //   {cu,hip}solver_gesvd_ffi   (a) -> (a, s, u, vt, info), or (a, s, vt, u, info) when
 //       transposed = true (JAX's m < n case: the call sees A^T, so its U is our V^H).
+//   {cu,hip}solver_sytrd_ffi   (a) -> (a', d, e, tau, info), lower = true|false: as LAPACK's
+//       ?sytrd/?hetrd (lapack_reduce.cc).
 //   {cu,hip}sparse_gtsv2_ffi   (dl, d, du, b) -> x: the solution only (no info; a zero pivot
 //       leaves x as ?gtsv leaves b).
 //   {cu,hip}_lu_pivots_to_permutation  (pivots s32[..., k]) -> perm s32[..., m]: 0-based
@@ -86,6 +88,7 @@ std::optional<StatusOr<Literal>> EvalGpuSolverCustomCall(const HloInstruction& i
     return SvdKernel(instr, ops, BackendInt(instr, "compute_uv", 1) != 0,
                      BackendInt(instr, "transposed", 0) != 0 ? SvdOutputs::kVtU
                                                              : SvdOutputs::kUVt);
+  if (t == "solver_sytrd_ffi") return SytrdKernel(instr, ops, BackendInt(instr, "lower", 1) != 0);
   if (t == "sparse_gtsv2_ffi") return Gtsv2(instr, ops);
   if (t == "_lu_pivots_to_permutation") return PivotsToPermutation(instr, ops);
   return std::nullopt;

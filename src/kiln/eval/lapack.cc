@@ -318,6 +318,9 @@ StatusOr<Literal> GeqrfKernel(const HloInstruction& instr, std::span<const Liter
 StatusOr<Literal> OrgqrKernel(const HloInstruction& instr, std::span<const Literal* const> ops) {
   return Orgqr(instr, ops);
 }
+cd HouseholderLarfg(cd& alpha, cd* x, int64_t len, int64_t stride, bool complex) {
+  return Larfg(alpha, x, len, stride, complex);
+}
 
 std::optional<StatusOr<Literal>> EvalLapackCustomCall(const HloInstruction& instr,
                                                       std::span<const Literal* const> ops) {

@@ -1,9 +1,11 @@
-// Tests of the eigen/SVD/tridiagonal custom calls (lapack_eig.cc) and the GPU solver targets
-// (gpu_solver.cc) on invariants: A V = V diag(w), V^H V = I, U S V^H = A, U^H U = I, ordering,
+// Tests of the eigen/SVD/tridiagonal custom calls (lapack_eig.cc), the Householder reductions
+// (lapack_reduce.cc) and the GPU solver targets (gpu_solver.cc) on invariants: A V = V diag(w),
+// V^H V = I, U S V^H = A, U^H U = I, Q^H A Q = T tridiagonal / H Hessenberg, ordering,
 // the phase convention, info on singular and non-positive-definite input, at sizes 1, 2, 7, 33,
 // batched, real and complex; plus hand-checked LU permutations and tridiagonal solves.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <random>
@@ -395,8 +397,137 @@ ENTRY e {
   EXPECT_EQ(testing::Ints(r->tuple_element(4)), (std::vector<int64_t>{2}));
 }
 
+// Q = product of the reflectors I - tau_k v_k v_k^H in `order`, applied as Q := Q H_k.
+std::vector<cd> ReflectorProduct(int64_t n, const std::vector<std::vector<cd>>& vs,
+                                 const std::vector<cd>& taus) {
+  std::vector<cd> q(n * n, cd(0));
+  for (int64_t i = 0; i < n; ++i) q[i * n + i] = 1;
+  for (size_t k = 0; k < vs.size(); ++k) {
+    const std::vector<cd>& v = vs[k];
+    for (int64_t r = 0; r < n; ++r) {
+      cd s = 0;
+      for (int64_t c = 0; c < n; ++c) s += q[r * n + c] * v[c];
+      for (int64_t c = 0; c < n; ++c) q[r * n + c] -= taus[k] * s * std::conj(v[c]);
+    }
+  }
+  return q;
+}
+
+// max |(Q^H A Q)_ij - t_ij|.
+double SimilarityError(int64_t n, const cd* a, const std::vector<cd>& q, const std::vector<cd>& t) {
+  double err = 0;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      cd s = 0;
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t l = 0; l < n; ++l) s += std::conj(q[k * n + i]) * a[k * n + l] * q[l * n + j];
+      err = std::max(err, std::abs(s - t[i * n + j]));
+    }
+  return err;
+}
+
+TEST(Sytrd, ReflectorsReduceToTridiagonal) {
+  for (int64_t n : {1, 2, 7, 33})
+    for (bool complex : {false, true})
+      for (bool lower : {true, false})
+        for (std::string target : {"lapack", "cusolver_sytrd_ffi"}) {
+          SCOPED_TRACE(StrCat(target, " n ", n, complex ? " c128" : " f64", lower ? " L" : " U"));
+          const int64_t batch = 2, m = std::max<int64_t>(n - 1, 0);
+          const char* ty = complex ? "c128" : "f64";
+          if (target == "lapack") target = complex ? "lapack_zhetrd_ffi" : "lapack_dsytrd_ffi";
+          const std::string config =
+              target[0] == 'l' ? StrCat("uplo = ", lower ? 76 : 85, " : ui8")
+                               : StrCat("lower = ", lower ? "true" : "false");
+          const std::string hlo = StrCat("HloModule m\nENTRY e {\n  p = ", ty, "[2,", n, ",", n,
+              "] parameter(0)\n  ROOT c = (", ty, "[2,", n, ",", n, "]{1,2,0}, f64[2,", n,
+              "], f64[2,", m, "], ", ty, "[2,", m,
+              "], s32[2]) custom-call(p), custom_call_target=\"", target,
+              "\", api_version=API_VERSION_TYPED_FFI, backend_config={", config, "}\n}\n");
+          std::vector<cd> a = RandomHermitian(batch, n, complex, 11 + n);
+          std::vector<cd> in = a;  // junk in the unread triangle, which must come back unchanged
+          for (int64_t b = 0; b < batch; ++b)
+            for (int64_t i = 0; i < n; ++i)
+              for (int64_t j = 0; j < n; ++j)
+                if (lower ? j > i : j < i) in[b * n * n + i * n + j] = cd(5, complex ? 1 : 0);
+          StatusOr<Literal> r = RunHlo(
+              hlo, {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, {2, n, n}, in)});
+          ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << hlo;
+          std::vector<cd> out = eval_internal::LiteralToComplexes(r->tuple_element(0));
+          std::vector<double> d = testing::Doubles(r->tuple_element(1));
+          std::vector<double> e = testing::Doubles(r->tuple_element(2));
+          std::vector<cd> tau = eval_internal::LiteralToComplexes(r->tuple_element(3));
+          for (int64_t b = 0; b < batch; ++b) {
+            const cd* o = out.data() + b * n * n;
+            std::vector<std::vector<cd>> vs;
+            std::vector<cd> taus;
+            for (int64_t i = 0; i < m; ++i) {
+              std::vector<cd> v(n, cd(0));
+              if (lower) {
+                v[i + 1] = 1;
+                for (int64_t r2 = i + 2; r2 < n; ++r2) v[r2] = o[r2 * n + i];
+              } else {
+                v[i] = 1;
+                for (int64_t k = 0; k < i; ++k) v[k] = o[k * n + i + 1];
+              }
+              vs.push_back(v);
+              taus.push_back(tau[b * m + i]);
+            }
+            if (!lower) {
+              std::reverse(vs.begin(), vs.end());
+              std::reverse(taus.begin(), taus.end());
+            }
+            std::vector<cd> t(n * n, cd(0));
+            for (int64_t i = 0; i < n; ++i) {
+              t[i * n + i] = d[b * n + i];
+              EXPECT_EQ(o[i * n + i], cd(d[b * n + i]));
+              if (i + 1 < n) {
+                t[(i + 1) * n + i] = t[i * n + i + 1] = e[b * m + i];
+                EXPECT_EQ(lower ? o[(i + 1) * n + i] : o[i * n + i + 1], cd(e[b * m + i]));
+              }
+              for (int64_t j = 0; j < n; ++j) {
+                if (lower ? j > i : j < i) {
+                  EXPECT_EQ(o[i * n + j], in[b * n * n + i * n + j]);
+                }
+              }
+            }
+            EXPECT_LT(SimilarityError(n, a.data() + b * n * n, ReflectorProduct(n, vs, taus), t),
+                      1e-12 * n);
+          }
+        }
+}
+
+TEST(Gehrd, ReflectorsReduceToHessenberg) {
+  for (int64_t n : {1, 2, 7, 33})
+    for (bool complex : {false, true}) {
+      SCOPED_TRACE(StrCat("n ", n, complex ? " c128" : " f64"));
+      const int64_t m = std::max<int64_t>(n - 1, 0);
+      const char* ty = complex ? "c128" : "f64";
+      const std::string hlo = StrCat("HloModule m\nENTRY e {\n  p = ", ty, "[", n, ",", n,
+          "] parameter(0)\n  ROOT c = (", ty, "[", n, ",", n, "]{0,1}, ", ty, "[", m,
+          "], s32[]) custom-call(p), custom_call_target=\"", complex ? "lapack_zgehrd_ffi" : "lapack_dgehrd_ffi",
+          "\", api_version=API_VERSION_TYPED_FFI, backend_config={high = ", n, " : i32, low = 1 : i32}\n}\n");
+      std::vector<cd> a = RandomMatrix(n * n, complex, 21 + n);
+      StatusOr<Literal> r =
+          RunHlo(hlo, {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, {n, n}, a)});
+      ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << hlo;
+      std::vector<cd> o = eval_internal::LiteralToComplexes(r->tuple_element(0));
+      std::vector<cd> tau = eval_internal::LiteralToComplexes(r->tuple_element(1));
+      std::vector<std::vector<cd>> vs;
+      for (int64_t i = 0; i < m; ++i) {
+        std::vector<cd> v(n, cd(0));
+        v[i + 1] = 1;
+        for (int64_t r2 = i + 2; r2 < n; ++r2) v[r2] = o[r2 * n + i];
+        vs.push_back(v);
+      }
+      std::vector<cd> h(n * n, cd(0));
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = std::max<int64_t>(i - 1, 0); j < n; ++j) h[i * n + j] = o[i * n + j];
+      EXPECT_LT(SimilarityError(n, a.data(), ReflectorProduct(n, vs, tau), h), 1e-12 * n);
+    }
+}
+
 TEST(LinalgCustomCall, UnknownTargetNamesIt) {
-  for (const char* t : {"lapack_sgees_ffi", "cusolver_gees_ffi", "cuhybrid_eig_real"}) {
+  for (const char* t : {"lapack_sgees_ffi", "lapack_sgeev_ffi", "cuhybrid_eig_real"}) {
     StatusOr<Literal> r = RunHlo(StrCat(R"(HloModule m
 ENTRY e {
   p = f32[2,2] parameter(0)

@@ -53,6 +53,16 @@ StatusOr<Literal> GetrfKernel(const HloInstruction& instr, std::span<const Liter
 StatusOr<Literal> GeqrfKernel(const HloInstruction& instr, std::span<const Literal* const> ops);
 StatusOr<Literal> OrgqrKernel(const HloInstruction& instr, std::span<const Literal* const> ops);
 
+// LAPACK's ?larfg: the reflector H = I - tau v v^H, v = [1, x'], with H^H (alpha, x) = (beta, 0)
+// for real beta. Returns tau; alpha becomes beta and x (len elements `stride` apart) becomes x'.
+cd HouseholderLarfg(cd& alpha, cd* x, int64_t len, int64_t stride, bool complex);
+
+// lapack_?sytrd_ffi / ?hetrd_ffi, {cu,hip}solver_sytrd_ffi: (a) -> (a', d, e, tau, info)
+// (lapack_reduce.cc); lapack_?gehrd_ffi: (a) -> (a', tau, info) with backend_config low/high.
+StatusOr<Literal> SytrdKernel(const HloInstruction& instr, std::span<const Literal* const> ops,
+                              bool lower);
+StatusOr<Literal> GehrdKernel(const HloInstruction& instr, std::span<const Literal* const> ops);
+
 // Hermitian eigendecomposition of the `lower` (or upper) triangle of each n x n matrix `a`
 // (row-major, batch after batch): eigenvalues ascending in `w` (batch x n), eigenvectors as the
 // columns of `v` (row-major, same layout as `a`), each scaled so that its component of largest
