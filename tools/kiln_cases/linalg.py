@@ -6,8 +6,9 @@ needed), where JAX emits the native HLO `cholesky` and `triangular-solve` ops; t
 XLA's CPU results of the same function.
 The linalg_*_cpu_* cases are CPU lowerings that call LAPACK (custom_call_target lapack_*_ffi);
 the linalg_*_cuda_* cases lower the same functions for platform 'cuda' (no GPU needed), which
-calls cuSOLVER/cuSPARSE (cusolver_*_ffi, cusparse_gtsv2_ffi, cu_lu_pivots_to_permutation). Their
-outputs are XLA's CPU results. Eigen- and singular vectors are unique only up to sign/phase, so
+calls cuSOLVER/cuSPARSE (cusolver_*_ffi, cusparse_gtsv2_ffi, cu_lu_pivots_to_permutation), and a
+few linalg_*_rocm_* cases for platform 'rocm' (hipsolver_*, hipsparse_*, hip_*). Their outputs
+are XLA's CPU results. Eigen- and singular vectors are unique only up to sign/phase, so
 those cases return invariants (V diag(w) V^H, |V|, U diag(s) V^H, U U^H) on inputs with
 well-separated eigen/singular values in [1, 10].
 """
@@ -176,6 +177,17 @@ def register(add):
     case('tridiagonal_solve_f32', lax.linalg.tridiagonal_solve, *_tridiag(6), F((6, 3)))
     case('tridiagonal_solve_f64', lax.linalg.tridiagonal_solve, *_tridiag(5, 'f64', batch=(2,)),
          F((2, 5, 2), 'f64'))
+  # The ROCm lowering names the same contracts hipsolver_*/hipsparse_*/hip_*: one case per target.
+  roc = dict(platform='rocm', note='lowered for platform rocm: hipSOLVER/hipSPARSE custom calls')
+  add('linalg_lu_rocm_f32', lambda a: lax.linalg.lu(a), SPD(5), **roc)
+  add('linalg_cholesky_rocm_f32', jnp.linalg.cholesky, SPD(6), **roc)
+  add('linalg_qr_rocm_f32', jnp.linalg.qr, F((6, 4)), **roc)
+  add('linalg_eigh_rocm_f32', _eigh, SYM(6), **roc)
+  add('linalg_svd_wide_rocm_f32', _svd_thin, SVDIN(4, 6), **roc)
+  add('linalg_svd_qr_wide_rocm_f32', _svd_qr, SVDIN(4, 6), **roc)
+  add('linalg_tridiagonal_rocm_f32', lambda a: lax.linalg.tridiagonal(a), SYM(5), **roc)
+  add('linalg_tridiagonal_solve_rocm_f32', lax.linalg.tridiagonal_solve, *_tridiag(6), F((6, 3)),
+      **roc)
   # Hessenberg reduction: JAX lowers it for the CPU only (?gehrd).
   cpu = dict(platform='cpu', note='lowered for platform cpu: LAPACK ?gehrd')
   add('linalg_hessenberg_cpu_f32', lambda a: lax.linalg.hessenberg(a), F((6, 6)), **cpu)
