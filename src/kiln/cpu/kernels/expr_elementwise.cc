@@ -159,76 +159,62 @@ void BitcastCopyLoop(const ExprOp& op, int64_t n, void* const* p) {
 //   computes them one element at a time (12-30 ns each here). These loops use Eigen's packet
 //   math instead (under 1 ns per element with AVX-512), which agrees with libm to a few ulps
 //   where its approximations hold (measured over [-120, 120] and special values: exp, log,
-//   tanh within 3e-7 relative). Lanes outside that range are recomputed with libm: exp of
-//   x > 88 (Eigen overflows early) or x < -87 (denormal results) -- except that exp below -104
-//   is 0 and above 89 is +inf without a call --, log of inputs below
+//   tanh within 3e-7 relative). Lanes outside that range are recomputed: exp of x in (88, 89]
+//   (Eigen overflows early) with libm, of x in [-104, -87) (denormal results) as exp(x/2)^2,
+//   below -104 it is 0 and above 89 +inf (FastExpF32); log of inputs below
 //   FLT_MIN (Eigen clamps denormals). logistic is 1 / (1 + exp(-x)) with that exp, as the
 //   evaluator computes it. NaN and infinities follow libm.
 //   (Added by cpurt for the CPU benchmark; BackendTolerance covers the ulps.)
 // o = exp(sign * a); o and a do not overlap.
-// One pass: Eigen's packet exp, with the range check folded in (the running max and min of
-// the arguments, and x * 0 summed: NaN once any argument is NaN or infinite); the remainder
-// of a packet through libm.
+// One pass: Eigen's packet exp with the far-outside lanes fixed by selects -- libm's answer
+// is known there: 0 below -104 (under half the smallest denormal, masked attention scores of
+// -inf or -1e9), +inf above 89 -- and the border lanes noted. Border lanes are rare: denormal
+// results ([-104, -87): real in softmax over wide scores, where each went through libm at ~3 ns)
+// are exp(x / 2)^2 (x / 2 is exact and exp(x / 2) normal, so the square rounds once onto the
+// denormal grid, within a denormal ulp of libm); (88, 89] go through libm. NaN lanes keep
+// Eigen's NaN. (The earlier version tracked the range in the first pass and fixed whole blocks
+// in a second one: with a causal mask every block has masked lanes, and the second pass was
+// 40% of the masked softmax.)
 template <int kSign>
 void FastExpF32(const float* __restrict a, float* __restrict o, int64_t n) {
   namespace ei = Eigen::internal;
   using P = ei::packet_traits<float>::type;
   constexpr int64_t kW = static_cast<int64_t>(sizeof(P) / sizeof(float));
+  constexpr float kInf = std::numeric_limits<float>::infinity();
   const P sign = ei::pset1<P>(float(kSign)), zero = ei::pset1<P>(0.0f);
-  P hi = ei::pset1<P>(-std::numeric_limits<float>::infinity());
-  P lo = ei::pset1<P>(std::numeric_limits<float>::infinity());
-  P z = zero;
+  const P inf = ei::pset1<P>(kInf), half = ei::pset1<P>(0.5f);
+  const P m87 = ei::pset1<P>(-87.0f), m104 = ei::pset1<P>(-104.0f);
+  const P p88 = ei::pset1<P>(88.0f), p89 = ei::pset1<P>(89.0f);
+  P border = zero;
   int64_t i = 0;
   for (; i + kW <= n; i += kW) {
     const P x = ei::pmul(ei::ploadu<P>(a + i), sign);
-    hi = ei::pmax(hi, x);
-    lo = ei::pmin(lo, x);
-    z = ei::pmadd(x, zero, z);
-    ei::pstoreu(o + i, ei::pexp(x));
+    P v = ei::pexp(x);
+    v = ei::pselect(ei::pcmp_lt(x, m104), zero, v);
+    v = ei::pselect(ei::pcmp_lt(p89, x), inf, v);
+    border = ei::por(border, ei::pand(ei::pcmp_lt(x, m87), ei::pcmp_le(m104, x)));
+    border = ei::por(border, ei::pand(ei::pcmp_lt(p88, x), ei::pcmp_le(x, p89)));
+    ei::pstoreu(o + i, v);
   }
-  bool outside = i > 0 && (ei::predux_max(hi) > 88.0f || ei::predux_min(lo) < -87.0f ||
-                           !(ei::predux(z) == 0.0f));
   for (; i < n; ++i) {
     const float x = kSign * a[i];
-    o[i] = std::exp(x);
-    outside |= (x > 88.0f) | (x < -87.0f) | (x != x);
+    o[i] = x < -104.0f ? 0.0f : x > 89.0f ? kInf : std::exp(x);
   }
-  if (!outside) return;
-  // Far outside (masked attention scores: -inf or -1e9), libm's answer is known: 0 below -104
-  // (under half the smallest denormal), +inf above 89. Denormal results ([-104, -87): real in
-  // softmax over wide scores, where they were most of the row's lanes and each went through
-  // libm, ~3 ns each) are exp(x / 2)^2: x / 2 is exact and exp(x / 2) normal, so the square
-  // rounds once onto the denormal grid (within a denormal ulp of libm). The rare (88, 89]
-  // lanes go through libm. NaN lanes keep Eigen's NaN. One vectorized pass per packet.
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  const P half = ei::pset1<P>(0.5f), inf = ei::pset1<P>(kInf);
-  const P m87 = ei::pset1<P>(-87.0f), m104 = ei::pset1<P>(-104.0f);
-  const P p88 = ei::pset1<P>(88.0f), p89 = ei::pset1<P>(89.0f);
-  bool overflow_border = false;
+  if (!ei::predux_any(border)) return;
   int64_t j = 0;
   for (; j + kW <= n; j += kW) {
     const P x = ei::pmul(ei::ploadu<P>(a + j), sign);
-    P v = ei::ploadu<P>(o + j);
     const P small = ei::pand(ei::pcmp_lt(x, m87), ei::pcmp_le(m104, x));
+    const P large = ei::pand(ei::pcmp_lt(p88, x), ei::pcmp_le(x, p89));
     if (ei::predux_any(small)) {
       const P h = ei::pexp(ei::pmul(x, half));
-      v = ei::pselect(small, ei::pmul(h, h), v);
+      ei::pstoreu(o + j, ei::pselect(small, ei::pmul(h, h), ei::ploadu<P>(o + j)));
     }
-    v = ei::pselect(ei::pcmp_lt(x, m104), zero, v);
-    v = ei::pselect(ei::pcmp_lt(p89, x), inf, v);
-    overflow_border |= ei::predux_any(ei::pand(ei::pcmp_lt(p88, x), ei::pcmp_le(x, p89)));
-    ei::pstoreu(o + j, v);
-  }
-  for (; j < n; ++j) {
-    const float x = kSign * a[j];
-    if (x < -104.0f) o[j] = 0.0f;
-    else if (x > 89.0f) o[j] = kInf;
-    else if (x < -87.0f || x > 88.0f) o[j] = std::exp(x);
-  }
-  if (!overflow_border) return;
-  for (int64_t k = 0; k < n; ++k) {
-    const float x = kSign * a[k];
-    if (x > 88.0f && x <= 89.0f) o[k] = std::exp(x);
+    if (ei::predux_any(large))
+      for (int64_t k = j; k < j + kW; ++k) {
+        const float y = kSign * a[k];
+        if (y > 88.0f && y <= 89.0f) o[k] = std::exp(y);
+      }
   }
 }
 
