@@ -82,6 +82,22 @@ def _svd_qr(a):
   return s, (u * s[..., None, :]) @ vh, jnp.abs(u)
 
 
+def _eig_values(w):
+  """Order-free: the sorted real parts, imaginary parts and magnitudes."""
+  return jnp.sort(w.real), jnp.sort(w.imag), jnp.sort(jnp.abs(w))
+
+
+def _eig(a):
+  w, vl, vr = lax.linalg.eig(a)
+  n = a.shape[-1]
+  ac = a.astype(w.dtype)
+  # V diag(w) V^-1 and VL^-H diag(w) VL^H both give back a, in any order of the pairs.
+  right = jnp.linalg.solve(vr.T, (vr * w).T).T
+  left = jnp.linalg.solve(_h(vl), w[:, None] * _h(vl))
+  return (*_eig_values(w), right, left, jnp.linalg.norm(vr, axis=0), jnp.linalg.norm(vl, axis=0),
+          jnp.abs(ac @ vr - vr * w).max() < 1e-3 * n)
+
+
 def _tridiag(n, dtype='f32', batch=()):
   """(dl, d, du): a diagonally dominant tridiagonal system (dl[0] = du[-1] = 0, as JAX wants)."""
   def diag(which):
@@ -188,6 +204,14 @@ def register(add):
   add('linalg_tridiagonal_rocm_f32', lambda a: lax.linalg.tridiagonal(a), SYM(5), **roc)
   add('linalg_tridiagonal_solve_rocm_f32', lax.linalg.tridiagonal_solve, *_tridiag(6), F((6, 3)),
       **roc)
+  # General eigenproblems: lapack_?geev_ffi (CPU), cuhybrid_eig_real/comp (cuda).
+  for plat in ('cpu', 'cuda'):
+    cc = dict(platform=plat, note=f'lowered for platform {plat}: geev / hybrid eig')
+    add(f'linalg_eigvals_{plat}_f32', lambda a: _eig_values(jnp.linalg.eigvals(a)), F((6, 6)),
+        **cc)
+    add(f'linalg_eig_{plat}_f32', _eig, F((5, 5)), **cc)
+    add(f'linalg_eig_{plat}_f64', _eig, F((6, 6), 'f64'), **cc)
+    add(f'linalg_eig_{plat}_c64', _eig, C((4, 4)), **cc)
   # Hessenberg reduction: JAX lowers it for the CPU only (?gehrd).
   cpu = dict(platform='cpu', note='lowered for platform cpu: LAPACK ?gehrd')
   add('linalg_hessenberg_cpu_f32', lambda a: lax.linalg.hessenberg(a), F((6, 6)), **cpu)

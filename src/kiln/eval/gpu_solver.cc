@@ -86,8 +86,7 @@ std::optional<StatusOr<Literal>> EvalGpuSolverCustomCall(const HloInstruction& i
     return SvdKernel(instr, ops, BackendInt(instr, "compute_uv", 1) != 0, SvdOutputs::kUV);
   if (t == "solver_gesvd_ffi")
     return SvdKernel(instr, ops, BackendInt(instr, "compute_uv", 1) != 0,
-                     BackendInt(instr, "transposed", 0) != 0 ? SvdOutputs::kVtU
-                                                             : SvdOutputs::kUVt);
+                     BackendInt(instr, "transposed", 0) != 0 ? SvdOutputs::kVtU : SvdOutputs::kUVt);
   if (t == "solver_sytrd_ffi") return SytrdKernel(instr, ops, BackendInt(instr, "lower", 1) != 0);
   if (t == "sparse_gtsv2_ffi") return Gtsv2(instr, ops);
   if (t == "_lu_pivots_to_permutation") return PivotsToPermutation(instr, ops);

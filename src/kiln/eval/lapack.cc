@@ -331,6 +331,7 @@ std::optional<StatusOr<Literal>> EvalLapackCustomCall(const HloInstruction& inst
   if (Target(t, "geqrf")) return Geqrf(instr, ops);
   if (Target(t, "orgqr") || Target(t, "ungqr")) return Orgqr(instr, ops);
   if (auto r = EvalLapackEigCustomCall(instr, ops)) return r;
+  if (auto r = EvalGeevCustomCall(instr, ops)) return r;
   return EvalGpuSolverCustomCall(instr, ops);
 }
 

@@ -278,7 +278,8 @@ void HermitianEigen(const std::vector<cd>& a, int64_t batch, int64_t n, bool low
     for (int64_t i = 0; i < n; ++i) ev[i] = h[i * n + i].real();
     std::vector<int64_t> order(n);
     std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return ev[x] < ev[y]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t x, int64_t y) { return ev[x] < ev[y]; });
     for (int64_t j = 0; j < n; ++j) {
       wb[j] = ev[order[j]];
       for (int64_t r = 0; r < n; ++r) vb[r * n + j] = vv[r * n + order[j]];
@@ -383,17 +384,18 @@ StatusOr<Literal> SvdKernel(const HloInstruction& instr, std::span<const Literal
 }
 
 StatusOr<GtsvResult> GtsvSolve(const HloInstruction& instr, std::span<const Literal* const> ops) {
-  if (ops.size() != 4)
-    return InvalidArgument("gtsv %", instr.name(), " takes (dl, d, du, b)");
+  if (ops.size() != 4) return InvalidArgument("gtsv %", instr.name(), " takes (dl, d, du, b)");
   for (int64_t i = 0; i < 4; ++i) KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[i], i));
   KILN_ASSIGN_OR_RETURN(Batched bd, MatrixDims(instr, *ops[3], 3));
   const int64_t n = bd.m, nrhs = bd.n, batch = bd.batch;
   for (int64_t i = 0; i < 3; ++i)
     if (ops[i]->element_count() != batch * n)
-      return InvalidArgument("gtsv %", instr.name(), ": diagonal ", i, " must have ", batch,
-                             " x ", n, " elements");
+      return InvalidArgument("gtsv %", instr.name(), ": diagonal ", i, " must have ", batch, " x ",
+                             n, " elements");
   const bool complex = IsComplexType(ops[3]->shape().element_type());
-  auto mag = [&](cd z) { return complex ? std::abs(z.real()) + std::abs(z.imag()) : std::abs(z.real()); };
+  auto mag = [&](cd z) {
+    return complex ? std::abs(z.real()) + std::abs(z.imag()) : std::abs(z.real());
+  };
   GtsvResult r;
   r.dl = LiteralToComplexes(*ops[0]);
   r.d = LiteralToComplexes(*ops[1]);

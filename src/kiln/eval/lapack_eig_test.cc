@@ -1,5 +1,6 @@
 // Tests of the eigen/SVD/tridiagonal custom calls (lapack_eig.cc), the Householder reductions
-// (lapack_reduce.cc) and the GPU solver targets (gpu_solver.cc) on invariants: A V = V diag(w),
+// (lapack_reduce.cc), general eigenproblems (lapack_geev.cc) and the GPU solver targets
+// (gpu_solver.cc) on invariants: A V = V diag(w), u^H A = w u^H,
 // V^H V = I, U S V^H = A, U^H U = I, Q^H A Q = T tridiagonal / H Hessenberg, ordering,
 // the phase convention, info on singular and non-positive-definite input, at sizes 1, 2, 7, 33,
 // batched, real and complex; plus hand-checked LU permutations and tridiagonal solves.
@@ -158,8 +159,8 @@ struct SvdCase {
 // Runs one SVD custom call on a batch x m x n matrix and checks U S V^H = A, orthonormal
 // factors, descending values and the phase convention on V.
 void CheckSvd(const SvdCase& c, int64_t batch, int64_t m, int64_t n, bool complex, int rank) {
-  SCOPED_TRACE(StrCat(c.target, " ", c.config, " ", batch, "x", m, "x", n, complex ? " c128" : " f64",
-                      " rank ", rank));
+  SCOPED_TRACE(StrCat(c.target, " ", c.config, " ", batch, "x", m, "x", n,
+                      complex ? " c128" : " f64", " rank ", rank));
   const int64_t k = std::min(m, n);
   std::vector<cd> a = RandomMatrix(batch * m * n, complex, 100 + m * 7 + n);
   if (rank < k) {  // a = (m x rank) (rank x n)
@@ -190,19 +191,29 @@ void CheckSvd(const SvdCase& c, int64_t batch, int64_t m, int64_t n, bool comple
   const int64_t uc = c.full ? m : k, vc = c.full ? n : k;
   std::string x, y;
   switch (c.layout) {
-    case eval_internal::SvdOutputs::kUVt: x = shape(m, uc); y = shape(vc, n); break;
-    case eval_internal::SvdOutputs::kVtU: x = shape(vc, n); y = shape(m, uc); break;
-    case eval_internal::SvdOutputs::kUV: x = shape(m, uc); y = shape(n, vc); break;
+    case eval_internal::SvdOutputs::kUVt:
+      x = shape(m, uc);
+      y = shape(vc, n);
+      break;
+    case eval_internal::SvdOutputs::kVtU:
+      x = shape(vc, n);
+      y = shape(m, uc);
+      break;
+    case eval_internal::SvdOutputs::kUV:
+      x = shape(m, uc);
+      y = shape(n, vc);
+      break;
   }
   std::vector<int64_t> pd = bd;
   pd.push_back(m);
   pd.push_back(n);
-  const std::string hlo = StrCat(
-      "HloModule m\nENTRY e {\n  p = ", ty, "[", Dims(pd), "] parameter(0)\n  ROOT s = (",
-      shape(m, n), ", ", vec("f64", k), ", ", x, ", ", y, ", ", vec("s32", -1),
-      ") custom-call(p), custom_call_target=\"", c.target,
-      "\", api_version=API_VERSION_TYPED_FFI, backend_config={", c.config, "}\n}\n");
-  StatusOr<Literal> r = RunHlo(hlo, {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, pd, a)});
+  const std::string hlo =
+      StrCat("HloModule m\nENTRY e {\n  p = ", ty, "[", Dims(pd), "] parameter(0)\n  ROOT s = (",
+             shape(m, n), ", ", vec("f64", k), ", ", x, ", ", y, ", ", vec("s32", -1),
+             ") custom-call(p), custom_call_target=\"", c.target,
+             "\", api_version=API_VERSION_TYPED_FFI, backend_config={", c.config, "}\n}\n");
+  StatusOr<Literal> r =
+      RunHlo(hlo, {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, pd, a)});
   ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << hlo;
   std::vector<cd> s = eval_internal::LiteralToComplexes(r->tuple_element(1));
   std::vector<cd> xo = eval_internal::LiteralToComplexes(r->tuple_element(2));
@@ -219,9 +230,18 @@ void CheckSvd(const SvdCase& c, int64_t batch, int64_t m, int64_t n, bool comple
         for (int64_t j = 0; j < n; ++j) v[j * vc + i] = std::conj(src[i * n + j]);
     };
     switch (c.layout) {
-      case eval_internal::SvdOutputs::kUVt: take_u(xb); take_vh(yb); break;
-      case eval_internal::SvdOutputs::kVtU: take_vh(xb); take_u(yb); break;
-      case eval_internal::SvdOutputs::kUV: take_u(xb); std::copy(yb, yb + n * vc, v.begin()); break;
+      case eval_internal::SvdOutputs::kUVt:
+        take_u(xb);
+        take_vh(yb);
+        break;
+      case eval_internal::SvdOutputs::kVtU:
+        take_vh(xb);
+        take_u(yb);
+        break;
+      case eval_internal::SvdOutputs::kUV:
+        take_u(xb);
+        std::copy(yb, yb + n * vc, v.begin());
+        break;
     }
     const cd* sb = s.data() + b * k;
     for (int64_t j = 0; j + 1 < k; ++j) EXPECT_GE(sb[j].real(), sb[j + 1].real());
@@ -230,7 +250,8 @@ void CheckSvd(const SvdCase& c, int64_t batch, int64_t m, int64_t n, bool comple
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         cd t = 0;
-        for (int64_t l = 0; l < k; ++l) t += u[i * uc + l] * sb[l].real() * std::conj(v[j * vc + l]);
+        for (int64_t l = 0; l < k; ++l)
+          t += u[i * uc + l] * sb[l].real() * std::conj(v[j * vc + l]);
         err = std::max(err, std::abs(t - a[b * m * n + i * n + j]));
       }
     EXPECT_LT(err, 1e-12 * (1 + scale) * std::max(m, n));
@@ -255,8 +276,8 @@ TEST(Svd, Invariants) {
       {"cusolver_gesvd_ffi", "compute_uv = true, full_matrices = false, transposed = true", L::kVtU,
        false},
   };
-  const std::vector<std::pair<int64_t, int64_t>> sizes = {{1, 1}, {2, 2}, {7, 3}, {3, 7}, {33, 33},
-                                                          {33, 7}, {2, 7}};
+  const std::vector<std::pair<int64_t, int64_t>> sizes = {{1, 1},   {2, 2},  {7, 3}, {3, 7},
+                                                          {33, 33}, {33, 7}, {2, 7}};
   for (const SvdCase& c : targets)
     for (auto [m, n] : sizes)
       for (bool complex : {false, true}) {
@@ -291,14 +312,14 @@ ENTRY e {
 TEST(Syevd, CustomCallsBatchedComplex) {
   for (std::string target : {"lapack_zheevd_ffi", "cusolver_syevd_ffi", "hipsolver_syevd_ffi"}) {
     SCOPED_TRACE(target);
-    const std::string config =
-        target[0] == 'l' ? "mode = 86 : ui8, uplo = 85 : ui8" : "algorithm = 0 : ui8, lower = false";
-    const std::string hlo = StrCat(R"(HloModule m
+    const std::string config = target[0] == 'l' ? "mode = 86 : ui8, uplo = 85 : ui8"
+                                                : "algorithm = 0 : ui8, lower = false";
+    const std::string hlo = StrCat(
+        R"(HloModule m
 ENTRY e {
   p = c128[2,7,7] parameter(0)
   ROOT s = (c128[2,7,7]{1,2,0}, f64[2,7]{1,0}, s32[2]{0}) custom-call(p), custom_call_target=")",
-                                   target, R"(", api_version=API_VERSION_TYPED_FFI, backend_config={)",
-                                   config, "}\n}\n");
+        target, R"(", api_version=API_VERSION_TYPED_FFI, backend_config={)", config, "}\n}\n");
     std::vector<cd> a = RandomHermitian(2, 7, true, 3);
     StatusOr<Literal> r = RunHlo(hlo, {MakeLiteral(PrimitiveType::kC128, {2, 7, 7}, a)});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -321,14 +342,16 @@ TEST(GpuSolver, PotrfAndGetrfInfo) {
 ENTRY e {
   p = f32[2,2] parameter(0)
   ROOT c = (f32[2,2]{0,1}, s32[]) custom-call(p), custom_call_target="cusolver_potrf_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={lower = true}
-})", {a});
+})",
+                               {a});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(testing::Ints(r->tuple_element(1)), (std::vector<int64_t>{2}));
   r = RunHlo(R"(HloModule m
 ENTRY e {
   p = f32[2,2] parameter(0)
   ROOT c = (f32[2,2]{0,1}, s32[2]{0}, s32[]) custom-call(p), custom_call_target="hipsolver_getrf_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={}
-})", {s});
+})",
+             {s});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(testing::Ints(r->tuple_element(1)), (std::vector<int64_t>{2, 2}));  // 1-based
   EXPECT_EQ(testing::Ints(r->tuple_element(2)), (std::vector<int64_t>{2}));
@@ -340,11 +363,14 @@ TEST(GpuSolver, LuPivotsToPermutation) {
   Literal p = Literal::FromInt64s(Shape::ArrayWithDefaultLayout(PrimitiveType::kS32, {2, 3}),
                                   {2, 2, 3, 1, 0, 2});
   for (const char* t : {"cu_lu_pivots_to_permutation", "hip_lu_pivots_to_permutation"}) {
-    StatusOr<Literal> r = RunHlo(StrCat(R"(HloModule m
+    StatusOr<Literal> r =
+        RunHlo(StrCat(R"(HloModule m
 ENTRY e {
   p = s32[2,3] parameter(0)
-  ROOT c = s32[2,5]{1,0} custom-call(p), custom_call_target=")", t, R"(", api_version=API_VERSION_TYPED_FFI, backend_config={}
-})"), {p});
+  ROOT c = s32[2,5]{1,0} custom-call(p), custom_call_target=")",
+                      t, R"(", api_version=API_VERSION_TYPED_FFI, backend_config={}
+})"),
+               {p});
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     // [0 1 2 3 4] -swap(0,2)-> [2 1 0 3 4] -swap(1,2)-> [2 0 1 3 4] -swap(2,3)-> [2 0 3 1 4];
     // [0 1 2 3 4] -swap(0,1)-> [1 0 2 3 4] -swap(1,0)-> [0 1 2 3 4] -swap(2,2)-> same.
@@ -356,7 +382,8 @@ TEST(Gtsv, SolvesWithPivotingAndReportsZeroPivot) {
   // A = [[0, 1, 0], [2, 1, 1], [0, 3, 1]] needs a row interchange at the first step.
   // (JAX's convention: dl[0] = 0 and du[2] = 0 are not read; put junk there.)
   auto f64 = [](std::vector<int64_t> d, std::vector<double> v) {
-    return Literal::FromDoubles(Shape::ArrayWithDefaultLayout(PrimitiveType::kF64, std::move(d)), v);
+    return Literal::FromDoubles(Shape::ArrayWithDefaultLayout(PrimitiveType::kF64, std::move(d)),
+                                v);
   };
   const std::vector<double> x = {1, -2, 3};  // b = A x
   Literal dl = f64({3}, {77, 2, 3}), d = f64({3}, {0, 1, 1}), du = f64({3}, {1, 1, 77});
@@ -368,7 +395,8 @@ ENTRY e {
   du = f64[3] parameter(2)
   b = f64[3,1] parameter(3)
   ROOT c = (f64[3], f64[3], f64[3], f64[3,1]{0,1}, s32[]) custom-call(dl, d, du, b), custom_call_target="lapack_dgtsv_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={}
-})", {dl, d, du, b});
+})",
+                               {dl, d, du, b});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   std::vector<double> got = testing::Doubles(r->tuple_element(3));
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], x[i], 1e-14);
@@ -380,7 +408,8 @@ ENTRY e {
   du = f64[3] parameter(2)
   b = f64[3,1] parameter(3)
   ROOT c = f64[3,1]{0,1} custom-call(dl, d, du, b), custom_call_target="cusparse_gtsv2_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={}
-})", {dl, d, du, b});
+})",
+             {dl, d, du, b});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   got = testing::Doubles(*r);
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(got[i], x[i], 1e-14);
@@ -392,7 +421,8 @@ ENTRY e {
   du = f64[3] parameter(2)
   b = f64[3,1] parameter(3)
   ROOT c = (f64[3], f64[3], f64[3], f64[3,1]{0,1}, s32[]) custom-call(dl, d, du, b), custom_call_target="lapack_sgtsv_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={}
-})", {f64({3}, {0, 0, 0}), f64({3}, {1, 0, 1}), f64({3}, {0, 1, 0}), b});
+})",
+             {f64({3}, {0, 0, 0}), f64({3}, {1, 0, 1}), f64({3}, {0, 1, 0}), b});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(testing::Ints(r->tuple_element(4)), (std::vector<int64_t>{2}));
 }
@@ -435,14 +465,15 @@ TEST(Sytrd, ReflectorsReduceToTridiagonal) {
           const int64_t batch = 2, m = std::max<int64_t>(n - 1, 0);
           const char* ty = complex ? "c128" : "f64";
           if (target == "lapack") target = complex ? "lapack_zhetrd_ffi" : "lapack_dsytrd_ffi";
-          const std::string config =
-              target[0] == 'l' ? StrCat("uplo = ", lower ? 76 : 85, " : ui8")
-                               : StrCat("lower = ", lower ? "true" : "false");
-          const std::string hlo = StrCat("HloModule m\nENTRY e {\n  p = ", ty, "[2,", n, ",", n,
-              "] parameter(0)\n  ROOT c = (", ty, "[2,", n, ",", n, "]{1,2,0}, f64[2,", n,
-              "], f64[2,", m, "], ", ty, "[2,", m,
-              "], s32[2]) custom-call(p), custom_call_target=\"", target,
-              "\", api_version=API_VERSION_TYPED_FFI, backend_config={", config, "}\n}\n");
+          const std::string config = target[0] == 'l'
+                                         ? StrCat("uplo = ", lower ? 76 : 85, " : ui8")
+                                         : StrCat("lower = ", lower ? "true" : "false");
+          const std::string hlo =
+              StrCat("HloModule m\nENTRY e {\n  p = ", ty, "[2,", n, ",", n,
+                     "] parameter(0)\n  ROOT c = (", ty, "[2,", n, ",", n, "]{1,2,0}, f64[2,", n,
+                     "], f64[2,", m, "], ", ty, "[2,", m,
+                     "], s32[2]) custom-call(p), custom_call_target=\"", target,
+                     "\", api_version=API_VERSION_TYPED_FFI, backend_config={", config, "}\n}\n");
           std::vector<cd> a = RandomHermitian(batch, n, complex, 11 + n);
           std::vector<cd> in = a;  // junk in the unread triangle, which must come back unchanged
           for (int64_t b = 0; b < batch; ++b)
@@ -450,7 +481,8 @@ TEST(Sytrd, ReflectorsReduceToTridiagonal) {
               for (int64_t j = 0; j < n; ++j)
                 if (lower ? j > i : j < i) in[b * n * n + i * n + j] = cd(5, complex ? 1 : 0);
           StatusOr<Literal> r = RunHlo(
-              hlo, {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, {2, n, n}, in)});
+              hlo,
+              {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, {2, n, n}, in)});
           ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << hlo;
           std::vector<cd> out = eval_internal::LiteralToComplexes(r->tuple_element(0));
           std::vector<double> d = testing::Doubles(r->tuple_element(1));
@@ -502,13 +534,15 @@ TEST(Gehrd, ReflectorsReduceToHessenberg) {
       SCOPED_TRACE(StrCat("n ", n, complex ? " c128" : " f64"));
       const int64_t m = std::max<int64_t>(n - 1, 0);
       const char* ty = complex ? "c128" : "f64";
-      const std::string hlo = StrCat("HloModule m\nENTRY e {\n  p = ", ty, "[", n, ",", n,
-          "] parameter(0)\n  ROOT c = (", ty, "[", n, ",", n, "]{0,1}, ", ty, "[", m,
-          "], s32[]) custom-call(p), custom_call_target=\"", complex ? "lapack_zgehrd_ffi" : "lapack_dgehrd_ffi",
-          "\", api_version=API_VERSION_TYPED_FFI, backend_config={high = ", n, " : i32, low = 1 : i32}\n}\n");
+      const std::string hlo = StrCat(
+          "HloModule m\nENTRY e {\n  p = ", ty, "[", n, ",", n, "] parameter(0)\n  ROOT c = (", ty,
+          "[", n, ",", n, "]{0,1}, ", ty, "[", m, "], s32[]) custom-call(p), custom_call_target=\"",
+          complex ? "lapack_zgehrd_ffi" : "lapack_dgehrd_ffi",
+          "\", api_version=API_VERSION_TYPED_FFI, backend_config={high = ", n,
+          " : i32, low = 1 : i32}\n}\n");
       std::vector<cd> a = RandomMatrix(n * n, complex, 21 + n);
-      StatusOr<Literal> r =
-          RunHlo(hlo, {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, {n, n}, a)});
+      StatusOr<Literal> r = RunHlo(
+          hlo, {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, {n, n}, a)});
       ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << hlo;
       std::vector<cd> o = eval_internal::LiteralToComplexes(r->tuple_element(0));
       std::vector<cd> tau = eval_internal::LiteralToComplexes(r->tuple_element(1));
@@ -526,13 +560,131 @@ TEST(Gehrd, ReflectorsReduceToHessenberg) {
     }
 }
 
-TEST(LinalgCustomCall, UnknownTargetNamesIt) {
-  for (const char* t : {"lapack_sgees_ffi", "lapack_sgeev_ffi", "cuhybrid_eig_real"}) {
-    StatusOr<Literal> r = RunHlo(StrCat(R"(HloModule m
+TEST(Geev, EigenpairsOfGeneralMatrices) {
+  for (int64_t n : {1, 2, 7, 33})
+    for (bool complex : {false, true})
+      for (bool hybrid : {false, true}) {
+        SCOPED_TRACE(StrCat("n ", n, complex ? " c128" : " f64", hybrid ? " hybrid" : " lapack"));
+        const int64_t batch = 2;
+        const char* ty = complex ? "c128" : "f64";
+        const std::string target = hybrid ? (complex ? "cuhybrid_eig_comp" : "hiphybrid_eig_real")
+                                          : (complex ? "lapack_zgeev_ffi" : "lapack_dgeev_ffi");
+        const std::string config = hybrid ? "left = true, magma = \"auto\", right = true"
+                                          : "compute_left = 86 : ui8, compute_right = 86 : ui8";
+        const std::string values =
+            complex ? StrCat("c128[2,", n, "]") : StrCat("f64[2,", n, "], f64[2,", n, "]");
+        const std::string hlo = StrCat(
+            "HloModule m\nENTRY e {\n  p = ", ty, "[2,", n, ",", n, "] parameter(0)\n  ROOT c = (",
+            values, ", c128[2,", n, ",", n, "]{1,2,0}, c128[2,", n, ",", n,
+            "]{1,2,0}, s32[2]) custom-call(p), custom_call_target=\"", target,
+            "\", api_version=API_VERSION_TYPED_FFI, backend_config={", config, "}\n}\n");
+        std::vector<cd> a = RandomMatrix(batch * n * n, complex, 31 + n);
+        StatusOr<Literal> r = RunHlo(
+            hlo, {MakeLiteral(complex ? PrimitiveType::kC128 : PrimitiveType::kF64, {2, n, n}, a)});
+        ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << hlo;
+        std::vector<cd> w;
+        int64_t next = 0;
+        if (complex) {
+          w = eval_internal::LiteralToComplexes(r->tuple_element(next++));
+        } else {
+          std::vector<double> wr = testing::Doubles(r->tuple_element(next++));
+          std::vector<double> wi = testing::Doubles(r->tuple_element(next++));
+          for (size_t i = 0; i < wr.size(); ++i) w.push_back(cd(wr[i], wi[i]));
+        }
+        std::vector<cd> vl = eval_internal::LiteralToComplexes(r->tuple_element(next++));
+        std::vector<cd> vr = eval_internal::LiteralToComplexes(r->tuple_element(next++));
+        EXPECT_EQ(testing::Ints(r->tuple_element(next)), (std::vector<int64_t>{0, 0}));
+        for (int64_t b = 0; b < batch; ++b) {
+          const cd* ab = a.data() + b * n * n;
+          const cd* l = vl.data() + b * n * n;
+          const cd* v = vr.data() + b * n * n;
+          double norm = 0;
+          for (int64_t i = 0; i < n * n; ++i) norm += std::norm(ab[i]);
+          norm = std::sqrt(norm);
+          double right = 0, left = 0;
+          for (int64_t k = 0; k < n; ++k) {
+            const cd lambda = w[b * n + k];
+            for (int64_t i = 0; i < n; ++i) {
+              cd av = 0, ua = 0;
+              for (int64_t j = 0; j < n; ++j) {
+                av += ab[i * n + j] * v[j * n + k];
+                ua += std::conj(l[j * n + k]) * ab[j * n + i];
+              }
+              right = std::max(right, std::abs(av - lambda * v[i * n + k]));
+              left = std::max(left, std::abs(ua - lambda * std::conj(l[i * n + k])));
+            }
+            double nv = 0, nl = 0;
+            for (int64_t i = 0; i < n; ++i) {
+              nv += std::norm(v[i * n + k]);
+              nl += std::norm(l[i * n + k]);
+            }
+            EXPECT_NEAR(nv, 1, 1e-12);
+            EXPECT_NEAR(nl, 1, 1e-12);
+            ExpectPhaseConvention(v, n, n, k);
+            ExpectPhaseConvention(l, n, n, k);
+          }
+          EXPECT_LT(right, 1e-10 * (1 + norm));
+          EXPECT_LT(left, 1e-10 * (1 + norm));
+          // A real matrix: non-real eigenvalues come in conjugate pairs.
+          if (!complex)
+            for (int64_t k = 0; k < n; ++k) {
+              const cd lambda = w[b * n + k];
+              double best = 1e300;
+              for (int64_t j = 0; j < n; ++j)
+                best = std::min(best, std::abs(std::conj(lambda) - w[b * n + j]));
+              EXPECT_LT(best, 1e-10 * (1 + norm));
+            }
+        }
+      }
+}
+
+TEST(Geev, KnownSpectraAndValuesOnly) {
+  // A rotation: eigenvalues +-i; a symmetric matrix: real eigenvalues with exactly zero
+  // imaginary parts and real vectors; values only: vl and vr are zeros.
+  auto run = [](std::vector<double> a) {
+    return RunHlo(
+        R"(HloModule m
 ENTRY e {
   p = f32[2,2] parameter(0)
-  ROOT c = (f32[2,2]{0,1}, s32[]) custom-call(p), custom_call_target=")", t, R"(", api_version=API_VERSION_TYPED_FFI
-})"), {Literal(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {2, 2}))});
+  ROOT c = (f32[2], f32[2], c64[2,2]{0,1}, c64[2,2]{0,1}, s32[]) custom-call(p), custom_call_target="lapack_sgeev_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={compute_left = 78 : ui8, compute_right = 86 : ui8}
+})",
+        {Literal::FromDoubles(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {2, 2}), a)});
+  };
+  StatusOr<Literal> r = run({0, -1, 1, 0});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<double> wr = testing::Doubles(r->tuple_element(0));
+  std::vector<double> wi = testing::Doubles(r->tuple_element(1));
+  std::sort(wi.begin(), wi.end());
+  EXPECT_NEAR(wr[0], 0, 1e-7);
+  EXPECT_NEAR(wr[1], 0, 1e-7);
+  EXPECT_NEAR(wi[0], -1, 1e-7);
+  EXPECT_NEAR(wi[1], 1, 1e-7);
+  for (const cd& x : eval_internal::LiteralToComplexes(r->tuple_element(2))) EXPECT_EQ(x, cd(0));
+  r = run({2, 1, 1, 2});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  wr = testing::Doubles(r->tuple_element(0));
+  std::sort(wr.begin(), wr.end());
+  EXPECT_EQ(testing::Doubles(r->tuple_element(1)), (std::vector<double>{0, 0}));
+  EXPECT_NEAR(wr[0], 1, 1e-6);
+  EXPECT_NEAR(wr[1], 3, 1e-6);
+  for (const cd& x : eval_internal::LiteralToComplexes(r->tuple_element(3))) EXPECT_EQ(x.imag(), 0);
+  // Non-finite input: info > 0 and NaN outputs.
+  r = run({std::nan(""), 1, 1, 2});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_GT(testing::Ints(r->tuple_element(4))[0], 0);
+  EXPECT_TRUE(std::isnan(testing::Doubles(r->tuple_element(0))[0]));
+}
+
+TEST(LinalgCustomCall, UnknownTargetNamesIt) {
+  for (const char* t : {"lapack_sgees_ffi", "cusolver_syrk_ffi", "cuhybrid_eig_other"}) {
+    StatusOr<Literal> r =
+        RunHlo(StrCat(R"(HloModule m
+ENTRY e {
+  p = f32[2,2] parameter(0)
+  ROOT c = (f32[2,2]{0,1}, s32[]) custom-call(p), custom_call_target=")",
+                      t, R"(", api_version=API_VERSION_TYPED_FFI
+})"),
+               {Literal(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {2, 2}))});
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.status().message().find(t), std::string::npos) << r.status().message();
   }

@@ -90,6 +90,10 @@ StatusOr<Literal> SvdKernel(const HloInstruction& instr, std::span<const Literal
 std::optional<StatusOr<Literal>> EvalGpuSolverCustomCall(const HloInstruction& instr,
                                                          std::span<const Literal* const> ops);
 
+// lapack_?geev_ffi and {cu,hip}hybrid_eig_{real,comp} (lapack_geev.cc), or nullopt.
+std::optional<StatusOr<Literal>> EvalGeevCustomCall(const HloInstruction& instr,
+                                                    std::span<const Literal* const> ops);
+
 // The LAPACK eigen/SVD targets and gtsv (lapack_eig.cc), or nullopt.
 std::optional<StatusOr<Literal>> EvalLapackEigCustomCall(const HloInstruction& instr,
                                                          std::span<const Literal* const> ops);

@@ -71,7 +71,8 @@ StatusOr<Literal> SytrdKernel(const HloInstruction& instr, std::span<const Liter
       for (int64_t i = 0; i + 1 < n; ++i) {
         cd alpha = h[(i + 1) * n + i];
         const int64_t len = n - i - 2;
-        const cd t = HouseholderLarfg(alpha, len > 0 ? &h[(i + 2) * n + i] : nullptr, len, n, complex);
+        const cd t =
+            HouseholderLarfg(alpha, len > 0 ? &h[(i + 2) * n + i] : nullptr, len, n, complex);
         eb[i] = alpha.real();
         if (t != cd(0)) {
           v.assign(n - i - 1, cd(0));
@@ -136,7 +137,8 @@ StatusOr<Literal> GehrdKernel(const HloInstruction& instr, std::span<const Liter
     for (int64_t i = ilo; i < ihi; ++i) {
       cd alpha = x[(i + 1) * n + i];
       const int64_t len = ihi - i - 1;
-      const cd t = HouseholderLarfg(alpha, len > 0 ? &x[(i + 2) * n + i] : nullptr, len, n, complex);
+      const cd t =
+          HouseholderLarfg(alpha, len > 0 ? &x[(i + 2) * n + i] : nullptr, len, n, complex);
       // v lives in rows i+1..ihi of column i (v(i+1) = 1).
       std::fill(v.begin(), v.end(), cd(0));
       v[i + 1] = 1;

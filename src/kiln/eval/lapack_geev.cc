@@ -1,0 +1,275 @@
+// Eigenvalues and eigenvectors of general square matrices:
+//   lapack_{s,d}geev_ffi, {cu,hip}hybrid_eig_real   (a) -> (wr, wi, vl, vr, info)
+//   lapack_{c,z}geev_ffi, {cu,hip}hybrid_eig_comp   (a) -> (w, vl, vr, info)
+// with vl / vr complex (n x n, eigenvectors in columns) whatever a's type. Left vectors are
+// computed when backend_config has compute_left = 'V' (86) or left = true, right ones for
+// compute_right = 'V' / right = true; the others are zeros (LAPACK leaves them unspecified and
+// JAX ignores them). vl's columns u_k satisfy u_k^H A = w_k u_k^H, vr's A v_k = w_k v_k.
+// Method (complex double): Householder reduction to Hessenberg form, then shifted QR iterations
+// (Wilkinson shift, an exceptional shift every 10 stalled steps) to the complex Schur form
+// A = Z T Z^H, eigenvectors by back-substitution in T (a tiny denominator is raised to
+// eps |T|, as LAPACK's ?trevc does) mapped back through Z.
+// Conventions (LAPACK fixes neither the order nor the phase the same way):
+//  - eigenvalues come in the order of T's diagonal, which is not LAPACK's (a real matrix's
+//    conjugate pairs are not necessarily adjacent); compare order-free quantities.
+//  - every vector has unit 2-norm and its component of largest magnitude (the first within a
+//    relative 1e-9) real and positive.
+//  - for real a, eigenvalues with |imaginary part| <= 16 eps |A|_F are made real, and so are
+//    their vectors (their imaginary parts are rounding).
+// info = 0, or (if the QR iteration stalls: 30 n steps on one eigenvalue, or a non-finite
+// input) the 1-based index of the last eigenvalue not found; then every output is NaN.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "kiln/eval/array_util.h"
+#include "kiln/eval/lapack_internal.h"
+
+namespace kiln::eval_internal {
+namespace {
+
+constexpr double kEps = std::numeric_limits<double>::epsilon();
+
+// Reduces the n x n row-major h to upper Hessenberg form in place, accumulating z := z Q.
+void Hessenberg(cd* h, cd* z, int64_t n) {
+  std::vector<cd> v(n);
+  for (int64_t i = 0; i + 2 < n; ++i) {
+    cd alpha = h[(i + 1) * n + i];
+    const cd t = HouseholderLarfg(alpha, &h[(i + 2) * n + i], n - i - 2, n, true);
+    std::fill(v.begin(), v.end(), cd(0));
+    v[i + 1] = 1;
+    for (int64_t r = i + 2; r < n; ++r) v[r] = h[r * n + i];
+    h[(i + 1) * n + i] = alpha;
+    for (int64_t r = i + 2; r < n; ++r) h[r * n + i] = 0;
+    if (t == cd(0)) continue;
+    // h := H^H h (rows i+1.., columns i+1..), then h := h H and z := z H (columns i+1..).
+    for (int64_t c = i + 1; c < n; ++c) {
+      cd s = 0;
+      for (int64_t r = i + 1; r < n; ++r) s += std::conj(v[r]) * h[r * n + c];
+      s *= std::conj(t);
+      for (int64_t r = i + 1; r < n; ++r) h[r * n + c] -= v[r] * s;
+    }
+    for (cd* m : {h, z})
+      for (int64_t r = 0; r < n; ++r) {
+        cd s = 0;
+        for (int64_t c = i + 1; c < n; ++c) s += m[r * n + c] * v[c];
+        s *= t;
+        for (int64_t c = i + 1; c < n; ++c) m[r * n + c] -= s * std::conj(v[c]);
+      }
+  }
+}
+
+// Shifted QR on the Hessenberg h (n x n) to upper triangular, accumulating z := z G^H. Returns
+// 0, or the 1-based index of the last eigenvalue not found.
+int64_t ComplexSchur(cd* h, cd* z, int64_t n, double norm) {
+  int64_t hi = n - 1, iter = 0;
+  while (hi > 0) {
+    int64_t l = hi;
+    for (; l > 0; --l) {
+      double scale = std::abs(h[(l - 1) * n + l - 1]) + std::abs(h[l * n + l]);
+      if (scale == 0) scale = norm;
+      if (std::abs(h[l * n + l - 1]) <= kEps * scale) {
+        h[l * n + l - 1] = 0;
+        break;
+      }
+    }
+    if (l == hi) {
+      --hi;
+      iter = 0;
+      continue;
+    }
+    if (++iter > 30 * n) return hi + 1;
+    cd mu;
+    if (iter % 10 == 0) {  // exceptional shift
+      const double below = hi >= 2 ? std::abs(h[(hi - 1) * n + hi - 2]) : 0;
+      mu = h[hi * n + hi] + std::abs(h[hi * n + hi - 1]) + below;
+    } else {  // the eigenvalue of the trailing 2x2 closer to its last diagonal element
+      const cd a = h[(hi - 1) * n + hi - 1], b = h[(hi - 1) * n + hi];
+      const cd c = h[hi * n + hi - 1], d = h[hi * n + hi];
+      const cd half = 0.5 * (a - d);
+      const cd disc = std::sqrt(half * half + b * c);
+      const cd m1 = d + half + disc, m2 = d + half - disc;
+      mu = std::abs(m1 - d) <= std::abs(m2 - d) ? m1 : m2;
+    }
+    // One QR step on rows/columns l..hi by Givens rotations (bulge chase).
+    cd x = h[l * n + l] - mu, y = h[(l + 1) * n + l];
+    for (int64_t k = l; k < hi; ++k) {
+      if (k > l) {
+        x = h[k * n + k - 1];
+        y = h[(k + 1) * n + k - 1];
+      }
+      const double ax = std::abs(x), nrm = std::hypot(ax, std::abs(y));
+      if (nrm == 0) continue;
+      double c;
+      cd s;
+      if (ax == 0) {
+        c = 0;
+        s = std::conj(y) / std::abs(y);
+      } else {
+        c = ax / nrm;
+        s = (x / ax) * std::conj(y) / nrm;
+      }
+      for (int64_t j = k > l ? k - 1 : l; j < n; ++j) {  // rows k, k+1: G h
+        const cd u = h[k * n + j], w = h[(k + 1) * n + j];
+        h[k * n + j] = c * u + s * w;
+        h[(k + 1) * n + j] = -std::conj(s) * u + c * w;
+      }
+      if (k > l) h[(k + 1) * n + k - 1] = 0;
+      const int64_t rmax = std::min(k + 2, hi);
+      for (int64_t r = 0; r <= rmax; ++r) {  // columns k, k+1: h G^H
+        const cd u = h[r * n + k], w = h[r * n + k + 1];
+        h[r * n + k] = u * c + w * std::conj(s);
+        h[r * n + k + 1] = -u * s + w * c;
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        const cd u = z[r * n + k], w = z[r * n + k + 1];
+        z[r * n + k] = u * c + w * std::conj(s);
+        z[r * n + k + 1] = -u * s + w * c;
+      }
+    }
+  }
+  return 0;
+}
+
+// Unit 2-norm, largest component real positive; `real` also drops the imaginary parts.
+void NormalizeVector(cd* x, int64_t n, bool real) {
+  double nrm = 0, big = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    nrm += std::norm(x[i]);
+    big = std::max(big, std::abs(x[i]));
+  }
+  if (!(nrm > 0)) return;
+  cd f = 1.0 / std::sqrt(nrm);
+  for (int64_t i = 0; i < n; ++i)
+    if (std::abs(x[i]) >= big * (1 - 1e-9)) {
+      f *= std::conj(x[i]) / std::abs(x[i]);
+      break;
+    }
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] *= f;
+    if (real) x[i] = x[i].real();
+  }
+}
+
+StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* const> ops,
+                       bool real_outputs, bool left, bool right) {
+  if (ops.size() != 1) return InvalidArgument("geev %", instr.name(), " takes one operand");
+  KILN_RETURN_IF_ERROR(CheckTuple(instr, real_outputs ? 5 : 4));
+  KILN_ASSIGN_OR_RETURN(Batched bd, MatrixDims(instr, *ops[0]));
+  if (bd.m != bd.n) return InvalidArgument("geev %", instr.name(), ": matrix must be square");
+  const int64_t n = bd.n;
+  const bool real_input = !IsComplexType(ops[0]->shape().element_type());
+  std::vector<cd> a = LiteralToComplexes(*ops[0]);
+  std::vector<cd> w(bd.batch * n), vl(bd.batch * n * n, cd(0)), vr(bd.batch * n * n, cd(0));
+  std::vector<int64_t> info(bd.batch, 0);
+  std::vector<cd> h(n * n), z(n * n), x(n);
+  std::vector<bool> real_value(n);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t b = 0; b < bd.batch; ++b) {
+    std::copy(a.begin() + b * n * n, a.begin() + (b + 1) * n * n, h.begin());
+    double norm = 0;
+    for (const cd& e : h) norm += std::norm(e);
+    norm = std::sqrt(norm);
+    cd* wb = w.data() + b * n;
+    cd* lb = vl.data() + b * n * n;
+    cd* rb = vr.data() + b * n * n;
+    for (int64_t i = 0; i < n * n; ++i) z[i] = i / n == i % n ? 1.0 : 0.0;
+    int64_t fail = std::isfinite(norm) ? 0 : n;
+    if (fail == 0) {
+      Hessenberg(h.data(), z.data(), n);
+      fail = ComplexSchur(h.data(), z.data(), n, norm);
+    }
+    if (fail != 0) {
+      info[b] = fail;
+      std::fill(wb, wb + n, cd(nan, nan));
+      std::fill(lb, lb + n * n, cd(nan, nan));
+      std::fill(rb, rb + n * n, cd(nan, nan));
+      continue;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      wb[k] = h[k * n + k];
+      real_value[k] = real_input && std::abs(wb[k].imag()) <= 16 * kEps * norm;
+      if (real_value[k]) wb[k] = wb[k].real();
+    }
+    const double smin = std::max(kEps * norm, std::numeric_limits<double>::min());
+    auto safe = [&](cd d) { return std::abs(d) < smin ? cd(smin) : d; };
+    for (int64_t k = 0; k < n && right; ++k) {
+      std::fill(x.begin(), x.end(), cd(0));
+      x[k] = 1;
+      for (int64_t j = k - 1; j >= 0; --j) {
+        cd s = 0;
+        for (int64_t l = j + 1; l <= k; ++l) s += h[j * n + l] * x[l];
+        x[j] = -s / safe(h[j * n + j] - h[k * n + k]);
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        cd s = 0;
+        for (int64_t l = 0; l <= k; ++l) s += z[r * n + l] * x[l];
+        rb[r * n + k] = s;
+      }
+    }
+    for (int64_t k = 0; k < n && left; ++k) {
+      std::fill(x.begin(), x.end(), cd(0));
+      x[k] = 1;
+      for (int64_t j = k + 1; j < n; ++j) {
+        cd s = 0;
+        for (int64_t l = k; l < j; ++l) s += std::conj(h[l * n + j]) * x[l];
+        x[j] = -s / safe(std::conj(h[j * n + j] - h[k * n + k]));
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        cd s = 0;
+        for (int64_t l = k; l < n; ++l) s += z[r * n + l] * x[l];
+        lb[r * n + k] = s;
+      }
+    }
+    // Normalize columns (copied out and back: the matrices are row-major).
+    for (cd* m : {lb, rb}) {
+      if ((m == lb && !left) || (m == rb && !right)) continue;
+      for (int64_t k = 0; k < n; ++k) {
+        for (int64_t r = 0; r < n; ++r) x[r] = m[r * n + k];
+        NormalizeVector(x.data(), n, real_value[k]);
+        for (int64_t r = 0; r < n; ++r) m[r * n + k] = x[r];
+      }
+    }
+  }
+  std::vector<Literal> parts;
+  int64_t next = 0;
+  if (real_outputs) {
+    std::vector<cd> wr(w.size()), wi(w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      wr[i] = w[i].real();
+      wi[i] = w[i].imag();
+    }
+    parts.push_back(StoreTo(Element(instr.shape(), next++), wr));
+    parts.push_back(StoreTo(Element(instr.shape(), next++), wi));
+  } else {
+    parts.push_back(StoreTo(Element(instr.shape(), next++), w));
+  }
+  parts.push_back(StoreTo(Element(instr.shape(), next++), vl));
+  parts.push_back(StoreTo(Element(instr.shape(), next++), vr));
+  parts.push_back(StoreIntsTo(Element(instr.shape(), next++), info));
+  return Literal::MakeTuple(std::move(parts));
+}
+
+}  // namespace
+
+std::optional<StatusOr<Literal>> EvalGeevCustomCall(const HloInstruction& instr,
+                                                    std::span<const Literal* const> ops) {
+  std::string_view t = instr.attrs().custom_call_target;
+  if (t.size() == 16 && t.starts_with("lapack_") && t.ends_with("geev_ffi")) {
+    const char p = t[7];
+    if (p != 's' && p != 'd' && p != 'c' && p != 'z') return std::nullopt;
+    return Geev(instr, ops, p == 's' || p == 'd', BackendInt(instr, "compute_left", 'N') == 'V',
+                BackendInt(instr, "compute_right", 'N') == 'V');
+  }
+  if (t.starts_with("cu"))
+    t.remove_prefix(2);
+  else if (t.starts_with("hip"))
+    t.remove_prefix(3);
+  else
+    return std::nullopt;
+  if (t != "hybrid_eig_real" && t != "hybrid_eig_comp") return std::nullopt;
+  return Geev(instr, ops, t == "hybrid_eig_real", BackendInt(instr, "left", 0) != 0,
+              BackendInt(instr, "right", 0) != 0);
+}
+
+}  // namespace kiln::eval_internal
