@@ -13,6 +13,7 @@ those cases return invariants (V diag(w) V^H, |V|, U diag(s) V^H, U U^H) on inpu
 well-separated eigen/singular values in [1, 10].
 """
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
@@ -212,6 +213,17 @@ def register(add):
     add(f'linalg_eig_{plat}_f32', _eig, F((5, 5)), **cc)
     add(f'linalg_eig_{plat}_f64', _eig, F((6, 6), 'f64'), **cc)
     add(f'linalg_eig_{plat}_c64', _eig, C((4, 4)), **cc)
+  # Complex Schur form (lapack_?gees_ffi; no GPU lowering): sqrtm is unique, and so are
+  # Z T Z^H and T's diagonal as a set.
+  def _schur(a):
+    t, z = jax.scipy.linalg.schur(a, output='complex')
+    w = jnp.diagonal(t)
+    return (*_eig_values(w), (z @ t) @ _h(z), jnp.abs(_h(z) @ z))
+  add('linalg_schur_complex_cpu_f32', _schur, F((5, 5)), platform='cpu')
+  add('linalg_schur_cpu_c128', _schur, C((4, 4), 'c128'), platform='cpu')
+  add('linalg_sqrtm_cpu_f32', jax.scipy.linalg.sqrtm, SPD(4), platform='cpu')
+  add('linalg_sqrtm_cpu_c64', jax.scipy.linalg.sqrtm, lambda rng: (
+      SPD(4, 'c64')(rng) + np.diag([1j, 0, -1j, 0.5j]).astype(np.complex64)), platform='cpu')
   # Hessenberg reduction: JAX lowers it for the CPU only (?gehrd).
   cpu = dict(platform='cpu', note='lowered for platform cpu: LAPACK ?gehrd')
   add('linalg_hessenberg_cpu_f32', lambda a: lax.linalg.hessenberg(a), F((6, 6)), **cpu)

@@ -675,6 +675,40 @@ ENTRY e {
   EXPECT_TRUE(std::isnan(testing::Doubles(r->tuple_element(0))[0]));
 }
 
+TEST(Gees, ComplexSchurForm) {
+  for (int64_t n : {1, 2, 7, 33}) {
+    SCOPED_TRACE(StrCat("n ", n));
+    const std::string hlo = StrCat("HloModule m\nENTRY e {\n  p = c128[2,", n, ",", n,
+                                   "] parameter(0)\n  ROOT c = (c128[2,", n, ",", n,
+                                   "]{1,2,0}, c128[2,", n, ",", n, "]{1,2,0}, c128[2,", n,
+                                   "], s32[2], s32[2]) custom-call(p), "
+                                   "custom_call_target=\"lapack_zgees_ffi\", "
+                                   "api_version=API_VERSION_TYPED_FFI, backend_config={mode = 86 "
+                                   ": ui8, sort = 78 : ui8}\n}\n");
+    std::vector<cd> a = RandomMatrix(2 * n * n, true, 41 + n);
+    StatusOr<Literal> r = RunHlo(hlo, {MakeLiteral(PrimitiveType::kC128, {2, n, n}, a)});
+    ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << hlo;
+    std::vector<cd> t = eval_internal::LiteralToComplexes(r->tuple_element(0));
+    std::vector<cd> z = eval_internal::LiteralToComplexes(r->tuple_element(1));
+    std::vector<cd> w = eval_internal::LiteralToComplexes(r->tuple_element(2));
+    EXPECT_EQ(testing::Ints(r->tuple_element(3)), (std::vector<int64_t>{0, 0}));
+    EXPECT_EQ(testing::Ints(r->tuple_element(4)), (std::vector<int64_t>{0, 0}));
+    for (int64_t b = 0; b < 2; ++b) {
+      const cd* tb = t.data() + b * n * n;
+      const cd* zb = z.data() + b * n * n;
+      for (int64_t i = 0; i < n; ++i) {
+        EXPECT_EQ(w[b * n + i], tb[i * n + i]);
+        for (int64_t j = 0; j < i; ++j) EXPECT_EQ(tb[i * n + j], cd(0));
+      }
+      EXPECT_LT(OrthoError(zb, n, n), 1e-12 * n);
+      // Z^H A Z = T.
+      std::vector<cd> q(zb, zb + n * n);
+      EXPECT_LT(SimilarityError(n, a.data() + b * n * n, q, std::vector<cd>(tb, tb + n * n)),
+                1e-12 * n);
+    }
+  }
+}
+
 TEST(LinalgCustomCall, UnknownTargetNamesIt) {
   for (const char* t : {"lapack_sgees_ffi", "cusolver_syrk_ffi", "cuhybrid_eig_other"}) {
     StatusOr<Literal> r =

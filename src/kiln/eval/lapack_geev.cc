@@ -1,7 +1,13 @@
-// Eigenvalues and eigenvectors of general square matrices:
+// Eigenvalues, eigenvectors and the complex Schur form of general square matrices:
 //   lapack_{s,d}geev_ffi, {cu,hip}hybrid_eig_real   (a) -> (wr, wi, vl, vr, info)
 //   lapack_{c,z}geev_ffi, {cu,hip}hybrid_eig_comp   (a) -> (w, vl, vr, info)
-// with vl / vr complex (n x n, eigenvectors in columns) whatever a's type. Left vectors are
+//   lapack_{c,z}gees_ffi (backend_config mode 'V'/'N', sort 'N')  (a) -> (t, z, w, sdim, info):
+//       the complex Schur form A = Z T Z^H, T upper triangular with w on its diagonal, Z
+//       unitary (zeros for mode 'N'), sdim = 0. Only unitary-similarity invariants (T's
+//       diagonal as a set, Z T Z^H, functions of A such as sqrtm) match LAPACK's; sort = 'S' is
+//       Unimplemented. The real Schur form (lapack_{s,d}gees_ffi: 2x2 blocks for complex pairs)
+//       is not supported (UnsupportedInstruction).
+// geev: vl / vr complex (n x n, eigenvectors in columns) whatever a's type. Left vectors are
 // computed when backend_config has compute_left = 'V' (86) or left = true, right ones for
 // compute_right = 'V' / right = true; the others are zeros (LAPACK leaves them unspecified and
 // JAX ignores them). vl's columns u_k satisfy u_k^H A = w_k u_k^H, vr's A v_k = w_k v_k.
@@ -10,7 +16,8 @@
 // A = Z T Z^H, eigenvectors by back-substitution in T (a tiny denominator is raised to
 // eps |T|, as LAPACK's ?trevc does) mapped back through Z.
 // Conventions (LAPACK fixes neither the order nor the phase the same way):
-//  - eigenvalues come in the order of T's diagonal, which is not LAPACK's (a real matrix's
+//  - eigenvalues (and gees' T) come in the order of T's diagonal, which is not LAPACK's (a real
+//  matrix's
 //    conjugate pairs are not necessarily adjacent); compare order-free quantities.
 //  - every vector has unit 2-norm and its component of largest magnitude (the first within a
 //    relative 1e-9) real and positive.
@@ -250,6 +257,50 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
   return Literal::MakeTuple(std::move(parts));
 }
 
+// Complex Schur decomposition A = Z T Z^H (T upper triangular, its diagonal the eigenvalues in
+// the order the QR iteration leaves them): results (t, z, w, sdim, info).
+StatusOr<Literal> Gees(const HloInstruction& instr, std::span<const Literal* const> ops,
+                       bool vectors) {
+  if (ops.size() != 1) return InvalidArgument("gees %", instr.name(), " takes one operand");
+  KILN_RETURN_IF_ERROR(CheckTuple(instr, 5));
+  KILN_ASSIGN_OR_RETURN(Batched bd, MatrixDims(instr, *ops[0]));
+  if (bd.m != bd.n) return InvalidArgument("gees %", instr.name(), ": matrix must be square");
+  if (BackendInt(instr, "sort", 'N') != 'N')
+    return Unimplemented("gees %", instr.name(), ": sorted Schur forms (sort = 'S')");
+  const int64_t n = bd.n;
+  std::vector<cd> t = LiteralToComplexes(*ops[0]);
+  std::vector<cd> z(t.size(), cd(0)), w(bd.batch * n);
+  std::vector<int64_t> info(bd.batch, 0);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t b = 0; b < bd.batch; ++b) {
+    cd* h = t.data() + b * n * n;
+    cd* zb = z.data() + b * n * n;
+    for (int64_t i = 0; i < n; ++i) zb[i * n + i] = 1;
+    double norm = 0;
+    for (int64_t i = 0; i < n * n; ++i) norm += std::norm(h[i]);
+    norm = std::sqrt(norm);
+    int64_t fail = std::isfinite(norm) ? 0 : n;
+    if (fail == 0) {
+      Hessenberg(h, zb, n);
+      fail = ComplexSchur(h, zb, n, norm);
+    }
+    if (fail != 0) {
+      info[b] = fail;
+      std::fill(h, h + n * n, cd(nan, nan));
+      std::fill(zb, zb + n * n, cd(nan, nan));
+    }
+    for (int64_t k = 0; k < n; ++k) w[b * n + k] = h[k * n + k];
+    if (!vectors) std::fill(zb, zb + n * n, cd(0));
+  }
+  std::vector<Literal> parts;
+  parts.push_back(StoreTo(Element(instr.shape(), 0), t));
+  parts.push_back(StoreTo(Element(instr.shape(), 1), z));
+  parts.push_back(StoreTo(Element(instr.shape(), 2), w));
+  parts.push_back(StoreIntsTo(Element(instr.shape(), 3), std::vector<int64_t>(bd.batch, 0)));
+  parts.push_back(StoreIntsTo(Element(instr.shape(), 4), info));
+  return Literal::MakeTuple(std::move(parts));
+}
+
 }  // namespace
 
 std::optional<StatusOr<Literal>> EvalGeevCustomCall(const HloInstruction& instr,
@@ -261,6 +312,9 @@ std::optional<StatusOr<Literal>> EvalGeevCustomCall(const HloInstruction& instr,
     return Geev(instr, ops, p == 's' || p == 'd', BackendInt(instr, "compute_left", 'N') == 'V',
                 BackendInt(instr, "compute_right", 'N') == 'V');
   }
+  // Complex Schur only: the real Schur form (2x2 blocks) of lapack_{s,d}gees_ffi is not here.
+  if (t == "lapack_cgees_ffi" || t == "lapack_zgees_ffi")
+    return Gees(instr, ops, BackendInt(instr, "mode", 'V') == 'V');
   if (t.starts_with("cu"))
     t.remove_prefix(2);
   else if (t.starts_with("hip"))
