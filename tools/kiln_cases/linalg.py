@@ -166,6 +166,19 @@ def register(add):
     case('lu_batched_f32', lambda a: lax.linalg.lu(a), SPD(4, batch=(2,)))
     case('qr_f32', jnp.linalg.qr, F((6, 4)))
     case('qr_f64', jnp.linalg.qr, F((7, 5), 'f64'))
+    case('qr_complete_f32', lambda a: jnp.linalg.qr(a, mode='complete'), F((6, 4)))
+    case('qr_wide_f32', jnp.linalg.qr, F((4, 6)))
+    case('qr_c64', jnp.linalg.qr, C((5, 3)))
+    case('lu_tall_f32', lambda a: lax.linalg.lu(a), F((6, 4)))
+    case('lu_wide_f32', lambda a: lax.linalg.lu(a), F((3, 5)))
+    case('lu_solve_f32', lambda a, b: jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(a), b),
+         SPD(5), F((5, 2)))
+    case('cho_solve_f32', lambda a, b: jax.scipy.linalg.cho_solve(
+        jax.scipy.linalg.cho_factor(a), b), SPD(5), F((5, 3)))
+    case('inv_c64', jnp.linalg.inv, SPD(4, 'c64'))
+    case('svd_full_c64', lambda a: _svd_full(a)[:2], SVDIN(5, 3, 'c64'))
+    case('expm_f32', jax.scipy.linalg.expm, lambda rng: (rng.uniform(-1, 1, (4, 4)) * 0.5).astype(
+        np.float32))
     case('eigvalsh_f32', jnp.linalg.eigvalsh, SYM(6))
     case('eigh_f32', _eigh, SYM(7))
     # The strictly lower triangle holds junk that the 'U' call must not read.
