@@ -234,6 +234,12 @@ def register(add):
     return (*_eig_values(w), (z @ t) @ _h(z), jnp.abs(_h(z) @ z))
   add('linalg_schur_complex_cpu_f32', _schur, F((5, 5)), platform='cpu')
   add('linalg_schur_cpu_c128', _schur, C((4, 4), 'c128'), platform='cpu')
+  def _schur_real(a):
+    t, z = jax.scipy.linalg.schur(a)
+    w = jnp.linalg.eigvals(t)  # from the quasi-triangular T (geev on T)
+    return (*_eig_values(w), (z @ t) @ z.T, z.T @ z, jnp.abs(jnp.tril(t, -2)).max())
+  add('linalg_schur_real_cpu_f32', _schur_real, F((6, 6)), platform='cpu')
+  add('linalg_schur_real_cpu_f64', _schur_real, F((5, 5), 'f64'), platform='cpu')
   add('linalg_sqrtm_cpu_f32', jax.scipy.linalg.sqrtm, SPD(4), platform='cpu')
   add('linalg_sqrtm_cpu_c64', jax.scipy.linalg.sqrtm, lambda rng: (
       SPD(4, 'c64')(rng) + np.diag([1j, 0, -1j, 0.5j]).astype(np.complex64)), platform='cpu')

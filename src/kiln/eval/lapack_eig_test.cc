@@ -709,8 +709,59 @@ TEST(Gees, ComplexSchurForm) {
   }
 }
 
+TEST(Gees, RealSchurForm) {
+  for (int64_t n : {1, 2, 3, 7, 33}) {
+    SCOPED_TRACE(StrCat("n ", n));
+    const std::string hlo = StrCat(
+        "HloModule m\nENTRY e {\n  p = f64[2,", n, ",", n, "] parameter(0)\n  ROOT c = (f64[2,", n,
+        ",", n, "]{1,2,0}, f64[2,", n, ",", n, "]{1,2,0}, f64[2,", n, "], f64[2,", n,
+        "], s32[2], s32[2]) custom-call(p), custom_call_target=\"lapack_dgees_ffi\", "
+        "api_version=API_VERSION_TYPED_FFI, backend_config={mode = 86 : ui8, sort = 78 : "
+        "ui8}\n}\n");
+    std::vector<cd> a = RandomMatrix(2 * n * n, false, 51 + n);
+    StatusOr<Literal> r = RunHlo(hlo, {MakeLiteral(PrimitiveType::kF64, {2, n, n}, a)});
+    ASSERT_TRUE(r.ok()) << r.status().ToString() << "\n" << hlo;
+    std::vector<double> t = testing::Doubles(r->tuple_element(0));
+    std::vector<double> z = testing::Doubles(r->tuple_element(1));
+    std::vector<double> wr = testing::Doubles(r->tuple_element(2));
+    std::vector<double> wi = testing::Doubles(r->tuple_element(3));
+    EXPECT_EQ(testing::Ints(r->tuple_element(5)), (std::vector<int64_t>{0, 0}));
+    for (int64_t b = 0; b < 2; ++b) {
+      const double* tb = t.data() + b * n * n;
+      std::vector<cd> tc(tb, tb + n * n), zc(z.begin() + b * n * n, z.begin() + (b + 1) * n * n);
+      EXPECT_LT(OrthoError(zc.data(), n, n), 1e-12 * n);
+      EXPECT_LT(SimilarityError(n, a.data() + b * n * n, zc, tc), 1e-12 * n);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j + 1 < i; ++j) {
+          EXPECT_EQ(tb[i * n + j], 0) << i << "," << j;
+        }
+      int pairs = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        if (k + 1 < n && tb[(k + 1) * n + k] != 0) {  // a standardized 2x2 block
+          ++pairs;
+          EXPECT_EQ(tb[k * n + k], tb[(k + 1) * n + k + 1]);
+          EXPECT_LT(tb[k * n + k + 1] * tb[(k + 1) * n + k], 0);
+          if (k + 2 < n) {
+            EXPECT_EQ(tb[(k + 2) * n + k + 1], 0);
+          }
+          EXPECT_EQ(wr[b * n + k], tb[k * n + k]);
+          EXPECT_GT(wi[b * n + k], 0);
+          EXPECT_EQ(wi[b * n + k + 1], -wi[b * n + k]);
+          ++k;
+        } else {
+          EXPECT_EQ(wr[b * n + k], tb[k * n + k]);
+          EXPECT_EQ(wi[b * n + k], 0);
+        }
+      }
+      if (n >= 7) {
+        EXPECT_GT(pairs, 0);  // random real matrices of this size have complex pairs
+      }
+    }
+  }
+}
+
 TEST(LinalgCustomCall, UnknownTargetNamesIt) {
-  for (const char* t : {"lapack_sgees_ffi", "cusolver_syrk_ffi", "cuhybrid_eig_other"}) {
+  for (const char* t : {"lapack_sgges_ffi", "cusolver_syrk_ffi", "cuhybrid_eig_other"}) {
     StatusOr<Literal> r =
         RunHlo(StrCat(R"(HloModule m
 ENTRY e {

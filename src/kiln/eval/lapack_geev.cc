@@ -1,12 +1,16 @@
-// Eigenvalues, eigenvectors and the complex Schur form of general square matrices:
+// Eigenvalues, eigenvectors and Schur forms of general square matrices:
 //   lapack_{s,d}geev_ffi, {cu,hip}hybrid_eig_real   (a) -> (wr, wi, vl, vr, info)
 //   lapack_{c,z}geev_ffi, {cu,hip}hybrid_eig_comp   (a) -> (w, vl, vr, info)
 //   lapack_{c,z}gees_ffi (backend_config mode 'V'/'N', sort 'N')  (a) -> (t, z, w, sdim, info):
 //       the complex Schur form A = Z T Z^H, T upper triangular with w on its diagonal, Z
 //       unitary (zeros for mode 'N'), sdim = 0. Only unitary-similarity invariants (T's
 //       diagonal as a set, Z T Z^H, functions of A such as sqrtm) match LAPACK's; sort = 'S' is
-//       Unimplemented. The real Schur form (lapack_{s,d}gees_ffi: 2x2 blocks for complex pairs)
-//       is not supported (UnsupportedInstruction).
+//       Unimplemented.
+//   lapack_{s,d}gees_ffi (same attributes)  (a) -> (t, z, wr, wi, sdim, info): the real Schur
+//       form A = Z T Z^T by Francis double-shift QR: T quasi upper triangular, each complex
+//       pair a 2x2 block in standard form (equal diagonal elements, off-diagonal elements of
+//       opposite signs; wr = that diagonal, wi = +-sqrt(|b c|), the positive one first), real
+//       eigenvalues on the diagonal; same invariants as above match LAPACK's.
 // geev: vl / vr complex (n x n, eigenvectors in columns) whatever a's type. Left vectors are
 // computed when backend_config has compute_left = 'V' (86) or left = true, right ones for
 // compute_right = 'V' / right = true; the others are zeros (LAPACK leaves them unspecified and
@@ -257,6 +261,204 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
   return Literal::MakeTuple(std::move(parts));
 }
 
+// ---- The real Schur form (real input): Francis double-shift QR in double ----
+
+// The 2x2 block of the n x n row-major t at (p, p) times R from the right, R^T from the left,
+// over the whole matrix (t := R^T t R on rows/columns p, p+1), and z := z R.
+void RotateReal(double* t, double* z, int64_t n, int64_t p, double c, double s) {
+  // R = [[c, -s], [s, c]].
+  for (int64_t j = 0; j < n; ++j) {
+    const double u = t[p * n + j], v = t[(p + 1) * n + j];
+    t[p * n + j] = c * u + s * v;
+    t[(p + 1) * n + j] = -s * u + c * v;
+  }
+  for (double* m : {t, z})
+    for (int64_t r = 0; r < n; ++r) {
+      const double u = m[r * n + p], v = m[r * n + p + 1];
+      m[r * n + p] = c * u + s * v;
+      m[r * n + p + 1] = -s * u + c * v;
+    }
+}
+
+// Rotates the 2x2 diagonal block at (p, p) into standard form: upper triangular when its
+// eigenvalues are real (the one nearer the old top-left first), else equal diagonal elements
+// and off-diagonal elements of opposite signs.
+void StandardizeBlock(double* t, double* z, int64_t n, int64_t p) {
+  const double a = t[p * n + p], b = t[p * n + p + 1], c = t[(p + 1) * n + p],
+               d = t[(p + 1) * n + p + 1];
+  if (c == 0) return;
+  const double half = 0.5 * (a - d), disc = half * half + b * c;
+  if (disc >= 0) {
+    const double root = std::sqrt(disc);
+    const double lambda = 0.5 * (a + d) + (half >= 0 ? root : -root);
+    // An eigenvector: (b, lambda - a) or (lambda - d, c), the longer one.
+    double u1 = b, u2 = lambda - a;
+    if (std::hypot(lambda - d, c) > std::hypot(u1, u2)) {
+      u1 = lambda - d;
+      u2 = c;
+    }
+    const double r = std::hypot(u1, u2);
+    RotateReal(t, z, n, p, u1 / r, u2 / r);
+    t[(p + 1) * n + p] = 0;
+  } else {
+    const double theta = 0.5 * std::atan2(d - a, b + c);
+    RotateReal(t, z, n, p, std::cos(theta), std::sin(theta));
+    const double mean = 0.5 * (t[p * n + p] + t[(p + 1) * n + p + 1]);
+    t[p * n + p] = t[(p + 1) * n + p + 1] = mean;
+  }
+}
+
+// Francis double-shift QR on the Hessenberg t, accumulating z; 2x2 blocks standardized.
+// Returns 0 or the 1-based index of the last eigenvalue not found.
+int64_t RealSchur(double* t, double* z, int64_t n, double norm) {
+  int64_t hi = n - 1, iter = 0;
+  while (hi >= 0) {
+    int64_t l = hi;
+    for (; l > 0; --l) {
+      double scale = std::abs(t[(l - 1) * n + l - 1]) + std::abs(t[l * n + l]);
+      if (scale == 0) scale = norm;
+      if (std::abs(t[l * n + l - 1]) <= kEps * scale) {
+        t[l * n + l - 1] = 0;
+        break;
+      }
+    }
+    if (l == hi) {  // a 1x1 block
+      --hi;
+      iter = 0;
+      continue;
+    }
+    if (l == hi - 1) {  // a 2x2 block
+      StandardizeBlock(t, z, n, hi - 1);
+      hi -= 2;
+      iter = 0;
+      continue;
+    }
+    if (++iter > 30 * n) return hi + 1;
+    const int64_t m = hi - 1;
+    double s = t[m * n + m] + t[hi * n + hi];
+    double p = t[m * n + m] * t[hi * n + hi] - t[m * n + hi] * t[hi * n + m];
+    if (iter % 10 == 0) {  // exceptional shift: a double real shift near the corner
+      const double mu = t[hi * n + hi] + std::abs(t[hi * n + m]) + std::abs(t[m * n + m - 1]);
+      s = 2 * mu;
+      p = mu * mu;
+    }
+    double x =
+        t[l * n + l] * t[l * n + l] + t[l * n + l + 1] * t[(l + 1) * n + l] - s * t[l * n + l] + p;
+    double y = t[(l + 1) * n + l] * (t[l * n + l] + t[(l + 1) * n + l + 1] - s);
+    double w = t[(l + 1) * n + l] * t[(l + 2) * n + l + 1];
+    for (int64_t k = l; k + 1 < hi; ++k) {
+      // The reflector I - tau v v^T, v = (1, v1, v2), mapping (x, y, w) to (beta, 0, 0).
+      const double nrm = std::sqrt(x * x + y * y + w * w);
+      if (nrm > 0 && (y != 0 || w != 0)) {
+        const double beta = x >= 0 ? -nrm : nrm;
+        const double tau = (beta - x) / beta, v1 = y / (x - beta), v2 = w / (x - beta);
+        const int64_t q = std::max(l, k - 1);
+        for (int64_t j = q; j < n; ++j) {
+          const double sum = t[k * n + j] + v1 * t[(k + 1) * n + j] + v2 * t[(k + 2) * n + j];
+          t[k * n + j] -= tau * sum;
+          t[(k + 1) * n + j] -= tau * sum * v1;
+          t[(k + 2) * n + j] -= tau * sum * v2;
+        }
+        if (k > l) t[(k + 1) * n + k - 1] = t[(k + 2) * n + k - 1] = 0;
+        const int64_t rmax = std::min(k + 3, hi);
+        for (double* mat : {t, z}) {
+          const int64_t rows = mat == t ? rmax + 1 : n;
+          for (int64_t r = 0; r < rows; ++r) {
+            const double sum = mat[r * n + k] + v1 * mat[r * n + k + 1] + v2 * mat[r * n + k + 2];
+            mat[r * n + k] -= tau * sum;
+            mat[r * n + k + 1] -= tau * sum * v1;
+            mat[r * n + k + 2] -= tau * sum * v2;
+          }
+        }
+      }
+      x = t[(k + 1) * n + k];
+      y = t[(k + 2) * n + k];
+      if (k + 2 < hi) w = t[(k + 3) * n + k];
+    }
+    // The last step: a Givens rotation on rows/columns hi-1, hi.
+    const double r = std::hypot(x, y);
+    if (r > 0 && y != 0) {
+      const double c = x / r, sn = y / r;
+      for (int64_t j = hi - 2; j < n; ++j) {
+        const double u = t[m * n + j], v = t[hi * n + j];
+        t[m * n + j] = c * u + sn * v;
+        t[hi * n + j] = -sn * u + c * v;
+      }
+      t[hi * n + hi - 2] = 0;
+      for (double* mat : {t, z}) {
+        const int64_t rows = mat == t ? hi + 1 : n;
+        for (int64_t row = 0; row < rows; ++row) {
+          const double u = mat[row * n + m], v = mat[row * n + hi];
+          mat[row * n + m] = c * u + sn * v;
+          mat[row * n + hi] = -sn * u + c * v;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+// The real Schur form A = Z T Z^T: results (t, z, wr, wi, sdim, info); complex pairs as
+// standardized 2x2 blocks, wr/wi with the positive imaginary part first (as LAPACK).
+StatusOr<Literal> RealGees(const HloInstruction& instr, std::span<const Literal* const> ops,
+                           bool vectors) {
+  if (ops.size() != 1) return InvalidArgument("gees %", instr.name(), " takes one operand");
+  KILN_RETURN_IF_ERROR(CheckTuple(instr, 6));
+  KILN_ASSIGN_OR_RETURN(Batched bd, MatrixDims(instr, *ops[0]));
+  if (bd.m != bd.n) return InvalidArgument("gees %", instr.name(), ": matrix must be square");
+  if (BackendInt(instr, "sort", 'N') != 'N')
+    return Unimplemented("gees %", instr.name(), ": sorted Schur forms (sort = 'S')");
+  const int64_t n = bd.n;
+  std::vector<cd> a = LiteralToComplexes(*ops[0]);
+  std::vector<cd> tout(a.size()), zout(a.size(), cd(0)), wr(bd.batch * n), wi(bd.batch * n);
+  std::vector<int64_t> info(bd.batch, 0);
+  std::vector<cd> hc(n * n), zc(n * n);
+  std::vector<double> t(n * n), z(n * n);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int64_t b = 0; b < bd.batch; ++b) {
+    std::copy(a.begin() + b * n * n, a.begin() + (b + 1) * n * n, hc.begin());
+    double norm = 0;
+    for (const cd& e : hc) norm += std::norm(e);
+    norm = std::sqrt(norm);
+    for (int64_t i = 0; i < n * n; ++i) zc[i] = i / n == i % n ? 1.0 : 0.0;
+    int64_t fail = std::isfinite(norm) ? 0 : n;
+    if (fail == 0) {
+      Hessenberg(hc.data(), zc.data(), n);  // real input: the arithmetic stays real
+      for (int64_t i = 0; i < n * n; ++i) {
+        t[i] = hc[i].real();
+        z[i] = zc[i].real();
+      }
+      fail = RealSchur(t.data(), z.data(), n, norm);
+    }
+    if (fail != 0) {
+      info[b] = fail;
+      std::fill(t.begin(), t.end(), nan);
+      std::fill(z.begin(), z.end(), nan);
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      wr[b * n + k] = t[k * n + k];
+      wi[b * n + k] = 0;
+      if (fail == 0 && k + 1 < n && t[(k + 1) * n + k] != 0) {
+        const double im = std::sqrt(std::abs(t[k * n + k + 1]) * std::abs(t[(k + 1) * n + k]));
+        wr[b * n + k + 1] = t[(k + 1) * n + k + 1];
+        wi[b * n + k] = im;
+        wi[b * n + k + 1] = -im;
+        ++k;
+      }
+    }
+    std::copy(t.begin(), t.end(), tout.begin() + b * n * n);
+    if (vectors) std::copy(z.begin(), z.end(), zout.begin() + b * n * n);
+  }
+  std::vector<Literal> parts;
+  parts.push_back(StoreTo(Element(instr.shape(), 0), tout));
+  parts.push_back(StoreTo(Element(instr.shape(), 1), zout));
+  parts.push_back(StoreTo(Element(instr.shape(), 2), wr));
+  parts.push_back(StoreTo(Element(instr.shape(), 3), wi));
+  parts.push_back(StoreIntsTo(Element(instr.shape(), 4), std::vector<int64_t>(bd.batch, 0)));
+  parts.push_back(StoreIntsTo(Element(instr.shape(), 5), info));
+  return Literal::MakeTuple(std::move(parts));
+}
+
 // Complex Schur decomposition A = Z T Z^H (T upper triangular, its diagonal the eigenvalues in
 // the order the QR iteration leaves them): results (t, z, w, sdim, info).
 StatusOr<Literal> Gees(const HloInstruction& instr, std::span<const Literal* const> ops,
@@ -312,9 +514,10 @@ std::optional<StatusOr<Literal>> EvalGeevCustomCall(const HloInstruction& instr,
     return Geev(instr, ops, p == 's' || p == 'd', BackendInt(instr, "compute_left", 'N') == 'V',
                 BackendInt(instr, "compute_right", 'N') == 'V');
   }
-  // Complex Schur only: the real Schur form (2x2 blocks) of lapack_{s,d}gees_ffi is not here.
   if (t == "lapack_cgees_ffi" || t == "lapack_zgees_ffi")
     return Gees(instr, ops, BackendInt(instr, "mode", 'V') == 'V');
+  if (t == "lapack_sgees_ffi" || t == "lapack_dgees_ffi")
+    return RealGees(instr, ops, BackendInt(instr, "mode", 'V') == 'V');
   if (t.starts_with("cu"))
     t.remove_prefix(2);
   else if (t.starts_with("hip"))
