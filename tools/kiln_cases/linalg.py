@@ -207,6 +207,10 @@ def register(add):
     case('tridiagonal_solve_f32', lax.linalg.tridiagonal_solve, *_tridiag(6), F((6, 3)))
     case('tridiagonal_solve_f64', lax.linalg.tridiagonal_solve, *_tridiag(5, 'f64', batch=(2,)),
          F((2, 5, 2), 'f64'))
+  # symmetric_product: cuBLAS syrk on cuda (only the lower triangle is the product there; the
+  # strictly upper one is c's), plain HLO elsewhere.
+  add('linalg_symmetric_product_cuda_f32', lambda a, c: jnp.tril(lax.linalg.symmetric_product(
+      a, c, alpha=2.0, beta=0.5)), F((2, 4, 3)), F((2, 4, 4)), platform='cuda')
   # The ROCm lowering names the same contracts hipsolver_*/hipsparse_*/hip_*: one case per target.
   roc = dict(platform='rocm', note='lowered for platform rocm: hipSOLVER/hipSPARSE custom calls')
   add('linalg_lu_rocm_f32', lambda a: lax.linalg.lu(a), SPD(5), **roc)

@@ -16,6 +16,8 @@
 //       ?sytrd/?hetrd (lapack_reduce.cc).
 //   {cu,hip}sparse_gtsv2_ffi   (dl, d, du, b) -> x: the solution only (no info; a zero pivot
 //       leaves x as ?gtsv leaves b).
+//   {cu,hip}solver_syrk_ffi    (a, c, alpha, beta) -> c': symmetric_product; see Syrk below for
+//       which triangle is computed.
 //   {cu,hip}_lu_pivots_to_permutation  (pivots s32[..., k]) -> perm s32[..., m]: 0-based
 //       row interchanges applied in order to the identity permutation of m (the result's last
 //       dimension); a pivot outside [0, m) is skipped.
@@ -66,6 +68,38 @@ StatusOr<Literal> PivotsToPermutation(const HloInstruction& instr,
   return StoreIntsTo(rs, perm);
 }
 
+// syrk as JAX's GPU symmetric_product calls it: operands (a, c, alpha, beta) with row-major
+// buffers that cuBLAS reads as column-major, fill mode upper there -- so, in the logical
+// (row-major) view, the lower triangle and diagonal of the result are alpha a a^T + beta c
+// (a^T a with transpose = true; no conjugation for complex types) and the strictly upper
+// triangle is c's.
+StatusOr<Literal> Syrk(const HloInstruction& instr, std::span<const Literal* const> ops) {
+  if (ops.size() != 4) return InvalidArgument("syrk %", instr.name(), " takes (a, c, alpha, beta)");
+  KILN_ASSIGN_OR_RETURN(Batched ad, MatrixDims(instr, *ops[0], 0));
+  KILN_ASSIGN_OR_RETURN(Batched cd_, MatrixDims(instr, *ops[1], 1));
+  const bool transpose = BackendInt(instr, "transpose", 0) != 0;
+  const int64_t n = transpose ? ad.n : ad.m, k = transpose ? ad.m : ad.n;
+  if (cd_.m != n || cd_.n != n || cd_.batch != ad.batch || ops[2]->element_count() != 1 ||
+      ops[3]->element_count() != 1)
+    return InvalidArgument("syrk %", instr.name(), ": shapes do not fit (a ",
+                           ops[0]->shape().ToString(), ", c ", ops[1]->shape().ToString(), ")");
+  std::vector<cd> a = LiteralToComplexes(*ops[0]), c = LiteralToComplexes(*ops[1]);
+  const cd alpha = LiteralToComplexes(*ops[2])[0], beta = LiteralToComplexes(*ops[3])[0];
+  for (int64_t b = 0; b < ad.batch; ++b) {
+    const cd* x = a.data() + b * ad.m * ad.n;
+    cd* y = c.data() + b * n * n;
+    // Row i of op(a) (n x k): a[i, :] or column i of a.
+    auto at = [&](int64_t i, int64_t l) { return transpose ? x[l * ad.n + i] : x[i * ad.n + l]; };
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j <= i; ++j) {
+        cd s = 0;
+        for (int64_t l = 0; l < k; ++l) s += at(i, l) * at(j, l);
+        y[i * n + j] = alpha * s + beta * y[i * n + j];
+      }
+  }
+  return StoreTo(instr.shape(), c);
+}
+
 StatusOr<Literal> Gtsv2(const HloInstruction& instr, std::span<const Literal* const> ops) {
   KILN_ASSIGN_OR_RETURN(GtsvResult r, GtsvSolve(instr, ops));
   return StoreTo(Element(instr.shape(), 0), r.x);
@@ -89,6 +123,7 @@ std::optional<StatusOr<Literal>> EvalGpuSolverCustomCall(const HloInstruction& i
                      BackendInt(instr, "transposed", 0) != 0 ? SvdOutputs::kVtU : SvdOutputs::kUVt);
   if (t == "solver_sytrd_ffi") return SytrdKernel(instr, ops, BackendInt(instr, "lower", 1) != 0);
   if (t == "sparse_gtsv2_ffi") return Gtsv2(instr, ops);
+  if (t == "solver_syrk_ffi") return Syrk(instr, ops);
   if (t == "_lu_pivots_to_permutation") return PivotsToPermutation(instr, ops);
   return std::nullopt;
 }

@@ -378,6 +378,40 @@ ENTRY e {
   }
 }
 
+TEST(GpuSolver, SyrkLowerTriangle) {
+  // a = [[1, 2], [3, 4], [5, 6]] (3 x 2), c = 10 * ones(3, 3) + diag(1, 2, 3).
+  auto f32 = [](std::vector<int64_t> d, std::vector<double> v) {
+    return Literal::FromDoubles(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, std::move(d)),
+                                v);
+  };
+  Literal a = f32({3, 2}, {1, 2, 3, 4, 5, 6});
+  Literal alpha = f32({}, {2}), beta = f32({}, {0.5});
+  for (bool transpose : {false, true}) {
+    const int64_t n = transpose ? 2 : 3;
+    std::vector<double> c(n * n, 10);
+    for (int64_t i = 0; i < n; ++i) c[i * n + i] += i + 1;
+    const std::string hlo = StrCat(
+        "HloModule m\nENTRY e {\n  a = f32[3,2] parameter(0)\n  c = f32[", n, ",", n,
+        "] parameter(1)\n  al = f32[] parameter(2)\n  be = f32[] parameter(3)\n  ROOT r = f32[", n,
+        ",", n,
+        "] custom-call(a, c, al, be), custom_call_target=\"hipsolver_syrk_ffi\", "
+        "api_version=API_VERSION_TYPED_FFI, backend_config={transpose = ",
+        transpose ? "true" : "false", "}\n}\n");
+    StatusOr<Literal> r = RunHlo(hlo, {a, f32({n, n}, c), alpha, beta});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    const std::vector<double> x = {1, 2, 3, 4, 5, 6};
+    std::vector<double> expect(n * n);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t l = 0; l < (transpose ? 3 : 2); ++l)
+          s += transpose ? x[l * 2 + i] * x[l * 2 + j] : x[i * 2 + l] * x[j * 2 + l];
+        expect[i * n + j] = j <= i ? 2 * s + 0.5 * c[i * n + j] : c[i * n + j];
+      }
+    EXPECT_EQ(testing::Doubles(*r), expect) << "transpose " << transpose;
+  }
+}
+
 TEST(Gtsv, SolvesWithPivotingAndReportsZeroPivot) {
   // A = [[0, 1, 0], [2, 1, 1], [0, 3, 1]] needs a row interchange at the first step.
   // (JAX's convention: dl[0] = 0 and du[2] = 0 are not read; put junk there.)
@@ -761,7 +795,7 @@ TEST(Gees, RealSchurForm) {
 }
 
 TEST(LinalgCustomCall, UnknownTargetNamesIt) {
-  for (const char* t : {"lapack_sgges_ffi", "cusolver_syrk_ffi", "cuhybrid_eig_other"}) {
+  for (const char* t : {"lapack_sgges_ffi", "cublas_geqrf_batched_ffi", "cuhybrid_eig_other"}) {
     StatusOr<Literal> r =
         RunHlo(StrCat(R"(HloModule m
 ENTRY e {
