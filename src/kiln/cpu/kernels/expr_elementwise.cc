@@ -190,10 +190,13 @@ void FastExpF32(const float* __restrict a, float* __restrict o, int64_t n) {
   for (; i + kW <= n; i += kW) {
     const P x = ei::pmul(ei::ploadu<P>(a + i), sign);
     P v = ei::pexp(x);
-    v = ei::pselect(ei::pcmp_lt(x, m104), zero, v);
-    v = ei::pselect(ei::pcmp_lt(p89, x), inf, v);
-    border = ei::por(border, ei::pand(ei::pcmp_lt(x, m87), ei::pcmp_le(m104, x)));
-    border = ei::por(border, ei::pand(ei::pcmp_lt(p88, x), ei::pcmp_le(x, p89)));
+    // In range (the common case: two compares and a test per packet), else the selects.
+    if (ei::predux_any(ei::por(ei::pcmp_lt(x, m87), ei::pcmp_lt(p88, x)))) {
+      v = ei::pselect(ei::pcmp_lt(x, m104), zero, v);
+      v = ei::pselect(ei::pcmp_lt(p89, x), inf, v);
+      border = ei::por(border, ei::pand(ei::pcmp_lt(x, m87), ei::pcmp_le(m104, x)));
+      border = ei::por(border, ei::pand(ei::pcmp_lt(p88, x), ei::pcmp_le(x, p89)));
+    }
     ei::pstoreu(o + i, v);
   }
   for (; i < n; ++i) {
