@@ -169,6 +169,9 @@ def register(add):
     case('qr_complete_f32', lambda a: jnp.linalg.qr(a, mode='complete'), F((6, 4)))
     case('qr_wide_f32', jnp.linalg.qr, F((4, 6)))
     case('qr_c64', jnp.linalg.qr, C((5, 3)))
+    case('qr_pivoting_f32', lambda a: jax.scipy.linalg.qr(a, pivoting=True), F((5, 4)))
+    case('qr_pivoting_wide_f64', lambda a: jax.scipy.linalg.qr(a, pivoting=True, mode='economic'),
+         F((3, 5), 'f64'))
     case('lu_tall_f32', lambda a: lax.linalg.lu(a), F((6, 4)))
     case('lu_wide_f32', lambda a: lax.linalg.lu(a), F((3, 5)))
     case('lu_solve_f32', lambda a, b: jax.scipy.linalg.lu_solve(jax.scipy.linalg.lu_factor(a), b),
@@ -207,6 +210,13 @@ def register(add):
     case('tridiagonal_solve_f32', lax.linalg.tridiagonal_solve, *_tridiag(6), F((6, 3)))
     case('tridiagonal_solve_f64', lax.linalg.tridiagonal_solve, *_tridiag(5, 'f64', batch=(2,)),
          F((2, 5, 2), 'f64'))
+  # cholesky_update: a custom call on cuda only (cu_cholesky_update_ffi), jnp code elsewhere.
+  def _chol_update(a, w):
+    r = jnp.linalg.cholesky(a, upper=True)
+    return jnp.triu(lax.linalg.cholesky_update(r, w))
+  add('linalg_cholesky_update_cuda_f32', _chol_update, SPD(5), F((5,)), platform='cuda')
+  add('linalg_cholesky_update_cuda_f64', _chol_update, SPD(6, 'f64'), F((6,), 'f64'),
+      platform='cuda')
   # symmetric_product: cuBLAS syrk on cuda (only the lower triangle is the product there; the
   # strictly upper one is c's), plain HLO elsewhere.
   add('linalg_symmetric_product_cuda_f32', lambda a, c: jnp.tril(lax.linalg.symmetric_product(

@@ -18,6 +18,9 @@
 //       leaves x as ?gtsv leaves b).
 //   {cu,hip}solver_syrk_ffi    (a, c, alpha, beta) -> c': symmetric_product; see Syrk below for
 //       which triangle is computed.
+//   {cu,hip}_cholesky_update_ffi  (r, w) -> (r', w'): rank-one update of an upper Cholesky
+//       factor (see CholeskyUpdate below).
+//   {cu,hip}hybrid_geqp3      (a, jpvt) -> (a', jpvt', tau): as lapack_?geqp3_ffi.
 //   {cu,hip}_lu_pivots_to_permutation  (pivots s32[..., k]) -> perm s32[..., m]: 0-based
 //       row interchanges applied in order to the identity permutation of m (the result's last
 //       dimension); a pivot outside [0, m) is skipped.
@@ -100,6 +103,40 @@ StatusOr<Literal> Syrk(const HloInstruction& instr, std::span<const Literal* con
   return StoreTo(instr.shape(), c);
 }
 
+// cholesky_update: (r, w) -> (r', w'): r upper triangular with A = r^H r; r' the Cholesky factor
+// of A + w w^H (positive diagonal), by the usual sequence of rotations; only the upper triangle
+// is written (the strictly lower one is r's). w' is what the rotations leave of w (JAX ignores
+// it).
+StatusOr<Literal> CholeskyUpdate(const HloInstruction& instr, std::span<const Literal* const> ops) {
+  if (ops.size() != 2) return InvalidArgument("cholesky_update %", instr.name(), " takes (r, w)");
+  KILN_RETURN_IF_ERROR(CheckTuple(instr, 2));
+  KILN_ASSIGN_OR_RETURN(Batched d, MatrixDims(instr, *ops[0]));
+  KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[1], 1));
+  const int64_t n = d.n;
+  if (d.m != n || ops[1]->element_count() != d.batch * n)
+    return InvalidArgument("cholesky_update %", instr.name(), ": needs an n x n r and n-vector w");
+  std::vector<cd> r = LiteralToComplexes(*ops[0]), w = LiteralToComplexes(*ops[1]);
+  for (int64_t b = 0; b < d.batch; ++b) {
+    cd* x = r.data() + b * n * n;
+    cd* v = w.data() + b * n;
+    for (int64_t k = 0; k < n; ++k) {
+      const double rkk = std::abs(x[k * n + k]);
+      const double nrm = std::hypot(rkk, std::abs(v[k]));
+      const cd c = nrm / x[k * n + k], s = v[k] / x[k * n + k];
+      x[k * n + k] = nrm;
+      for (int64_t j = k + 1; j < n; ++j) {
+        x[k * n + j] = (x[k * n + j] + std::conj(s) * v[j]) / std::conj(c);
+        v[j] = std::conj(c) * v[j] - s * x[k * n + j];
+      }
+      v[k] = 0;
+    }
+  }
+  std::vector<Literal> parts;
+  parts.push_back(StoreTo(Element(instr.shape(), 0), r));
+  parts.push_back(StoreTo(Element(instr.shape(), 1), w));
+  return Literal::MakeTuple(std::move(parts));
+}
+
 StatusOr<Literal> Gtsv2(const HloInstruction& instr, std::span<const Literal* const> ops) {
   KILN_ASSIGN_OR_RETURN(GtsvResult r, GtsvSolve(instr, ops));
   return StoreTo(Element(instr.shape(), 0), r.x);
@@ -124,6 +161,8 @@ std::optional<StatusOr<Literal>> EvalGpuSolverCustomCall(const HloInstruction& i
   if (t == "solver_sytrd_ffi") return SytrdKernel(instr, ops, BackendInt(instr, "lower", 1) != 0);
   if (t == "sparse_gtsv2_ffi") return Gtsv2(instr, ops);
   if (t == "solver_syrk_ffi") return Syrk(instr, ops);
+  if (t == "_cholesky_update_ffi") return CholeskyUpdate(instr, ops);
+  if (t == "hybrid_geqp3") return Geqp3Kernel(instr, ops);
   if (t == "_lu_pivots_to_permutation") return PivotsToPermutation(instr, ops);
   return std::nullopt;
 }

@@ -8,7 +8,8 @@
 //       values descending; mode 'A' (65) full U (m x m) and V^H (n x n), 'S' (83) the thin
 //       ones (m x k, k x n), 'N' (78) none (u and vt are zeros). The first result is the input
 //       (LAPACK leaves it unspecified; JAX ignores it). info = 0.
-//   lapack_?sytrd_ffi / ?hetrd_ffi / ?gehrd_ffi: lapack_reduce.cc's (dispatched here).
+//   lapack_?sytrd_ffi / ?hetrd_ffi / ?gehrd_ffi / ?geqp3_ffi: lapack_reduce.cc's (dispatched
+//       here).
 //   lapack_{s,d,c,z}gtsv_ffi  (dl, d, du, b) -> (dl', d', du', x, info): LAPACK ?gtsv (Gaussian
 //       elimination with partial pivoting; |re| + |im| for complex pivots); dl[0] and du[n-1]
 //       are not read. info = 0, or the 1-based row of an exactly zero pivot (x is then the
@@ -463,6 +464,7 @@ std::optional<StatusOr<Literal>> EvalLapackEigCustomCall(const HloInstruction& i
   if (LapackTarget(t, "sytrd") || LapackTarget(t, "hetrd"))
     return SytrdKernel(instr, ops, BackendInt(instr, "uplo", 'L') == 'L');
   if (LapackTarget(t, "gehrd")) return GehrdKernel(instr, ops);
+  if (LapackTarget(t, "geqp3")) return Geqp3Kernel(instr, ops);
   return std::nullopt;
 }
 

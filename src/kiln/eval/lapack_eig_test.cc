@@ -794,6 +794,99 @@ TEST(Gees, RealSchurForm) {
   }
 }
 
+TEST(Geqp3, PivotedQrWithLeadingColumns) {
+  const int64_t m = 7, n = 5, k = 5;
+  std::vector<cd> a = RandomMatrix(m * n, false, 77);
+  // Column 3 is forced to lead (jpvt != 0); the others are free.
+  Literal jpvt =
+      Literal::FromInt64s(Shape::ArrayWithDefaultLayout(PrimitiveType::kS32, {n}), {0, 0, 0, 1, 0});
+  for (const char* target : {"lapack_dgeqp3_ffi", "cuhybrid_geqp3"}) {
+    SCOPED_TRACE(target);
+    StatusOr<Literal> r =
+        RunHlo(StrCat(R"(HloModule m
+ENTRY e {
+  a = f64[7,5] parameter(0)
+  p = s32[5] parameter(1)
+  ROOT c = (f64[7,5]{0,1}, s32[5], f64[5]) custom-call(a, p), custom_call_target=")",
+                      target, R"(", api_version=API_VERSION_TYPED_FFI, backend_config={}
+})"),
+               {MakeLiteral(PrimitiveType::kF64, {m, n}, a), jpvt});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<cd> qr = eval_internal::LiteralToComplexes(r->tuple_element(0));
+    std::vector<int64_t> perm = testing::Ints(r->tuple_element(1));
+    std::vector<cd> tau = eval_internal::LiteralToComplexes(r->tuple_element(2));
+    EXPECT_EQ(perm[0], 4);  // the leading column
+    std::vector<int64_t> sorted = perm;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(sorted, (std::vector<int64_t>{1, 2, 3, 4, 5}));
+    // Q = H(0) ... H(k-1) (m x m), A P = Q R.
+    std::vector<std::vector<cd>> vs;
+    for (int64_t i = 0; i < k; ++i) {
+      std::vector<cd> v(m, cd(0));
+      v[i] = 1;
+      for (int64_t r2 = i + 1; r2 < m; ++r2) v[r2] = qr[r2 * n + i];
+      vs.push_back(v);
+    }
+    std::vector<cd> q = ReflectorProduct(m, vs, tau);
+    double err = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        cd s = 0;
+        for (int64_t l = 0; l <= std::min(j, m - 1); ++l) s += q[i * m + l] * qr[l * n + j];
+        err = std::max(err, std::abs(s - a[i * n + perm[j] - 1]));
+      }
+    EXPECT_LT(err, 1e-13);
+    // After the leading column, |R_ii| does not increase.
+    for (int64_t i = 1; i + 1 < k; ++i)
+      EXPECT_GE(std::abs(qr[i * n + i]), std::abs(qr[(i + 1) * n + i + 1]) * (1 - 1e-12));
+  }
+}
+
+TEST(GpuSolver, CholeskyUpdate) {
+  const int64_t n = 6;
+  // r = chol(M)^T for M = B B^T + n I; check r'^T r' = r^T r + w w^T and r' upper, diag > 0.
+  std::vector<cd> bm = RandomMatrix(n * n, false, 5), w = RandomMatrix(n, false, 6);
+  std::vector<double> m(n * n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = i == j ? n : 0;
+      for (int64_t l = 0; l < n; ++l) s += bm[i * n + l].real() * bm[j * n + l].real();
+      m[i * n + j] = s;
+    }
+  std::vector<cd> r(n * n, cd(0));  // upper Cholesky factor
+  for (int64_t j = 0; j < n; ++j) {
+    double d = m[j * n + j];
+    for (int64_t l = 0; l < j; ++l) d -= std::norm(r[l * n + j]);
+    r[j * n + j] = std::sqrt(d);
+    for (int64_t i = j + 1; i < n; ++i) {
+      double s = m[j * n + i];
+      for (int64_t l = 0; l < j; ++l) s -= r[l * n + j].real() * r[l * n + i].real();
+      r[j * n + i] = s / r[j * n + j].real();
+    }
+  }
+  StatusOr<Literal> res = RunHlo(
+      R"(HloModule m
+ENTRY e {
+  r = f64[6,6] parameter(0)
+  w = f64[6] parameter(1)
+  ROOT c = (f64[6,6], f64[6]) custom-call(r, w), custom_call_target="cu_cholesky_update_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={}
+})",
+      {MakeLiteral(PrimitiveType::kF64, {n, n}, r), MakeLiteral(PrimitiveType::kF64, {n}, w)});
+  ASSERT_TRUE(res.ok()) << res.status().ToString();
+  std::vector<double> r2 = testing::Doubles(res->tuple_element(0));
+  double err = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_GT(r2[i * n + i], 0);
+    for (int64_t j = 0; j < i; ++j) EXPECT_EQ(r2[i * n + j], 0);
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t l = 0; l < n; ++l) s += r2[l * n + i] * r2[l * n + j];
+      err = std::max(err, std::abs(s - m[i * n + j] - w[i].real() * w[j].real()));
+    }
+  }
+  EXPECT_LT(err, 1e-12);
+}
+
 TEST(LinalgCustomCall, UnknownTargetNamesIt) {
   for (const char* t : {"lapack_sgges_ffi", "cublas_geqrf_batched_ffi", "cuhybrid_eig_other"}) {
     StatusOr<Literal> r =

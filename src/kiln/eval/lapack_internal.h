@@ -62,6 +62,8 @@ cd HouseholderLarfg(cd& alpha, cd* x, int64_t len, int64_t stride, bool complex)
 StatusOr<Literal> SytrdKernel(const HloInstruction& instr, std::span<const Literal* const> ops,
                               bool lower);
 StatusOr<Literal> GehrdKernel(const HloInstruction& instr, std::span<const Literal* const> ops);
+// lapack_?geqp3_ffi, {cu,hip}hybrid_geqp3: (a, jpvt) -> (a', jpvt', tau) (lapack_reduce.cc).
+StatusOr<Literal> Geqp3Kernel(const HloInstruction& instr, std::span<const Literal* const> ops);
 
 // Hermitian eigendecomposition of the `lower` (or upper) triangle of each n x n matrix `a`
 // (row-major, batch after batch): eigenvalues ascending in `w` (batch x n), eigenvectors as the

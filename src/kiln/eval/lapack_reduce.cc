@@ -10,8 +10,13 @@
 //   lapack_{s,d,c,z}gehrd_ffi (backend_config low = ilo, high = ihi, 1-based)  (a) ->
 //       (a', tau, info): Q^H A Q = H upper Hessenberg; a' holds H on and above the first
 //       subdiagonal and v_i(i+2:ihi) below it; tau_i = 0 outside [ilo, ihi).
-// info = 0. Arithmetic in complex double; results match LAPACK's to the stored type's rounding
-// unless a reflector's alpha is near zero (then its sign choice may flip).
+//   lapack_{s,d,c,z}geqp3_ffi, {cu,hip}hybrid_geqp3  (a, jpvt) -> (a', jpvt', tau): QR with
+//       column pivoting, A P = Q R, stored as ?geqrf stores it. Columns with jpvt != 0 on input
+//       lead (in order, unpivoted); then each step takes the free column of largest remaining
+//       2-norm (the first on ties; norms recomputed, not downdated as LAPACK does, so a near-tie
+//       may resolve differently). jpvt' is 1-based: column j of A P is column jpvt'[j] of A.
+// info = 0 where there is one. Arithmetic in complex double; results match LAPACK's to the stored
+// type's rounding unless a reflector's alpha is near zero (then its sign choice may flip).
 #include <algorithm>
 #include <string>
 
@@ -165,6 +170,78 @@ StatusOr<Literal> GehrdKernel(const HloInstruction& instr, std::span<const Liter
   parts.push_back(StoreTo(Element(instr.shape(), 0), a));
   parts.push_back(StoreTo(Element(instr.shape(), 1), tau));
   parts.push_back(StoreIntsTo(Element(instr.shape(), 2), std::vector<int64_t>(bd.batch, 0)));
+  return Literal::MakeTuple(std::move(parts));
+}
+
+StatusOr<Literal> Geqp3Kernel(const HloInstruction& instr, std::span<const Literal* const> ops) {
+  if (ops.size() != 2) return InvalidArgument("geqp3 %", instr.name(), " takes (a, jpvt)");
+  KILN_RETURN_IF_ERROR(CheckTuple(instr, 3));
+  KILN_ASSIGN_OR_RETURN(Batched bd, MatrixDims(instr, *ops[0]));
+  KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[1], 1));
+  const int64_t m = bd.m, n = bd.n, k = std::min(m, n);
+  if (ops[1]->element_count() != bd.batch * n)
+    return InvalidArgument("geqp3 %", instr.name(), ": jpvt must hold ", n, " entries per matrix");
+  const bool complex = IsComplexType(ops[0]->shape().element_type());
+  std::vector<cd> a = LiteralToComplexes(*ops[0]);
+  std::vector<int64_t> jpvt = LiteralToInt64s(*ops[1]);
+  std::vector<cd> tau(bd.batch * k), w(n);
+  std::vector<double> norms(n);
+  for (int64_t b = 0; b < bd.batch; ++b) {
+    cd* x = a.data() + b * m * n;
+    int64_t* p = jpvt.data() + b * n;
+    auto swap_columns = [&](int64_t i, int64_t j) {
+      for (int64_t r = 0; r < m; ++r) std::swap(x[r * n + i], x[r * n + j]);
+    };
+    // Columns with a nonzero jpvt entry go first, in order (LAPACK's "leading" columns).
+    int64_t fixed = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      if (p[j] != 0) {
+        if (j != fixed) {
+          swap_columns(j, fixed);
+          p[j] = p[fixed];
+          p[fixed] = j + 1;
+        } else {
+          p[j] = j + 1;
+        }
+        ++fixed;
+      } else {
+        p[j] = j + 1;
+      }
+    }
+    for (int64_t i = 0; i < k; ++i) {
+      if (i >= fixed) {  // pivot: the free column of largest remaining norm (the first such)
+        int64_t best = i;
+        for (int64_t j = i; j < n; ++j) {
+          double t = 0;
+          for (int64_t r = i; r < m; ++r) t += std::norm(x[r * n + j]);
+          norms[j] = std::sqrt(t);
+          if (norms[j] > norms[best]) best = j;
+        }
+        if (best != i) {
+          swap_columns(i, best);
+          std::swap(p[i], p[best]);
+        }
+      }
+      cd alpha = x[i * n + i];
+      const int64_t len = m - i - 1;
+      const cd t =
+          HouseholderLarfg(alpha, len > 0 ? &x[(i + 1) * n + i] : nullptr, len, n, complex);
+      tau[b * k + i] = t;
+      x[i * n + i] = 1;
+      for (int64_t c = i + 1; c < n; ++c) {  // A := H^H A on the trailing columns
+        cd s = 0;
+        for (int64_t r = i; r < m; ++r) s += std::conj(x[r * n + i]) * x[r * n + c];
+        w[c] = s;
+      }
+      for (int64_t c = i + 1; c < n; ++c)
+        for (int64_t r = i; r < m; ++r) x[r * n + c] -= std::conj(t) * x[r * n + i] * w[c];
+      x[i * n + i] = alpha;
+    }
+  }
+  std::vector<Literal> parts;
+  parts.push_back(StoreTo(Element(instr.shape(), 0), a));
+  parts.push_back(StoreIntsTo(Element(instr.shape(), 1), jpvt));
+  parts.push_back(StoreTo(Element(instr.shape(), 2), tau));
   return Literal::MakeTuple(std::move(parts));
 }
 
