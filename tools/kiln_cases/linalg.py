@@ -104,6 +104,8 @@ def _tridiag(n, dtype='f32', batch=()):
   def diag(which):
     def make(rng):
       x = rng.uniform(-1, 1, size=tuple(batch) + (n,))
+      if DTYPES[dtype].kind == 'c':
+        x = x + 1j * rng.uniform(-1, 1, size=tuple(batch) + (n,))
       if which == 'd':
         x = x + 4 * np.sign(x) + (x == 0)
       if which == 'dl':
@@ -203,6 +205,18 @@ def register(add):
     case('lstsq_f32', lambda a, b: jnp.linalg.lstsq(a, b)[0], SVDIN(6, 4), F((6, 2)))
     case('matrix_rank_f32', lambda a: jnp.linalg.matrix_rank(a), SVDIN(5, 5))
     case('norm2_f32', lambda a: jnp.linalg.norm(a, ord=2), SVDIN(5, 4))
+    case('tridiagonal_solve_c64', lax.linalg.tridiagonal_solve, *_tridiag(5, 'c64'), C((5, 2)))
+    # Error paths: info > 0 from potrf (JAX then returns NaN) and an exact zero pivot in getrf
+    # (integer-valued, rank 2 in 3x3, so both sides see the zero exactly).
+    case('cholesky_not_spd_f32', jnp.linalg.cholesky,
+         lambda rng: np.array([[4, 2, 0], [2, 1, 3], [0, 3, 5]], np.float32))
+    case('lu_singular_f32', lambda a: (*lax.linalg.lu(a), jnp.linalg.det(a)),
+         lambda rng: np.array([[1, 2, 3], [2, 4, 6], [1, 0, 1]], np.float32))
+    # Repeated eigenvalues (I + u u^T: 1 four times, 1 + |u|^2 once): vectors are not unique,
+    # so only w, V diag(w) V^T and V^T V.
+    case('eigh_degenerate_f64', lambda a: (lambda w, v: (w, (v * w) @ v.T, v.T @ v))(
+        *jnp.linalg.eigh(a)), lambda rng: np.eye(5) + np.outer(np.arange(1.0, 6.0),
+                                                               np.arange(1.0, 6.0)) / 10)
     case('tridiagonal_f32', lambda a: lax.linalg.tridiagonal(a), SYM(6))
     case('tridiagonal_upper_f32', lambda a: lax.linalg.tridiagonal(a, lower=False), SYM(5))
     case('tridiagonal_c64', lambda a: lax.linalg.tridiagonal(a), SYM(5, 'c64'))
