@@ -15,18 +15,22 @@
 // computed when backend_config has compute_left = 'V' (86) or left = true, right ones for
 // compute_right = 'V' / right = true; the others are zeros (LAPACK leaves them unspecified and
 // JAX ignores them). vl's columns u_k satisfy u_k^H A = w_k u_k^H, vr's A v_k = w_k v_k.
-// Method (complex double): Householder reduction to Hessenberg form, then shifted QR iterations
+// Method (double): Householder reduction to Hessenberg form, then shifted QR iterations
 // (Wilkinson shift, an exceptional shift every 10 stalled steps) to the complex Schur form
-// A = Z T Z^H, eigenvectors by back-substitution in T (a tiny denominator is raised to
+// A = Z T Z^H (real input: the real Schur form, its 2x2 blocks then split by unitary
+// rotations), eigenvectors by back-substitution in T (a tiny denominator is raised to
 // eps |T|, as LAPACK's ?trevc does) mapped back through Z.
 // Conventions (LAPACK fixes neither the order nor the phase the same way):
-//  - eigenvalues (and gees' T) come in the order of T's diagonal, which is not LAPACK's (a real
-//  matrix's
-//    conjugate pairs are not necessarily adjacent); compare order-free quantities.
+//  - eigenvalues (and gees' T) come in the order of the Schur form's diagonal: for real
+//    input the real Schur form (Francis double shift, as LAPACK's ?lahqr), each conjugate pair
+//    adjacent with the positive imaginary part first, as ?geev returns them; for complex input
+//    a single-shift complex QR. Either usually gives LAPACK's order for small matrices, but
+//    nothing guarantees it (LAPACK's deflation tests and, above n = 75, its multishift QR
+//    differ); compare order-free quantities.
 //  - every vector has unit 2-norm and its component of largest magnitude (the first within a
 //    relative 1e-9) real and positive.
-//  - for real a, eigenvalues with |imaginary part| <= 16 eps |A|_F are made real, and so are
-//    their vectors (their imaginary parts are rounding).
+//  - for real a, real eigenvalues (the 1x1 blocks of the real Schur form) are exactly real and
+//    so are their vectors; conjugate pairs have exactly conjugate eigenvalues.
 // info = 0, or (if the QR iteration stalls: 30 n steps on one eigenvalue, or a non-finite
 // input) the 1-based index of the last eigenvalue not found; then every output is NaN.
 #include <cmath>
@@ -162,6 +166,12 @@ void NormalizeVector(cd* x, int64_t n, bool real) {
   }
 }
 
+// The complex Schur form of the Hessenberg h (accumulating z) for geev: complex QR, or for a
+// real matrix its real Schur form with each 2x2 block then split by a unitary rotation, so
+// that eigenvalues come in the real Schur form's order with each conjugate pair adjacent, the
+// positive imaginary part first (LAPACK's ?geev order when the two QR iterations agree).
+int64_t GeevSchur(cd* h, cd* z, int64_t n, double norm, bool real_input);
+
 StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* const> ops,
                        bool real_outputs, bool left, bool right) {
   if (ops.size() != 1) return InvalidArgument("geev %", instr.name(), " takes one operand");
@@ -188,7 +198,7 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
     int64_t fail = std::isfinite(norm) ? 0 : n;
     if (fail == 0) {
       Hessenberg(h.data(), z.data(), n);
-      fail = ComplexSchur(h.data(), z.data(), n, norm);
+      fail = GeevSchur(h.data(), z.data(), n, norm, real_input);
     }
     if (fail != 0) {
       info[b] = fail;
@@ -199,8 +209,7 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
     }
     for (int64_t k = 0; k < n; ++k) {
       wb[k] = h[k * n + k];
-      real_value[k] = real_input && std::abs(wb[k].imag()) <= 16 * kEps * norm;
-      if (real_value[k]) wb[k] = wb[k].real();
+      real_value[k] = real_input && wb[k].imag() == 0;
     }
     const double smin = std::max(kEps * norm, std::numeric_limits<double>::min());
     auto safe = [&](cd d) { return std::abs(d) < smin ? cd(smin) : d; };
@@ -394,6 +403,47 @@ int64_t RealSchur(double* t, double* z, int64_t n, double norm) {
         }
       }
     }
+  }
+  return 0;
+}
+
+int64_t GeevSchur(cd* h, cd* z, int64_t n, double norm, bool real_input) {
+  if (!real_input) return ComplexSchur(h, z, n, norm);
+  std::vector<double> t(n * n), zr(n * n);
+  for (int64_t i = 0; i < n * n; ++i) {
+    t[i] = h[i].real();
+    zr[i] = z[i].real();
+  }
+  const int64_t fail = RealSchur(t.data(), zr.data(), n, norm);
+  for (int64_t i = 0; i < n * n; ++i) {
+    h[i] = t[i];
+    z[i] = zr[i];
+  }
+  if (fail != 0) return fail;
+  for (int64_t p = 0; p + 1 < n; ++p) {
+    if (t[(p + 1) * n + p] == 0) continue;
+    // A standardized block [[a, b], [c, a]], b c < 0: eigenvalues a +- i s. The unitary g with
+    // first column the eigenvector (b, i s) / |.| of a + i s makes g^H B g upper triangular.
+    const double a = t[p * n + p], b = t[p * n + p + 1], c = t[(p + 1) * n + p];
+    const double s = std::sqrt(std::abs(b) * std::abs(c));
+    const double r = std::hypot(b, s);
+    const cd u1 = b / r, u2 = cd(0, s / r);
+    const cd g[4] = {u1, -std::conj(u2), u2, std::conj(u1)};
+    for (int64_t j = 0; j < n; ++j) {  // rows p, p+1: g^H h
+      const cd x = h[p * n + j], y = h[(p + 1) * n + j];
+      h[p * n + j] = std::conj(g[0]) * x + std::conj(g[2]) * y;
+      h[(p + 1) * n + j] = std::conj(g[1]) * x + std::conj(g[3]) * y;
+    }
+    for (cd* m : {h, z})
+      for (int64_t row = 0; row < n; ++row) {  // columns p, p+1: h g, z g
+        const cd x = m[row * n + p], y = m[row * n + p + 1];
+        m[row * n + p] = x * g[0] + y * g[2];
+        m[row * n + p + 1] = x * g[1] + y * g[3];
+      }
+    h[(p + 1) * n + p] = 0;
+    h[p * n + p] = cd(a, s);
+    h[(p + 1) * n + p + 1] = cd(a, -s);
+    ++p;
   }
   return 0;
 }
