@@ -54,12 +54,14 @@ StatusOr<Literal> PivotsToPermutation(const HloInstruction& instr,
     return InvalidArgument("lu_pivots_to_permutation %", instr.name(),
                            ": operand and result must be arrays of the same rank");
   const int64_t k = ps.dimensions(ps.rank() - 1), m = rs.dimensions(rs.rank() - 1);
-  const int64_t batch = k > 0 ? ps.num_elements() / k : 0;
-  if (m > 0 && rs.num_elements() / m != batch)
-    return InvalidArgument("lu_pivots_to_permutation %", instr.name(), ": batch sizes differ");
+  int64_t batches = 1;
+  for (int64_t d = 0; d + 1 < ps.rank(); ++d) {
+    if (ps.dimensions(d) != rs.dimensions(d))
+      return InvalidArgument("lu_pivots_to_permutation %", instr.name(), ": batch sizes differ");
+    batches *= ps.dimensions(d);
+  }
   std::vector<int64_t> piv = LiteralToInt64s(*ops[0]);
   std::vector<int64_t> perm(rs.num_elements());
-  const int64_t batches = m > 0 ? rs.num_elements() / m : 0;
   for (int64_t b = 0; b < batches; ++b) {
     int64_t* p = perm.data() + b * m;
     for (int64_t i = 0; i < m; ++i) p[i] = i;

@@ -887,6 +887,36 @@ ENTRY e {
   EXPECT_LT(err, 1e-12);
 }
 
+TEST(LinalgCustomCall, EmptyShapes) {
+  // No pivots (an LU of a 3 x 0 matrix): the identity permutation.
+  StatusOr<Literal> r =
+      RunHlo(R"(HloModule m
+ENTRY e {
+  p = s32[2,0] parameter(0)
+  ROOT c = s32[2,3] custom-call(p), custom_call_target="cu_lu_pivots_to_permutation", api_version=API_VERSION_TYPED_FFI
+})",
+             {Literal(Shape::ArrayWithDefaultLayout(PrimitiveType::kS32, {2, 0}))});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(testing::Ints(*r), (std::vector<int64_t>{0, 1, 2, 0, 1, 2}));
+  // An SVD of a 3 x 0 matrix: no values, U = I; an eigendecomposition of a batch of none.
+  r = RunHlo(R"(HloModule m
+ENTRY e {
+  p = f32[3,0] parameter(0)
+  ROOT c = (f32[3,0], f32[0], f32[3,3], f32[0,0], s32[]) custom-call(p), custom_call_target="lapack_sgesdd_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={mode = 65 : ui8}
+})",
+             {Literal(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {3, 0}))});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(testing::Doubles(r->tuple_element(2)),
+            (std::vector<double>{1, 0, 0, 0, 1, 0, 0, 0, 1}));
+  r = RunHlo(R"(HloModule m
+ENTRY e {
+  p = f32[0,4,4] parameter(0)
+  ROOT c = (f32[0,4,4], f32[0,4], s32[0]) custom-call(p), custom_call_target="cusolver_syevd_ffi", api_version=API_VERSION_TYPED_FFI, backend_config={algorithm = 0 : ui8, lower = true}
+})",
+             {Literal(Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {0, 4, 4}))});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+}
+
 TEST(LinalgCustomCall, UnknownTargetNamesIt) {
   for (const char* t : {"lapack_sgges_ffi", "cublas_geqrf_batched_ffi", "cuhybrid_eig_other"}) {
     StatusOr<Literal> r =
