@@ -591,3 +591,56 @@ ENTRY e {
 
 }  // namespace
 }  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// Note [Common elementwise values]: a fusion that computes x*y*0.5 twice (as fusion duplicates
+// producers) compiles to as many block ops as one that computes it once.
+TEST(LoopKernelTest, RepeatedSubexpressionsComputedOnce) {
+  auto ops_of = [](const std::string& body) -> std::string {
+    const std::string hlo = StrCat(R"(
+HloModule m
+fused {
+  x = f32[8,300] parameter(0)
+  y = f32[8,300] parameter(1)
+  h = f32[] constant(0.5)
+  hb = f32[8,300] broadcast(h), dimensions={}
+  p = f32[8,300] multiply(x, y)
+  q = f32[8,300] multiply(p, hb)
+)", body, R"(
+}
+ENTRY e {
+  x = f32[8,300] parameter(0)
+  y = f32[8,300] parameter(1)
+  ROOT f = f32[8,300] fusion(x, y), kind=kLoop, calls=fused
+})");
+    std::unique_ptr<HloModule> m = testing::Parse(hlo);
+    if (!m) return "";
+    StatusOr<std::unique_ptr<CpuKernel>> k = CreateCpuKernel(*testing::Find(*m));
+    if (!k.ok()) return k.status().ToString();
+    testing::CheckOptions o;
+    testing::ExpectMatchesEvaluator(*testing::Find(*m), o);
+    return (*k)->name();
+  };
+  const std::string once = ops_of("  ROOT s = f32[8,300] add(q, q)");
+  const std::string twice = ops_of(R"(  hb2 = f32[8,300] broadcast(h), dimensions={}
+  p2 = f32[8,300] multiply(x, y)
+  q2 = f32[8,300] multiply(p2, hb2)
+  ROOT s = f32[8,300] add(q, q2))");
+  EXPECT_NE(once.find(" ops"), std::string::npos) << once;
+  EXPECT_EQ(once, twice);
+  // Different comparison directions are different values.
+  const std::string lt_gt = ops_of(R"(  c = pred[8,300] compare(x, y), direction=LT
+  c2 = pred[8,300] compare(x, y), direction=GT
+  a = f32[8,300] select(c, q, p)
+  ROOT s = f32[8,300] select(c2, a, q))");
+  const std::string lt_lt = ops_of(R"(  c = pred[8,300] compare(x, y), direction=LT
+  c2 = pred[8,300] compare(x, y), direction=LT
+  a = f32[8,300] select(c, q, p)
+  ROOT s = f32[8,300] select(c2, a, q))");
+  EXPECT_NE(lt_gt, lt_lt);
+}
+
+}  // namespace
+}  // namespace kiln::cpu
