@@ -45,6 +45,13 @@ namespace {
 
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 
+// The relative precision LAPACK's routines for `t` test convergence against (?lamch('P')).
+double TypeUlp(PrimitiveType t) {
+  return t == PrimitiveType::kF32 || t == PrimitiveType::kC64
+             ? std::numeric_limits<float>::epsilon()
+             : kEps;
+}
+
 // Reduces the n x n row-major h to upper Hessenberg form in place, accumulating z := z Q.
 void Hessenberg(cd* h, cd* z, int64_t n) {
   std::vector<cd> v(n);
@@ -170,7 +177,7 @@ void NormalizeVector(cd* x, int64_t n, bool real) {
 // real matrix its real Schur form with each 2x2 block then split by a unitary rotation, so
 // that eigenvalues come in the real Schur form's order with each conjugate pair adjacent, the
 // positive imaginary part first (LAPACK's ?geev order when the two QR iterations agree).
-int64_t GeevSchur(cd* h, cd* z, int64_t n, double norm, bool real_input);
+int64_t GeevSchur(cd* h, cd* z, int64_t n, double norm, bool real_input, double ulp);
 
 StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* const> ops,
                        bool real_outputs, bool left, bool right) {
@@ -180,6 +187,7 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
   if (bd.m != bd.n) return InvalidArgument("geev %", instr.name(), ": matrix must be square");
   const int64_t n = bd.n;
   const bool real_input = !IsComplexType(ops[0]->shape().element_type());
+  const double ulp = TypeUlp(ops[0]->shape().element_type());
   std::vector<cd> a = LiteralToComplexes(*ops[0]);
   std::vector<cd> w(bd.batch * n), vl(bd.batch * n * n, cd(0)), vr(bd.batch * n * n, cd(0));
   std::vector<int64_t> info(bd.batch, 0);
@@ -198,7 +206,7 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
     int64_t fail = std::isfinite(norm) ? 0 : n;
     if (fail == 0) {
       Hessenberg(h.data(), z.data(), n);
-      fail = GeevSchur(h.data(), z.data(), n, norm, real_input);
+      fail = GeevSchur(h.data(), z.data(), n, norm, real_input, ulp);
     }
     if (fail != 0) {
       info[b] = fail;
@@ -317,104 +325,183 @@ void StandardizeBlock(double* t, double* z, int64_t n, int64_t p) {
   }
 }
 
-// Francis double-shift QR on the Hessenberg t, accumulating z; 2x2 blocks standardized.
+// Francis double-shift QR on the Hessenberg t, accumulating z; 2x2 blocks standardized. The
+// iteration follows the classic double-shift scheme of LAPACK's ?lahqr (which ?hseqr uses below
+// n = 75), so that eigenvalues usually settle in the same order: the Ahues-Tisseur deflation
+// test at relative precision `ulp` (the input type's), the two shifts from the trailing 2x2
+// block (a real pair replaced by its member nearer the corner, twice), exceptional shifts
+// every 10 stalled steps (alternately from the top and the bottom of the active block), and
+// the sweep started below two consecutive small subdiagonal elements when there are such.
 // Returns 0 or the 1-based index of the last eigenvalue not found.
-int64_t RealSchur(double* t, double* z, int64_t n, double norm) {
-  int64_t hi = n - 1, iter = 0;
-  while (hi >= 0) {
-    int64_t l = hi;
-    for (; l > 0; --l) {
-      double scale = std::abs(t[(l - 1) * n + l - 1]) + std::abs(t[l * n + l]);
-      if (scale == 0) scale = norm;
-      if (std::abs(t[l * n + l - 1]) <= kEps * scale) {
-        t[l * n + l - 1] = 0;
-        break;
+int64_t RealSchur(double* t, double* z, int64_t n, double ulp) {
+  if (n == 0) return 0;
+  const double smlnum = std::numeric_limits<double>::min() * (static_cast<double>(n) / ulp);
+  const int64_t itmax = 30 * std::max<int64_t>(10, n);
+  constexpr int64_t kExceptional = 10;
+  auto H = [&](int64_t r, int64_t c) -> double& { return t[r * n + c]; };
+  // Applies the reflector I - t1 (1, v2, v3)(1, v2, v3)^T (v3 unused when nr = 2) to rows
+  // k..k+nr-1 of t from column `from`, and to the same columns of t (rows 0..last) and z.
+  auto reflect = [&](int64_t k, int64_t nr, double t1, double v2, double v3, int64_t from,
+                     int64_t last) {
+    const double t2 = t1 * v2, t3 = t1 * v3;
+    for (int64_t j = from; j < n; ++j) {
+      double sum = H(k, j) + v2 * H(k + 1, j);
+      if (nr == 3) sum += v3 * H(k + 2, j);
+      H(k, j) -= sum * t1;
+      H(k + 1, j) -= sum * t2;
+      if (nr == 3) H(k + 2, j) -= sum * t3;
+    }
+    for (double* m : {t, z}) {
+      const int64_t rows = m == t ? last + 1 : n;
+      for (int64_t r = 0; r < rows; ++r) {
+        double* row = m + r * n;
+        double sum = row[k] + v2 * row[k + 1];
+        if (nr == 3) sum += v3 * row[k + 2];
+        row[k] -= sum * t1;
+        row[k + 1] -= sum * t2;
+        if (nr == 3) row[k + 2] -= sum * t3;
       }
     }
-    if (l == hi) {  // a 1x1 block
-      --hi;
-      iter = 0;
-      continue;
-    }
-    if (l == hi - 1) {  // a 2x2 block
-      StandardizeBlock(t, z, n, hi - 1);
-      hi -= 2;
-      iter = 0;
-      continue;
-    }
-    if (++iter > 30 * n) return hi + 1;
-    const int64_t m = hi - 1;
-    double s = t[m * n + m] + t[hi * n + hi];
-    double p = t[m * n + m] * t[hi * n + hi] - t[m * n + hi] * t[hi * n + m];
-    if (iter % 10 == 0) {  // exceptional shift: a double real shift near the corner
-      const double mu = t[hi * n + hi] + std::abs(t[hi * n + m]) + std::abs(t[m * n + m - 1]);
-      s = 2 * mu;
-      p = mu * mu;
-    }
-    double x =
-        t[l * n + l] * t[l * n + l] + t[l * n + l + 1] * t[(l + 1) * n + l] - s * t[l * n + l] + p;
-    double y = t[(l + 1) * n + l] * (t[l * n + l] + t[(l + 1) * n + l + 1] - s);
-    double w = t[(l + 1) * n + l] * t[(l + 2) * n + l + 1];
-    for (int64_t k = l; k + 1 < hi; ++k) {
-      // The reflector I - tau v v^T, v = (1, v1, v2), mapping (x, y, w) to (beta, 0, 0).
-      const double nrm = std::sqrt(x * x + y * y + w * w);
-      if (nrm > 0 && (y != 0 || w != 0)) {
-        const double beta = x >= 0 ? -nrm : nrm;
-        const double tau = (beta - x) / beta, v1 = y / (x - beta), v2 = w / (x - beta);
-        const int64_t q = std::max(l, k - 1);
-        for (int64_t j = q; j < n; ++j) {
-          const double sum = t[k * n + j] + v1 * t[(k + 1) * n + j] + v2 * t[(k + 2) * n + j];
-          t[k * n + j] -= tau * sum;
-          t[(k + 1) * n + j] -= tau * sum * v1;
-          t[(k + 2) * n + j] -= tau * sum * v2;
+  };
+  int64_t i = n - 1, kdefl = 0;
+  while (i >= 0) {
+    int64_t l = 0;
+    bool converged = false;
+    for (int64_t its = 0; its <= itmax; ++its) {
+      int64_t k = i;
+      for (; k > l; --k) {  // a negligible subdiagonal element
+        if (std::abs(H(k, k - 1)) <= smlnum) break;
+        double tst = std::abs(H(k - 1, k - 1)) + std::abs(H(k, k));
+        if (tst == 0) {
+          if (k >= 2) tst += std::abs(H(k - 1, k - 2));
+          if (k + 1 < n) tst += std::abs(H(k + 1, k));
         }
-        if (k > l) t[(k + 1) * n + k - 1] = t[(k + 2) * n + k - 1] = 0;
-        const int64_t rmax = std::min(k + 3, hi);
-        for (double* mat : {t, z}) {
-          const int64_t rows = mat == t ? rmax + 1 : n;
-          for (int64_t r = 0; r < rows; ++r) {
-            const double sum = mat[r * n + k] + v1 * mat[r * n + k + 1] + v2 * mat[r * n + k + 2];
-            mat[r * n + k] -= tau * sum;
-            mat[r * n + k + 1] -= tau * sum * v1;
-            mat[r * n + k + 2] -= tau * sum * v2;
+        if (std::abs(H(k, k - 1)) <= ulp * tst) {
+          const double ab = std::max(std::abs(H(k, k - 1)), std::abs(H(k - 1, k)));
+          const double ba = std::min(std::abs(H(k, k - 1)), std::abs(H(k - 1, k)));
+          const double aa = std::max(std::abs(H(k, k)), std::abs(H(k - 1, k - 1) - H(k, k)));
+          const double bb = std::min(std::abs(H(k, k)), std::abs(H(k - 1, k - 1) - H(k, k)));
+          const double s = aa + ab;
+          if (ba * (ab / s) <= std::max(smlnum, ulp * (bb * (aa / s)))) break;
+        }
+      }
+      l = k;
+      if (l > 0) H(l, l - 1) = 0;
+      if (l >= i - 1) {
+        converged = true;
+        break;
+      }
+      ++kdefl;
+      double h11, h12, h21, h22;
+      if (kdefl % (2 * kExceptional) == 0) {
+        const double s = std::abs(H(i, i - 1)) + std::abs(H(i - 1, i - 2));
+        h11 = 0.75 * s + H(i, i);
+        h12 = -0.4375 * s;
+        h21 = s;
+        h22 = h11;
+      } else if (kdefl % kExceptional == 0) {
+        const double s = std::abs(H(l + 1, l)) + std::abs(H(l + 2, l + 1));
+        h11 = 0.75 * s + H(l, l);
+        h12 = -0.4375 * s;
+        h21 = s;
+        h22 = h11;
+      } else {
+        h11 = H(i - 1, i - 1);
+        h21 = H(i, i - 1);
+        h12 = H(i - 1, i);
+        h22 = H(i, i);
+      }
+      double rt1r = 0, rt1i = 0, rt2r = 0, rt2i = 0;
+      const double scale = std::abs(h11) + std::abs(h12) + std::abs(h21) + std::abs(h22);
+      if (scale != 0) {
+        h11 /= scale;
+        h21 /= scale;
+        h12 /= scale;
+        h22 /= scale;
+        const double tr = (h11 + h22) / 2;
+        const double det = (h11 - tr) * (h22 - tr) - h12 * h21;
+        const double rtdisc = std::sqrt(std::abs(det));
+        if (det >= 0) {  // a complex conjugate pair
+          rt1r = tr * scale;
+          rt2r = rt1r;
+          rt1i = rtdisc * scale;
+          rt2i = -rt1i;
+        } else {  // real: the one nearer h22, twice
+          rt1r = tr + rtdisc;
+          rt2r = tr - rtdisc;
+          if (std::abs(rt1r - h22) <= std::abs(rt2r - h22)) {
+            rt1r *= scale;
+            rt2r = rt1r;
+          } else {
+            rt2r *= scale;
+            rt1r = rt2r;
           }
         }
       }
-      x = t[(k + 1) * n + k];
-      y = t[(k + 2) * n + k];
-      if (k + 2 < hi) w = t[(k + 3) * n + k];
-    }
-    // The last step: a Givens rotation on rows/columns hi-1, hi.
-    const double r = std::hypot(x, y);
-    if (r > 0 && y != 0) {
-      const double c = x / r, sn = y / r;
-      for (int64_t j = hi - 2; j < n; ++j) {
-        const double u = t[m * n + j], v = t[hi * n + j];
-        t[m * n + j] = c * u + sn * v;
-        t[hi * n + j] = -sn * u + c * v;
+      // Two consecutive small subdiagonal elements: start the sweep at m.
+      int64_t m = i - 2;
+      double v[3];
+      for (;; --m) {
+        double h21s = H(m + 1, m);
+        double s = std::abs(H(m, m) - rt2r) + std::abs(rt2i) + std::abs(h21s);
+        h21s = H(m + 1, m) / s;
+        v[0] = h21s * H(m, m + 1) + (H(m, m) - rt1r) * ((H(m, m) - rt2r) / s) - rt1i * (rt2i / s);
+        v[1] = h21s * (H(m, m) + H(m + 1, m + 1) - rt1r - rt2r);
+        v[2] = h21s * H(m + 2, m + 1);
+        s = std::abs(v[0]) + std::abs(v[1]) + std::abs(v[2]);
+        v[0] /= s;
+        v[1] /= s;
+        v[2] /= s;
+        if (m == l) break;
+        const double h00 = std::abs(H(m, m - 1)) * (std::abs(v[1]) + std::abs(v[2]));
+        const double h01 = std::abs(v[0]) * (std::abs(H(m - 1, m - 1)) + std::abs(H(m, m)) +
+                                             std::abs(H(m + 1, m + 1)));
+        if (h00 <= ulp * h01) break;
       }
-      t[hi * n + hi - 2] = 0;
-      for (double* mat : {t, z}) {
-        const int64_t rows = mat == t ? hi + 1 : n;
-        for (int64_t row = 0; row < rows; ++row) {
-          const double u = mat[row * n + m], v = mat[row * n + hi];
-          mat[row * n + m] = c * u + sn * v;
-          mat[row * n + hi] = -sn * u + c * v;
+      for (int64_t k2 = m; k2 <= i - 1; ++k2) {
+        const int64_t nr = std::min<int64_t>(3, i - k2 + 1);
+        if (k2 > m) {
+          v[0] = H(k2, k2 - 1);
+          v[1] = H(k2 + 1, k2 - 1);
+          if (nr == 3) v[2] = H(k2 + 2, k2 - 1);
         }
+        // ?larfg on (v[0]; v[1..nr-1]).
+        double t1 = 0;
+        const double xnorm = nr == 3 ? std::hypot(v[1], v[2]) : std::abs(v[1]);
+        if (xnorm != 0) {
+          const double beta = -std::copysign(std::hypot(v[0], xnorm), v[0]);
+          t1 = (beta - v[0]) / beta;
+          const double f = 1 / (v[0] - beta);
+          v[1] *= f;
+          if (nr == 3) v[2] *= f;
+          v[0] = beta;
+        }
+        if (k2 > m) {
+          H(k2, k2 - 1) = v[0];
+          H(k2 + 1, k2 - 1) = 0;
+          if (k2 < i - 1) H(k2 + 2, k2 - 1) = 0;
+        } else if (m > l) {
+          H(k2, k2 - 1) *= 1 - t1;
+        }
+        if (t1 != 0) reflect(k2, nr, t1, v[1], nr == 3 ? v[2] : 0, k2, std::min(k2 + 3, i));
       }
     }
+    if (!converged) return i + 1;
+    if (l == i - 1) StandardizeBlock(t, z, n, i - 1);
+    kdefl = 0;
+    i = l - 1;
   }
   return 0;
 }
 
-int64_t GeevSchur(cd* h, cd* z, int64_t n, double norm, bool real_input) {
+int64_t GeevSchur(cd* h, cd* z, int64_t n, double norm, bool real_input, double ulp) {
   if (!real_input) return ComplexSchur(h, z, n, norm);
   std::vector<double> t(n * n), zr(n * n);
   for (int64_t i = 0; i < n * n; ++i) {
     t[i] = h[i].real();
     zr[i] = z[i].real();
   }
-  const int64_t fail = RealSchur(t.data(), zr.data(), n, norm);
+  const int64_t fail = RealSchur(t.data(), zr.data(), n, ulp);
   for (int64_t i = 0; i < n * n; ++i) {
     h[i] = t[i];
     z[i] = zr[i];
@@ -459,6 +546,7 @@ StatusOr<Literal> RealGees(const HloInstruction& instr, std::span<const Literal*
   if (BackendInt(instr, "sort", 'N') != 'N')
     return Unimplemented("gees %", instr.name(), ": sorted Schur forms (sort = 'S')");
   const int64_t n = bd.n;
+  const double ulp = TypeUlp(ops[0]->shape().element_type());
   std::vector<cd> a = LiteralToComplexes(*ops[0]);
   std::vector<cd> tout(a.size()), zout(a.size(), cd(0)), wr(bd.batch * n), wi(bd.batch * n);
   std::vector<int64_t> info(bd.batch, 0);
@@ -478,7 +566,7 @@ StatusOr<Literal> RealGees(const HloInstruction& instr, std::span<const Literal*
         t[i] = hc[i].real();
         z[i] = zc[i].real();
       }
-      fail = RealSchur(t.data(), z.data(), n, norm);
+      fail = RealSchur(t.data(), z.data(), n, ulp);
     }
     if (fail != 0) {
       info[b] = fail;
