@@ -254,6 +254,10 @@ def register(add):
     add(f'linalg_eig_{plat}_f32', _eig, F((5, 5)), **cc)
     add(f'linalg_eig_{plat}_f64', _eig, F((6, 6), 'f64'), **cc)
     add(f'linalg_eig_{plat}_c64', _eig, C((4, 4)), **cc)
+    # The QR iterations follow LAPACK's, so the eigenvalue order (and, for complex types, the
+    # vectors with their largest component real positive) match XLA's directly.
+    add(f'linalg_eigvals_ordered_{plat}_f32', jnp.linalg.eigvals, F((2, 6, 6)), **cc)
+    add(f'linalg_eig_ordered_{plat}_c64', lambda a: lax.linalg.eig(a), C((5, 5)), **cc)
   # Complex Schur form (lapack_?gees_ffi; no GPU lowering): sqrtm is unique, and so are
   # Z T Z^H and T's diagonal as a set.
   def _schur(a):

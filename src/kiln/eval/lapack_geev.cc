@@ -21,14 +21,15 @@
 // rotations), eigenvectors by back-substitution in T (a tiny denominator is raised to
 // eps |T|, as LAPACK's ?trevc does) mapped back through Z.
 // Conventions (LAPACK fixes neither the order nor the phase the same way):
-//  - eigenvalues (and gees' T) come in the order of the Schur form's diagonal: for real
-//    input the real Schur form (Francis double shift, as LAPACK's ?lahqr), each conjugate pair
-//    adjacent with the positive imaginary part first, as ?geev returns them; for complex input
-//    a single-shift complex QR. Either usually gives LAPACK's order for small matrices, but
-//    nothing guarantees it (LAPACK's deflation tests and, above n = 75, its multishift QR
-//    differ); compare order-free quantities.
+//  - eigenvalues (and gees' T) come in the order of the Schur form's diagonal, from QR
+//    iterations that follow LAPACK's ?lahqr (see RealSchur, ComplexSchur): in practice
+//    LAPACK's ?geev order (checked on random matrices of sizes 2-30: all complex ones, 538 of
+//    540 real ones), each real conjugate pair adjacent with the positive imaginary part first;
+//    nothing guarantees it (no balancing here; above n = 75 LAPACK uses another QR).
 //  - every vector has unit 2-norm and its component of largest magnitude (the first within a
-//    relative 1e-9) real and positive.
+//    relative 1e-9) real and positive: ?geev's convention for complex types (so complex
+//    vectors match LAPACK's); for real types LAPACK leaves real vectors' signs and pairs'
+//    phases to its algorithm, and they may differ here.
 //  - for real a, real eigenvalues (the 1x1 blocks of the real Schur form) are exactly real and
 //    so are their vectors; conjugate pairs have exactly conjugate eigenvalues.
 // info = 0, or (if the QR iteration stalls: 30 n steps on one eigenvalue, or a non-finite
@@ -81,74 +82,150 @@ void Hessenberg(cd* h, cd* z, int64_t n) {
   }
 }
 
-// Shifted QR on the Hessenberg h (n x n) to upper triangular, accumulating z := z G^H. Returns
-// 0, or the 1-based index of the last eigenvalue not found.
-int64_t ComplexSchur(cd* h, cd* z, int64_t n, double norm) {
-  int64_t hi = n - 1, iter = 0;
-  while (hi > 0) {
-    int64_t l = hi;
-    for (; l > 0; --l) {
-      double scale = std::abs(h[(l - 1) * n + l - 1]) + std::abs(h[l * n + l]);
-      if (scale == 0) scale = norm;
-      if (std::abs(h[l * n + l - 1]) <= kEps * scale) {
-        h[l * n + l - 1] = 0;
+double Cabs1(cd x) { return std::abs(x.real()) + std::abs(x.imag()); }
+
+// Single-shift complex QR on the Hessenberg h (n x n) to upper triangular, accumulating z,
+// following the scheme of LAPACK's ?lahqr for complex types so that eigenvalues usually settle
+// in LAPACK's order: subdiagonal elements kept real by diagonal unitary scalings, the
+// Ahues-Tisseur deflation test at relative precision `ulp`, Wilkinson's shift (exceptional
+// shifts every 10 stalled steps, alternately from the bottom and the top), sweeps started
+// below two consecutive small subdiagonal elements. Returns 0 or the 1-based index of the last
+// eigenvalue not found.
+int64_t ComplexSchur(cd* h, cd* z, int64_t n, double ulp) {
+  if (n == 0) return 0;
+  auto H = [&](int64_t r, int64_t c) -> cd& { return h[r * n + c]; };
+  // Scales row j (columns from..n-1) of h by f, column j (rows 0..to) of h and z by conj(f).
+  auto scale_row_col = [&](int64_t j, cd f, int64_t from, int64_t to) {
+    for (int64_t c = from; c < n; ++c) H(j, c) *= f;
+    for (int64_t r = 0; r <= to; ++r) H(r, j) *= std::conj(f);
+    for (int64_t r = 0; r < n; ++r) z[r * n + j] *= std::conj(f);
+  };
+  for (int64_t i = 1; i < n; ++i) {  // real subdiagonal
+    if (H(i, i - 1).imag() == 0) continue;
+    cd sc = H(i, i - 1) / Cabs1(H(i, i - 1));
+    sc = std::conj(sc) / std::abs(sc);
+    H(i, i - 1) = std::abs(H(i, i - 1));
+    scale_row_col(i, sc, i, std::min(n - 1, i + 1));
+  }
+  const double smlnum = std::numeric_limits<double>::min() * (static_cast<double>(n) / ulp);
+  const int64_t itmax = 30 * std::max<int64_t>(10, n);
+  constexpr int64_t kExceptional = 10;
+  int64_t i = n - 1, kdefl = 0;
+  while (i >= 0) {
+    int64_t l = 0;
+    bool converged = false;
+    for (int64_t its = 0; its <= itmax; ++its) {
+      int64_t k = i;
+      for (; k > l; --k) {
+        if (Cabs1(H(k, k - 1)) <= smlnum) break;
+        double tst = Cabs1(H(k - 1, k - 1)) + Cabs1(H(k, k));
+        if (tst == 0) {
+          if (k >= 2) tst += std::abs(H(k - 1, k - 2).real());
+          if (k + 1 < n) tst += std::abs(H(k + 1, k).real());
+        }
+        if (std::abs(H(k, k - 1).real()) <= ulp * tst) {
+          const double ab = std::max(Cabs1(H(k, k - 1)), Cabs1(H(k - 1, k)));
+          const double ba = std::min(Cabs1(H(k, k - 1)), Cabs1(H(k - 1, k)));
+          const double aa = std::max(Cabs1(H(k, k)), Cabs1(H(k - 1, k - 1) - H(k, k)));
+          const double bb = std::min(Cabs1(H(k, k)), Cabs1(H(k - 1, k - 1) - H(k, k)));
+          const double s = aa + ab;
+          if (ba * (ab / s) <= std::max(smlnum, ulp * (bb * (aa / s)))) break;
+        }
+      }
+      l = k;
+      if (l > 0) H(l, l - 1) = 0;
+      if (l >= i) {
+        converged = true;
         break;
       }
+      ++kdefl;
+      cd t;
+      if (kdefl % (2 * kExceptional) == 0) {
+        t = 0.75 * std::abs(H(i, i - 1).real()) + H(i, i);
+      } else if (kdefl % kExceptional == 0) {
+        t = 0.75 * std::abs(H(l + 1, l).real()) + H(l, l);
+      } else {  // Wilkinson's shift
+        t = H(i, i);
+        const cd u = std::sqrt(H(i - 1, i)) * std::sqrt(H(i, i - 1));
+        double s = Cabs1(u);
+        if (s != 0) {
+          const cd x = 0.5 * (H(i - 1, i - 1) - t);
+          const double sx = Cabs1(x);
+          s = std::max(s, sx);
+          cd y = s * std::sqrt((x / s) * (x / s) + (u / s) * (u / s));
+          if (sx > 0 && (x / sx).real() * y.real() + (x / sx).imag() * y.imag() < 0) y = -y;
+          t -= u * (u / (x + y));
+        }
+      }
+      // Two consecutive small subdiagonal elements: start the sweep at m.
+      int64_t m = i - 1;
+      cd v[2];
+      for (;; --m) {
+        const cd h11 = H(m, m), h22 = H(m + 1, m + 1);
+        cd h11s = h11 - t;
+        double h21 = H(m + 1, m).real();
+        const double s = Cabs1(h11s) + std::abs(h21);
+        h11s /= s;
+        h21 /= s;
+        v[0] = h11s;
+        v[1] = h21;
+        if (m == l) break;
+        const double h10 = H(m, m - 1).real();
+        if (std::abs(h10) * std::abs(h21) <= ulp * (Cabs1(h11s) * (Cabs1(h11) + Cabs1(h22)))) break;
+      }
+      for (int64_t k2 = m; k2 <= i - 1; ++k2) {
+        if (k2 > m) {
+          v[0] = H(k2, k2 - 1);
+          v[1] = H(k2 + 1, k2 - 1);
+        }
+        cd alpha = v[0];
+        const cd t1 = HouseholderLarfg(alpha, &v[1], 1, 1, true);
+        v[0] = alpha;
+        if (k2 > m) {
+          H(k2, k2 - 1) = v[0];
+          H(k2 + 1, k2 - 1) = 0;
+        }
+        const cd v2 = v[1];
+        const double t2 = (t1 * v2).real();
+        for (int64_t j = k2; j < n; ++j) {
+          const cd sum = std::conj(t1) * H(k2, j) + t2 * H(k2 + 1, j);
+          H(k2, j) -= sum;
+          H(k2 + 1, j) -= sum * v2;
+        }
+        for (cd* mat : {h, z}) {
+          const int64_t rows = mat == h ? std::min(k2 + 2, i) + 1 : n;
+          for (int64_t r = 0; r < rows; ++r) {
+            const cd sum = t1 * mat[r * n + k2] + t2 * mat[r * n + k2 + 1];
+            mat[r * n + k2] -= sum;
+            mat[r * n + k2 + 1] -= sum * std::conj(v2);
+          }
+        }
+        if (k2 == m && m > l) {  // keep H(m, m-1) real: rescale rows/columns m..i
+          cd temp = 1.0 - t1;
+          temp /= std::abs(temp);
+          H(m + 1, m) *= std::conj(temp);
+          if (m + 2 <= i) H(m + 2, m + 1) *= temp;
+          for (int64_t j = m; j <= i; ++j) {
+            if (j == m + 1) continue;
+            for (int64_t c = j + 1; c < n; ++c) H(j, c) *= temp;
+            for (int64_t r = 0; r < j; ++r) H(r, j) *= std::conj(temp);
+            for (int64_t r = 0; r < n; ++r) z[r * n + j] *= std::conj(temp);
+          }
+        }
+      }
+      cd temp = H(i, i - 1);  // make H(i, i-1) real
+      if (temp.imag() != 0) {
+        const double rtemp = std::abs(temp);
+        H(i, i - 1) = rtemp;
+        temp /= rtemp;
+        for (int64_t c = i + 1; c < n; ++c) H(i, c) *= std::conj(temp);
+        for (int64_t r = 0; r < i; ++r) H(r, i) *= temp;
+        for (int64_t r = 0; r < n; ++r) z[r * n + i] *= temp;
+      }
     }
-    if (l == hi) {
-      --hi;
-      iter = 0;
-      continue;
-    }
-    if (++iter > 30 * n) return hi + 1;
-    cd mu;
-    if (iter % 10 == 0) {  // exceptional shift
-      const double below = hi >= 2 ? std::abs(h[(hi - 1) * n + hi - 2]) : 0;
-      mu = h[hi * n + hi] + std::abs(h[hi * n + hi - 1]) + below;
-    } else {  // the eigenvalue of the trailing 2x2 closer to its last diagonal element
-      const cd a = h[(hi - 1) * n + hi - 1], b = h[(hi - 1) * n + hi];
-      const cd c = h[hi * n + hi - 1], d = h[hi * n + hi];
-      const cd half = 0.5 * (a - d);
-      const cd disc = std::sqrt(half * half + b * c);
-      const cd m1 = d + half + disc, m2 = d + half - disc;
-      mu = std::abs(m1 - d) <= std::abs(m2 - d) ? m1 : m2;
-    }
-    // One QR step on rows/columns l..hi by Givens rotations (bulge chase).
-    cd x = h[l * n + l] - mu, y = h[(l + 1) * n + l];
-    for (int64_t k = l; k < hi; ++k) {
-      if (k > l) {
-        x = h[k * n + k - 1];
-        y = h[(k + 1) * n + k - 1];
-      }
-      const double ax = std::abs(x), nrm = std::hypot(ax, std::abs(y));
-      if (nrm == 0) continue;
-      double c;
-      cd s;
-      if (ax == 0) {
-        c = 0;
-        s = std::conj(y) / std::abs(y);
-      } else {
-        c = ax / nrm;
-        s = (x / ax) * std::conj(y) / nrm;
-      }
-      for (int64_t j = k > l ? k - 1 : l; j < n; ++j) {  // rows k, k+1: G h
-        const cd u = h[k * n + j], w = h[(k + 1) * n + j];
-        h[k * n + j] = c * u + s * w;
-        h[(k + 1) * n + j] = -std::conj(s) * u + c * w;
-      }
-      if (k > l) h[(k + 1) * n + k - 1] = 0;
-      const int64_t rmax = std::min(k + 2, hi);
-      for (int64_t r = 0; r <= rmax; ++r) {  // columns k, k+1: h G^H
-        const cd u = h[r * n + k], w = h[r * n + k + 1];
-        h[r * n + k] = u * c + w * std::conj(s);
-        h[r * n + k + 1] = -u * s + w * c;
-      }
-      for (int64_t r = 0; r < n; ++r) {
-        const cd u = z[r * n + k], w = z[r * n + k + 1];
-        z[r * n + k] = u * c + w * std::conj(s);
-        z[r * n + k + 1] = -u * s + w * c;
-      }
-    }
+    if (!converged) return i + 1;
+    kdefl = 0;
+    i = l - 1;
   }
   return 0;
 }
@@ -177,7 +254,7 @@ void NormalizeVector(cd* x, int64_t n, bool real) {
 // real matrix its real Schur form with each 2x2 block then split by a unitary rotation, so
 // that eigenvalues come in the real Schur form's order with each conjugate pair adjacent, the
 // positive imaginary part first (LAPACK's ?geev order when the two QR iterations agree).
-int64_t GeevSchur(cd* h, cd* z, int64_t n, double norm, bool real_input, double ulp);
+int64_t GeevSchur(cd* h, cd* z, int64_t n, bool real_input, double ulp);
 
 StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* const> ops,
                        bool real_outputs, bool left, bool right) {
@@ -206,7 +283,7 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
     int64_t fail = std::isfinite(norm) ? 0 : n;
     if (fail == 0) {
       Hessenberg(h.data(), z.data(), n);
-      fail = GeevSchur(h.data(), z.data(), n, norm, real_input, ulp);
+      fail = GeevSchur(h.data(), z.data(), n, real_input, ulp);
     }
     if (fail != 0) {
       info[b] = fail;
@@ -494,8 +571,8 @@ int64_t RealSchur(double* t, double* z, int64_t n, double ulp) {
   return 0;
 }
 
-int64_t GeevSchur(cd* h, cd* z, int64_t n, double norm, bool real_input, double ulp) {
-  if (!real_input) return ComplexSchur(h, z, n, norm);
+int64_t GeevSchur(cd* h, cd* z, int64_t n, bool real_input, double ulp) {
+  if (!real_input) return ComplexSchur(h, z, n, ulp);
   std::vector<double> t(n * n), zr(n * n);
   for (int64_t i = 0; i < n * n; ++i) {
     t[i] = h[i].real();
@@ -608,6 +685,7 @@ StatusOr<Literal> Gees(const HloInstruction& instr, std::span<const Literal* con
   if (BackendInt(instr, "sort", 'N') != 'N')
     return Unimplemented("gees %", instr.name(), ": sorted Schur forms (sort = 'S')");
   const int64_t n = bd.n;
+  const double ulp = TypeUlp(ops[0]->shape().element_type());
   std::vector<cd> t = LiteralToComplexes(*ops[0]);
   std::vector<cd> z(t.size(), cd(0)), w(bd.batch * n);
   std::vector<int64_t> info(bd.batch, 0);
@@ -622,7 +700,7 @@ StatusOr<Literal> Gees(const HloInstruction& instr, std::span<const Literal* con
     int64_t fail = std::isfinite(norm) ? 0 : n;
     if (fail == 0) {
       Hessenberg(h, zb, n);
-      fail = ComplexSchur(h, zb, n, norm);
+      fail = ComplexSchur(h, zb, n, ulp);
     }
     if (fail != 0) {
       info[b] = fail;
