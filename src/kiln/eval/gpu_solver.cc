@@ -25,6 +25,7 @@
 //       row interchanges applied in order to the identity permutation of m (the result's last
 //       dimension); a pivot outside [0, m) is skipped.
 // The cuSOLVER scratch results JAX ignores are deterministic (the input, or zeros).
+// {cu,hip}hybrid_eig_real/comp (eig) are lapack_geev.cc's.
 #include <string>
 #include <string_view>
 

@@ -16,9 +16,11 @@
 //       H(0) H(1) ... H(k-1).
 // Leading dimensions are batch dimensions. Values are computed in double precision and rounded
 // once, so results agree with LAPACK's to rounding; a near-tie between pivot candidates may
-// resolve differently than LAPACK's single-precision arithmetic. The eigen- and singular-value
-// targets and ?gtsv are lapack_eig.cc's; the cuSOLVER/hipSOLVER names of the same factorizations
-// are gpu_solver.cc's (both reach the routines here through lapack_internal.h).
+// resolve differently than LAPACK's single-precision arithmetic. The other linear-algebra
+// targets: symmetric eigen/SVD and ?gtsv in lapack_eig.cc, Householder reductions (?sytrd,
+// ?gehrd, ?geqp3) in lapack_reduce.cc, general eigenproblems and Schur forms (?geev, ?gees) in
+// lapack_geev.cc, the cuSOLVER/hipSOLVER/cuSPARSE names in gpu_solver.cc; they share routines
+// through lapack_internal.h, and EvalLapackCustomCall below dispatches to all of them.
 #include <cctype>
 #include <cmath>
 #include <complex>

@@ -1,6 +1,7 @@
 // Shared pieces of the linear-algebra custom calls (internal to src/kiln/eval): the LAPACK
-// targets of JAX's CPU lowering (lapack.cc, lapack_eig.cc) and the cuSOLVER / hipSOLVER /
-// cuSPARSE targets of its GPU lowerings (gpu_solver.cc), which share one set of routines.
+// targets of JAX's CPU lowering (lapack.cc, lapack_eig.cc, lapack_reduce.cc, lapack_geev.cc)
+// and the cuSOLVER / hipSOLVER / cuSPARSE / hybrid targets of its GPU lowerings
+// (gpu_solver.cc, lapack_geev.cc), which share one set of routines.
 //
 // Matrices are handled in their logical (row-major index) order: LiteralToComplexes reads an
 // array literal whatever its layout, so the column-major {0,1} layouts JAX gives these calls

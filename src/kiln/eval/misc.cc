@@ -20,8 +20,8 @@
 //   annotate_device_placement, MoveToHost, MoveToDevice, LayoutConstraint, ...) are the
 //   identity when the shapes allow it (one participant); TopK is sort.cc's; the linear-algebra
 //   targets of JAX's CPU and GPU lowerings (LAPACK, cuSOLVER/hipSOLVER, gtsv, LU pivots) are
-//   lapack.cc's, lapack_eig.cc's and gpu_solver.cc's; anything else is UnsupportedInstruction
-//   naming the target.
+//   lapack*.cc's and gpu_solver.cc's (docs/evaluator.md lists them); anything else is
+//   UnsupportedInstruction naming the target.
 #include <cmath>
 #include <cstring>
 #include <string_view>

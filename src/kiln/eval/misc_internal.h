@@ -19,7 +19,8 @@ void RegisterCollectiveKernels(KernelRegistry& r);  // one-participant collectiv
 StatusOr<Literal> TriangularSolve(const HloInstruction& instr, const Literal& a, const Literal& b,
                                   const TriangularSolveOptions& options, const Shape& result_shape);
 
-// The LAPACK custom call `instr` names (lapack.cc), or nullopt when its target is not one of
+// The linear-algebra custom call `instr` names (LAPACK, cuSOLVER/hipSOLVER/cuSPARSE, hybrid:
+// lapack.cc dispatches to lapack*.cc and gpu_solver.cc), or nullopt when its target is none of
 // them.
 std::optional<StatusOr<Literal>> EvalLapackCustomCall(const HloInstruction& instr,
                                                       std::span<const Literal* const> operands);
