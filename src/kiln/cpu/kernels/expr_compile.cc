@@ -2,6 +2,7 @@
 // expression programs] in expr_program.h).
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 #include <tuple>
@@ -405,6 +406,150 @@ struct ExprCompiler {
   }
 };
 
+// Note [Fused op chains]
+//   Each block op is a pass over L1-sized arrays: a layer norm's final loop
+//   ((x - mean) * rstd * g + b) was four passes, each loading two arrays and storing one, plus
+//   the per-op dispatch. Runs of f32 add/subtract/multiply/divide where each op's result is
+//   read only by the next op of the run (not a root, not shared) become one kChain op that
+//   keeps the running value in registers: one load per operand and one store per element for
+//   the whole run (ChainBlockF32, expr_elementwise.cc). Operands may be block values, uniform
+//   values (one element per block: a per-row mean) or the running value itself (x * x). Every
+//   op is the same single IEEE operation in the same order as before (no FMA contraction: the
+//   kernels build with ISO C++, -ffp-contract=off), so results are bit-identical to the
+//   op-by-op loops and to the evaluator. A run longer than kMaxChainSteps ops is split.
+namespace {
+
+bool ChainableOp(const ExprOp& op, const std::vector<PrimitiveType>& types) {
+  if (op.kind != ExprOp::Kind::kCompute || !op.fn || types[op.out] != PrimitiveType::kF32)
+    return false;
+  for (int k = 0; k < op.num_in; ++k)
+    if (types[op.in[k]] != PrimitiveType::kF32) return false;
+  switch (op.instr->opcode()) {
+    case HloOpcode::kAdd: case HloOpcode::kSubtract: case HloOpcode::kMultiply:
+    case HloOpcode::kDivide: return op.num_in == 2;
+    case HloOpcode::kTanh: return op.num_in == 1;
+    default: return false;
+  }
+}
+
+uint8_t ChainOpCode(HloOpcode opc) {
+  switch (opc) {
+    case HloOpcode::kAdd: return kChainAdd;
+    case HloOpcode::kSubtract: return kChainSub;
+    case HloOpcode::kMultiply: return kChainMul;
+    case HloOpcode::kTanh: return kChainTanh;
+    default: return kChainDiv;
+  }
+}
+
+void FuseChainsImpl(std::vector<ExprOp>& ops, const std::vector<PrimitiveType>& types,
+                    const std::vector<bool>& invariant, const std::vector<int>& roots) {
+  const int64_t nv = static_cast<int64_t>(types.size());
+  // Readers of each value (an op reading it twice counts twice) and its producer op.
+  std::vector<int> reads(nv, 0), producer(nv, -1), reader(nv, -1);
+  for (int v : roots) reads[v] += 1 << 16;  // roots stay materialized
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const ExprOp& op = ops[i];
+    if (op.kind == ExprOp::Kind::kMap) continue;
+    for (int k = 0; k < op.num_in; ++k) {
+      ++reads[op.in[k]];
+      reader[op.in[k]] = static_cast<int>(i);
+    }
+    for (int v : op.values)
+      if (v >= 0) {
+        ++reads[v];
+        reader[v] = static_cast<int>(i);
+      }
+    if (op.kind != ExprOp::Kind::kMap && op.out >= 0) producer[op.out] = static_cast<int>(i);
+  }
+  const int n = static_cast<int>(ops.size());
+  std::vector<bool> ok(n);
+  for (int i = 0; i < n; ++i) ok[i] = ChainableOp(ops[i], types);
+  // prev[i]: the chainable op whose only reader is op i (the chain's previous op), -1 none.
+  std::vector<int> prev(n, -1);
+  std::vector<bool> has_next(n, false);
+  for (int i = 0; i < n; ++i) {
+    if (!ok[i]) continue;
+    for (int k = 0; k < ops[i].num_in; ++k) {
+      const int t = ops[i].in[k];
+      const int a = producer[t];
+      if (a < 0 || !ok[a] || has_next[a] || invariant[t] || reader[t] != i) continue;
+      const int uses_here = (ops[i].in[0] == t) + (ops[i].in[1] == t);
+      if (reads[t] != uses_here) continue;
+      prev[i] = a;
+      has_next[a] = true;
+      break;
+    }
+  }
+  std::vector<bool> removed(n, false);
+  for (int tail = 0; tail < n; ++tail) {
+    if (!ok[tail] || has_next[tail] || prev[tail] < 0) continue;
+    std::vector<int> chain;
+    for (int i = tail; i >= 0; i = prev[i]) chain.push_back(i);
+    std::reverse(chain.begin(), chain.end());
+    // Split into pieces of at most kMaxChainSteps ops (one step each); each piece ends in a
+    // materialized value the next piece starts from.
+    for (size_t b = 0; b < chain.size(); b += kMaxChainSteps) {
+      const size_t e = std::min(chain.size(), b + kMaxChainSteps);
+      if (e - b < 2) break;  // a single op stays as it is
+      ExprOp c;
+      c.kind = ExprOp::Kind::kChain;
+      const ExprOp& head = ops[chain[b]];
+      c.instr = ops[chain[e - 1]].instr;
+      c.type = PrimitiveType::kF32;
+      c.width = 4;
+      c.out = ops[chain[e - 1]].out;
+      c.values.push_back(head.in[0]);
+      if (head.num_in == 1) {
+        c.codes.push_back(kChainTanh);
+        c.values.push_back(-1);
+      } else if (head.in[0] == head.in[1]) {
+        c.codes.push_back(ChainOpCode(head.instr->opcode()) | kChainSelf);
+        c.values.push_back(-1);
+      } else {
+        c.codes.push_back(ChainOpCode(head.instr->opcode()));
+        c.values.push_back(head.in[1]);
+      }
+      for (size_t j = b + 1; j < e; ++j) {
+        const ExprOp& op = ops[chain[j]];
+        const int t = ops[chain[j - 1]].out;
+        uint8_t code = ChainOpCode(op.instr->opcode());
+        if (op.num_in == 1) {
+          c.codes.push_back(code);
+          c.values.push_back(-1);
+        } else if (op.in[0] == t && op.in[1] == t) {
+          c.codes.push_back(code | kChainSelf);
+          c.values.push_back(-1);
+        } else if (op.in[0] == t) {
+          c.codes.push_back(code);
+          c.values.push_back(op.in[1]);
+        } else {
+          c.codes.push_back(code | kChainRev);
+          c.values.push_back(op.in[0]);
+        }
+      }
+      for (size_t j = b; j + 1 < e; ++j) removed[chain[j]] = true;
+      ops[chain[e - 1]] = std::move(c);
+    }
+  }
+  std::vector<ExprOp> kept;
+  kept.reserve(ops.size());
+  for (int i = 0; i < n; ++i)
+    if (!removed[i]) kept.push_back(std::move(ops[i]));
+  ops = std::move(kept);
+}
+
+// KILN_CPU_EXPR_CHAINS=0 in the environment keeps every op separate (A/B runs, tests).
+bool ChainsEnabled() {
+  static const bool enabled = [] {
+    const char* e = std::getenv("KILN_CPU_EXPR_CHAINS");
+    return !(e && std::string_view(e) == "0");
+  }();
+  return enabled;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
     std::span<const HloInstruction* const> roots, std::vector<int64_t> loop_dims,
     std::vector<int64_t> root_perm, const LeafResolver& leaves, const Options& options) {
@@ -471,6 +616,9 @@ StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
     p->root_values_.push_back(v);
   }
   for (int v : p->root_values_) p->root_block_values_.push_back(c.BlockValue(v));
+
+  if (ChainsEnabled())
+    FuseChainsImpl(p->block_ops_, p->value_types_, p->value_invariant_, p->root_block_values_);
 
   // Buffers for block values: liveness over the block ops (roots live to the end; splats for
   // the whole scratch).
@@ -557,6 +705,10 @@ StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
       switch (op.kind) {
         case ExprOp::Kind::kMap:
         case ExprOp::Kind::kSplat: break;
+        case ExprOp::Kind::kChain:
+          for (uint8_t code : op.codes)
+            w += code == kChainTanh || (code & 3) == kChainDiv ? 4 : 1;
+          break;
         case ExprOp::Kind::kCompute: {
           if (!op.fn) {
             w += 8;
@@ -611,6 +763,21 @@ std::string ExprProgram::ToString() const {
         case ExprOp::Kind::kPad: os << "v" << op.out << " = pad(v" << op.values[0] << ", v" << op.values[1] << ")"; break;
         case ExprOp::Kind::kConcat: os << "v" << op.out << " = concat(" << StrJoin(op.values, ",") << ")"; break;
         case ExprOp::Kind::kSplat: os << "v" << op.out << " = splat(v" << op.in[0] << ")"; break;
+        case ExprOp::Kind::kChain: {
+          static const char* kNames[] = {"add", "subtract", "multiply", "divide"};
+          os << "v" << op.out << " = chain(v" << op.values[0];
+          for (size_t k = 0; k < op.codes.size(); ++k) {
+            const uint8_t c = op.codes[k];
+            if (c == kChainTanh) {
+              os << "; tanh(.)";
+              continue;
+            }
+            const std::string b = (c & kChainSelf) ? "." : "v" + std::to_string(op.values[k + 1]);
+            os << "; " << kNames[c & 3] << ((c & kChainRev) ? "(" + b + ", .)" : "(., " + b + ")");
+          }
+          os << ")";
+          break;
+        }
       }
       os << "\n";
     }

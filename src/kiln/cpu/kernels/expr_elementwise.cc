@@ -480,4 +480,131 @@ void GenericElementwiseBlock(const ExprOp& op, int64_t n, void* const* p) {
   }
 }
 
+
+// ---- Fused op chains (Note [Fused op chains], expr_compile.cc) ----
+
+namespace {
+
+namespace ei = Eigen::internal;
+
+// A step as executed: code = op | kChainRev | operand kind (kOpBlock, kOpScalar, kOpSelf).
+struct ChainStep {
+  const float* p;  // block operand
+  float s;         // scalar operand
+  int code;
+};
+constexpr int kOpBlock = 0, kOpScalar = 8, kOpSelf = 16, kOpUnary = 24;
+
+template <int C, class P>
+inline P ChainOp(P a, P b) {
+  constexpr int op = C & 3;
+  constexpr bool rev = (C & kChainRev) != 0;
+  const P x = rev ? b : a, y = rev ? a : b;
+  if constexpr (op == kChainAdd) return ei::padd(x, y);
+  else if constexpr (op == kChainSub) return ei::psub(x, y);
+  else if constexpr (op == kChainMul) return ei::pmul(x, y);
+  else return ei::pdiv(x, y);
+}
+
+// One step over the K packets of a group: the operand kind and the op known at compile time.
+template <int C, class P, int K>
+inline void ChainStepK(P* a, const ChainStep& st, int64_t i) {
+  constexpr int64_t kW = static_cast<int64_t>(sizeof(P) / sizeof(float));
+  constexpr int kind = C & ~7;
+  if constexpr (kind == kOpUnary) {
+    for (int k = 0; k < K; ++k) a[k] = ei::ptanh(a[k]);
+  } else if constexpr (kind == kOpScalar) {
+    const P b = ei::pset1<P>(st.s);
+    for (int k = 0; k < K; ++k) a[k] = ChainOp<C>(a[k], b);
+  } else if constexpr (kind == kOpSelf) {
+    for (int k = 0; k < K; ++k) a[k] = ChainOp<C>(a[k], a[k]);
+  } else {
+    for (int k = 0; k < K; ++k) a[k] = ChainOp<C>(a[k], ei::ploadu<P>(st.p + i + k * kW));
+  }
+}
+
+#define KILN_CHAIN_CASES8(base) \
+  KILN_CHAIN_CASE(base + 0) KILN_CHAIN_CASE(base + 1) KILN_CHAIN_CASE(base + 2) \
+  KILN_CHAIN_CASE(base + 3) KILN_CHAIN_CASE(base + 4) KILN_CHAIN_CASE(base + 5) \
+  KILN_CHAIN_CASE(base + 6) KILN_CHAIN_CASE(base + 7)
+
+// K packets of type P at element i, the chain value in registers through every step.
+template <class P, int K>
+inline void ChainGroup(const ChainStep& first, const ChainStep* steps, int ns, float* __restrict o,
+                       int64_t i) {
+  constexpr int64_t kW = static_cast<int64_t>(sizeof(P) / sizeof(float));
+  P a[K];
+  if (first.p) {
+    for (int k = 0; k < K; ++k) a[k] = ei::ploadu<P>(first.p + i + k * kW);
+  } else {
+    for (int k = 0; k < K; ++k) a[k] = ei::pset1<P>(first.s);
+  }
+  for (int s = 0; s < ns; ++s) {
+    const ChainStep& st = steps[s];
+    switch (st.code) {
+#define KILN_CHAIN_CASE(c) \
+  case (c): ChainStepK<(c), P, K>(a, st, i); break;
+      KILN_CHAIN_CASES8(kOpBlock)
+      KILN_CHAIN_CASES8(kOpScalar)
+      KILN_CHAIN_CASES8(kOpSelf)
+      KILN_CHAIN_CASE(kOpUnary)
+#undef KILN_CHAIN_CASE
+      default: break;
+    }
+  }
+  for (int k = 0; k < K; ++k) ei::pstoreu(o + i + k * kW, a[k]);
+}
+#undef KILN_CHAIN_CASES8
+
+}  // namespace
+
+void ChainBlockF32(const ExprOp& op, int64_t n, void* const* ptrs, const uint8_t* uniform) {
+  using P = ei::packet_traits<float>::type;
+  constexpr int64_t kW = static_cast<int64_t>(sizeof(P) / sizeof(float));
+  const int ns = static_cast<int>(op.codes.size());
+  ChainStep first{};
+  ChainStep steps[kMaxChainSteps];
+  auto operand = [&](int v, ChainStep& st) {
+    const float* p = static_cast<const float*>(ptrs[v]);
+    if (n == 1 || (uniform && uniform[v] != 0)) {
+      st.p = nullptr;
+      st.s = p[0];
+      st.code |= kOpScalar;
+    } else {
+      st.p = p;
+    }
+  };
+  operand(op.values[0], first);
+  for (int s = 0; s < ns; ++s) {
+    const uint8_t c = op.codes[s];
+    if (c == kChainTanh) {
+      steps[s] = {nullptr, 0.0f, kOpUnary};
+    } else {
+      steps[s] = {nullptr, 0.0f, c & 7};
+      if (c & kChainSelf) steps[s].code |= kOpSelf;
+      else operand(op.values[s + 1], steps[s]);
+    }
+  }
+  float* o = static_cast<float*>(ptrs[op.out]);
+  int64_t i = 0;
+  for (; i + 4 * kW <= n; i += 4 * kW) ChainGroup<P, 4>(first, steps, ns, o, i);
+  for (; i + kW <= n; i += kW) ChainGroup<P, 1>(first, steps, ns, o, i);
+  if (i == n) return;
+  // The tail (fewer than a packet): through the packet path on padded copies, so that every
+  // element sees the same arithmetic (tanh's packet approximation included).
+  alignas(64) float pad[kMaxChainSteps + 1][kW];
+  alignas(64) float out[kW];
+  const int64_t r = n - i;
+  auto padded = [&](ChainStep& st, int slot) {
+    if (!st.p) return;
+    std::fill_n(pad[slot], kW, 0.0f);
+    std::copy_n(st.p + i, r, pad[slot]);
+    st.p = pad[slot];
+  };
+  padded(first, 0);
+  for (int s = 0; s < ns; ++s) padded(steps[s], s + 1);
+  ChainGroup<P, 1>(first, steps, ns, out, 0);
+  std::copy_n(out, r, o + i);
+}
+
 }  // namespace kiln::cpu::internal

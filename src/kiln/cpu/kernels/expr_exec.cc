@@ -409,6 +409,21 @@ struct ExprExec {
                        runs[op.maps[k]]);
           break;
         }
+        case ExprOp::Kind::kChain: {
+          if (u) {
+            bool all = true;
+            for (int v : op.values)
+              if (v >= 0) all &= u[v] != kFull;
+            if (all) {  // one element, as for kCompute
+              ChainBlockF32(op, 1, ptrs.data(), u);
+              u[op.out] = kUniform;
+              break;
+            }
+            u[op.out] = kFull;
+          }
+          ChainBlockF32(op, n, ptrs.data(), u);
+          break;
+        }
         case ExprOp::Kind::kSplat:
           if (u) u[op.out] = kUniformFull;
           Fill(static_cast<uint8_t*>(ptrs[op.out]), inv[op.in[0]], op.width, n);

@@ -64,6 +64,7 @@ struct ExprOp {
     kPad,      // out = pad value values[1] (invariant), then values[0] copied along maps[0]
     kConcat,   // out = values[k] copied along maps[k], for each k
     kSplat,    // out (block value) = n copies of invariant value in[0]
+    kChain,    // out = f32 chain of binary ops in registers: Note [Fused op chains]
   };
   Kind kind = Kind::kCompute;
   const HloInstruction* instr = nullptr;
@@ -86,7 +87,22 @@ struct ExprOp {
   const void* data = nullptr;
   std::vector<int> maps;
   std::vector<int> values;
+  // kChain: values[0] starts the chain; step k applies codes[k] with operand values[k + 1]
+  // (-1: the chain value itself). codes[k] = ChainOp | kChainRev (the chain value is the right
+  // operand) | kChainSelf.
+  std::vector<uint8_t> codes;
 };
+
+// ---- Fused op chains (Note [Fused op chains], expr_compile.cc) ----
+enum ChainCode : uint8_t {
+  kChainAdd = 0, kChainSub = 1, kChainMul = 2, kChainDiv = 3,
+  kChainRev = 4, kChainSelf = 8,
+  kChainTanh = 16,  // a unary step: tanh of the chain value (values[k + 1] == -1)
+};
+constexpr int kMaxChainSteps = 8;
+// Evaluates a kChain op over n elements. Operand v is one value for the whole block (read at
+// element 0) when uniform != nullptr and uniform[v] != 0 (Note [Uniform block values]).
+void ChainBlockF32(const ExprOp& op, int64_t n, void* const* ptrs, const uint8_t* uniform);
 
 // The typed block loop of an elementwise instruction (operands given by their element types),
 // or nullptr when there is none (then the generic per-element ElementFn path is used).

@@ -1,5 +1,6 @@
 // Loop kernel (kLoop fusions and standalone elementwise/shape ops) against the evaluator.
 #include <gtest/gtest.h>
+#include <cstdlib>
 #include <random>
 
 #include "kiln/base/strings.h"
@@ -640,6 +641,149 @@ ENTRY e {
   a = f32[8,300] select(c, q, p)
   ROOT s = f32[8,300] select(c2, a, q))");
   EXPECT_NE(lt_gt, lt_lt);
+}
+
+}  // namespace
+}  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// Note [Fused op chains] (expr_compile.cc): runs of f32 add/subtract/multiply/divide (and tanh)
+// whose intermediates have one reader become one register-resident op. Each pattern against the
+// evaluator on random inputs, bit-exact where no tanh is involved (the same IEEE operations in
+// the same order), with block operands, row-uniform operands (rows of 256+ elements), scalar
+// broadcasts, the chain value on either side, odd sizes (packet tails) and the kernel's
+// block sizes.
+std::string ChainHlo(const std::string& dims, const std::string& body) {
+  std::string text = StrCat(R"(
+HloModule m
+fused {
+  x = f32[$D] parameter(0)
+  y = f32[$D] parameter(1)
+  v = f32[$R] parameter(2)
+  w = f32[$R] parameter(3)
+  g = f32[$C] parameter(4)
+  vb = f32[$D] broadcast(v), dimensions={0}
+  wb = f32[$D] broadcast(w), dimensions={0}
+  gb = f32[$D] broadcast(g), dimensions={1}
+  k = f32[] constant(0.375)
+  kb = f32[$D] broadcast(k), dimensions={}
+)", body, R"(
+}
+ENTRY e {
+  x = f32[$D] parameter(0)
+  y = f32[$D] parameter(1)
+  v = f32[$R] parameter(2)
+  w = f32[$R] parameter(3)
+  g = f32[$C] parameter(4)
+  ROOT f = f32[$D] fusion(x, y, v, w, g), kind=kLoop, calls=fused
+})");
+  const size_t comma = dims.find(',');
+  const std::string rows = dims.substr(0, comma), cols = dims.substr(comma + 1);
+  for (const auto& [key, val] : {std::pair<std::string, std::string>{"$D", dims},
+                                 {"$R", rows}, {"$C", cols}})
+    for (size_t p = text.find(key); p != std::string::npos; p = text.find(key))
+      text.replace(p, key.size(), val);
+  return text;
+}
+
+struct ChainCase {
+  const char* name;
+  const char* body;
+  bool exact;
+};
+
+const ChainCase kChainCases[] = {
+    {"layernorm_final", R"(  s = f32[$D] subtract(x, vb)
+  t = f32[$D] multiply(s, wb)
+  u = f32[$D] multiply(t, gb)
+  ROOT r = f32[$D] add(u, y))", true},
+    {"square_of_difference", R"(  s = f32[$D] subtract(x, vb)
+  ROOT r = f32[$D] multiply(s, s))", true},
+    {"reversed_operands", R"(  s = f32[$D] subtract(vb, x)
+  t = f32[$D] divide(y, s)
+  u = f32[$D] subtract(kb, t)
+  a = f32[$D] add(gb, u)
+  d = f32[$D] divide(a, wb)
+  ROOT r = f32[$D] multiply(kb, d))", true},
+    {"uniform_head", R"(  s = f32[$D] multiply(vb, wb)
+  t = f32[$D] add(s, vb)
+  u = f32[$D] subtract(t, x)
+  ROOT r = f32[$D] multiply(u, u))", true},
+    {"uniform_only", R"(  s = f32[$D] multiply(vb, wb)
+  t = f32[$D] add(s, vb)
+  ROOT r = f32[$D] divide(t, kb))", true},
+    {"shared_intermediate", R"(  s = f32[$D] subtract(x, vb)
+  t = f32[$D] multiply(s, wb)
+  u = f32[$D] multiply(t, s)
+  a = f32[$D] add(u, t)
+  ROOT r = f32[$D] multiply(a, y))", true},
+    {"long_chain_split", R"(  a1 = f32[$D] add(x, y)
+  a2 = f32[$D] multiply(a1, kb)
+  a3 = f32[$D] subtract(a2, vb)
+  a4 = f32[$D] multiply(a3, gb)
+  a5 = f32[$D] add(y, a4)
+  a6 = f32[$D] multiply(a5, a5)
+  a7 = f32[$D] subtract(a6, x)
+  a8 = f32[$D] divide(a7, wb)
+  a9 = f32[$D] add(a8, kb)
+  a10 = f32[$D] multiply(a9, x)
+  a11 = f32[$D] subtract(a10, gb)
+  ROOT r = f32[$D] multiply(a11, y))", true},
+    {"gelu_tanh", R"(  x2 = f32[$D] multiply(x, x)
+  x3 = f32[$D] multiply(x2, x)
+  m1 = f32[$D] multiply(x3, kb)
+  a1 = f32[$D] add(x, m1)
+  m2 = f32[$D] multiply(a1, wb)
+  t = f32[$D] tanh(m2)
+  a2 = f32[$D] add(t, kb)
+  m3 = f32[$D] multiply(a2, gb)
+  ROOT r = f32[$D] multiply(x, m3))", false},
+    {"tanh_head_and_tail", R"(  t = f32[$D] tanh(x)
+  a = f32[$D] multiply(t, y)
+  ROOT r = f32[$D] tanh(a))", false},
+};
+
+TEST(LoopKernelTest, FusedChainsMatchEvaluator) {
+  for (const char* dims : {"37,61", "5,301", "3,1024", "1,17", "2,7"}) {
+    for (const ChainCase& c : kChainCases) {
+      SCOPED_TRACE(StrCat(c.name, " f32[", dims, "]"));
+      testing::CheckOptions o;
+      if (c.exact) {
+        o.rtol = 0.0;
+        o.atol = 0.0;
+      }
+      CheckHlo(ChainHlo(dims, c.body), "", o);
+      if (HasFailure()) return;
+    }
+  }
+}
+
+// A chain is one block op: the layer norm's final loop (4 ops) and GELU (9 ops) each become one,
+// a shared intermediate keeps its producer separate, and a multi-output fusion's roots stay
+// materialized.
+TEST(LoopKernelTest, FusedChainsAreOneOp) {
+  auto ops_of = [](const std::string& hlo) -> std::string {
+    std::unique_ptr<HloModule> m = testing::Parse(hlo);
+    if (!m) return "";
+    StatusOr<std::unique_ptr<CpuKernel>> k = CreateCpuKernel(*testing::Find(*m));
+    if (!k.ok()) return k.status().ToString();
+    return (*k)->name();
+  };
+  // Each program: maps and reads of x, y, v, w, g (as used) plus its computed ops.
+  const std::string ln = ops_of(ChainHlo("5,301", kChainCases[0].body));
+  const std::string gelu = ops_of(ChainHlo("5,301", kChainCases[7].body));
+  const std::string shared = ops_of(ChainHlo("5,301", kChainCases[5].body));
+  if (std::getenv("KILN_CPU_EXPR_CHAINS") == nullptr) {
+    // ln: the loop map, 5 reads (x, y, v, w, g), 3 broadcast maps, 1 chain (4 ops before).
+    EXPECT_EQ(ln, "loop_fusion[f32[5,301], 10 ops]");
+    // gelu: the loop map, the scalar map, 3 reads (x, w, g), 2 broadcast maps, 1 chain (9
+    // ops before, tanh included).
+    EXPECT_EQ(gelu, "loop_fusion[f32[5,301], 8 ops]");
+    // shared: s and t have two readers each and stay; u, a, r are one chain (5 ops -> 3).
+    EXPECT_EQ(shared, "loop_fusion[f32[5,301], 10 ops]");
+  }
 }
 
 }  // namespace
