@@ -587,7 +587,8 @@ void ChainBlockF32(const ExprOp& op, int64_t n, void* const* ptrs, const uint8_t
   }
   float* o = static_cast<float*>(ptrs[op.out]);
   int64_t i = 0;
-  for (; i + 4 * kW <= n; i += 4 * kW) ChainGroup<P, 4>(first, steps, ns, o, i);
+  for (; i + 8 * kW <= n; i += 8 * kW) ChainGroup<P, 8>(first, steps, ns, o, i);
+  for (; i + 2 * kW <= n; i += 2 * kW) ChainGroup<P, 2>(first, steps, ns, o, i);
   for (; i + kW <= n; i += kW) ChainGroup<P, 1>(first, steps, ns, o, i);
   if (i == n) return;
   // The tail (fewer than a packet): through the packet path on padded copies, so that every
