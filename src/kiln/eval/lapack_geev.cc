@@ -25,7 +25,8 @@
 //    iterations that follow LAPACK's ?lahqr (see RealSchur, ComplexSchur): in practice
 //    LAPACK's ?geev order (checked on random matrices of sizes 2-30: all complex ones, 538 of
 //    540 real ones), each real conjugate pair adjacent with the positive imaginary part first;
-//    nothing guarantees it (no balancing here; above n = 75 LAPACK uses another QR).
+//    nothing guarantees it (above n = 75 LAPACK uses another QR). geev first balances the
+//    matrix as ?gebal scales it (Balance; no permutations), as ?geev does.
 //  - every vector has unit 2-norm and its component of largest magnitude (the first within a
 //    relative 1e-9) real and positive: ?geev's convention for complex types (so complex
 //    vectors match LAPACK's); for real types LAPACK leaves real vectors' signs and pairs'
@@ -34,6 +35,7 @@
 //    so are their vectors; conjugate pairs have exactly conjugate eigenvalues.
 // info = 0, or (if the QR iteration stalls: 30 n steps on one eigenvalue, or a non-finite
 // input) the 1-based index of the last eigenvalue not found; then every output is NaN.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -47,6 +49,11 @@ namespace {
 constexpr double kEps = std::numeric_limits<double>::epsilon();
 
 // The relative precision LAPACK's routines for `t` test convergence against (?lamch('P')).
+double TypeSafmin(PrimitiveType t) {
+  return t == PrimitiveType::kF32 || t == PrimitiveType::kC64 ? std::numeric_limits<float>::min()
+                                                              : std::numeric_limits<double>::min();
+}
+
 double TypeUlp(PrimitiveType t) {
   return t == PrimitiveType::kF32 || t == PrimitiveType::kC64
              ? std::numeric_limits<float>::epsilon()
@@ -230,6 +237,65 @@ int64_t ComplexSchur(cd* h, cd* z, int64_t n, double ulp) {
   return 0;
 }
 
+// Diagonal balancing as LAPACK's ?gebal scales (no permutations): h := D^-1 h D with D = diag(
+// scale) of powers of two, row/column pairs brought to comparable 2-norms (to within 0.95 of
+// their sum) as ?geev does before its QR. `safmin`/`ulp` are the input type's.
+void Balance(cd* h, int64_t n, std::vector<double>& scale, double safmin, double ulp) {
+  scale.assign(n, 1.0);
+  const double sfmin1 = safmin / ulp, sfmax1 = 1 / sfmin1;
+  const double sfmin2 = sfmin1 * 2, sfmax2 = 1 / sfmin2;
+  bool noconv = true;
+  while (noconv) {
+    noconv = false;
+    for (int64_t i = 0; i < n; ++i) {
+      double c = 0, r = 0, ca = 0, ra = 0, cmax = -1, rmax = -1;
+      for (int64_t k = 0; k < n; ++k) {
+        c += std::norm(h[k * n + i]);
+        r += std::norm(h[i * n + k]);
+        // The entries largest in |re| + |im| (?amax), measured by their modulus.
+        if (Cabs1(h[k * n + i]) > cmax) {
+          cmax = Cabs1(h[k * n + i]);
+          ca = std::abs(h[k * n + i]);
+        }
+        if (Cabs1(h[i * n + k]) > rmax) {
+          rmax = Cabs1(h[i * n + k]);
+          ra = std::abs(h[i * n + k]);
+        }
+      }
+      c = std::sqrt(c);
+      r = std::sqrt(r);
+      if (c == 0 || r == 0) continue;
+      if (!std::isfinite(c + r + ca + ra)) return;
+      double g = r / 2, f = 1;
+      const double s = c + r;
+      while (c < g && std::max({f, c, ca}) < sfmax2 && std::min({r, g, ra}) > sfmin2) {
+        f *= 2;
+        c *= 2;
+        ca *= 2;
+        r /= 2;
+        g /= 2;
+        ra /= 2;
+      }
+      g = c / 2;
+      while (g >= r && std::max(r, ra) < sfmax2 && std::min({f, c, g, ca}) > sfmin2) {
+        f /= 2;
+        c /= 2;
+        g /= 2;
+        ca /= 2;
+        r *= 2;
+        ra *= 2;
+      }
+      if (c + r >= 0.95 * s) continue;
+      if (f < 1 && scale[i] < 1 && f * scale[i] <= sfmin1) continue;
+      if (f > 1 && scale[i] > 1 && scale[i] >= sfmax1 / f) continue;
+      scale[i] *= f;
+      noconv = true;
+      for (int64_t k = 0; k < n; ++k) h[i * n + k] /= f;
+      for (int64_t k = 0; k < n; ++k) h[k * n + i] *= f;
+    }
+  }
+}
+
 // Unit 2-norm, largest component real positive; `real` also drops the imaginary parts.
 void NormalizeVector(cd* x, int64_t n, bool real) {
   double nrm = 0, big = 0;
@@ -271,6 +337,7 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
   std::vector<cd> h(n * n), z(n * n), x(n);
   std::vector<bool> real_value(n);
   const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> balance(n, 1.0);
   for (int64_t b = 0; b < bd.batch; ++b) {
     std::copy(a.begin() + b * n * n, a.begin() + (b + 1) * n * n, h.begin());
     double norm = 0;
@@ -282,6 +349,7 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
     for (int64_t i = 0; i < n * n; ++i) z[i] = i / n == i % n ? 1.0 : 0.0;
     int64_t fail = std::isfinite(norm) ? 0 : n;
     if (fail == 0) {
+      Balance(h.data(), n, balance, TypeSafmin(ops[0]->shape().element_type()), ulp);
       Hessenberg(h.data(), z.data(), n);
       fail = GeevSchur(h.data(), z.data(), n, real_input, ulp);
     }
@@ -309,7 +377,7 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
       for (int64_t r = 0; r < n; ++r) {
         cd s = 0;
         for (int64_t l = 0; l <= k; ++l) s += z[r * n + l] * x[l];
-        rb[r * n + k] = s;
+        rb[r * n + k] = s * balance[r];
       }
     }
     for (int64_t k = 0; k < n && left; ++k) {
@@ -323,7 +391,7 @@ StatusOr<Literal> Geev(const HloInstruction& instr, std::span<const Literal* con
       for (int64_t r = 0; r < n; ++r) {
         cd s = 0;
         for (int64_t l = k; l < n; ++l) s += z[r * n + l] * x[l];
-        lb[r * n + k] = s;
+        lb[r * n + k] = s / balance[r];
       }
     }
     // Normalize columns (copied out and back: the matrices are row-major).
