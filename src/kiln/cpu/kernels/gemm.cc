@@ -143,9 +143,14 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext&
       SmallMGemm(s, a, b, c, ctx, threads && CanUsePool(ctx));
       return;
     }
-    // Single-threaded products through the micro-kernel of conv_indirect.h (no packing of
-    // A); multi-threaded ones stay on Eigen's contraction (Note [Eigen's own pool for
-    // contractions]).
+    // Multi-threaded products on kiln's driver (Note [Parallel GEMM driver]) where it beats
+    // Eigen; single-threaded ones through the micro-kernel of conv_indirect.h (no packing of
+    // A); the rest on Eigen's contraction (Note [Eigen's own pool for contractions]).
+    if (UseDirectGemm() && threads && CanUsePool(ctx) && ParallelGemmAvailable() &&
+        UseParallelGemm(s, ctx.pool->num_threads())) {
+      ParallelGemmF32(s, a, b, c, ctx, true);
+      return;
+    }
     if (UseDirectGemm() && DirectGemmF32Supported(s) && !(threads && CanUsePool(ctx))) {
       DirectGemmF32(s, a, b, c, ctx, false);
       return;

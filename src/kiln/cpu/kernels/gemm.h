@@ -1,6 +1,7 @@
 // Matrix multiplication for the dot and convolution kernels (internal to src/kiln/cpu/kernels):
 // Eigen's tensor contraction (its GEBP kernel, as XLA's CPU runtime uses) for f32, f64, c64 and
-// c128, and a blocked loop for integers.
+// c128, kiln's own f32 kernels where they measured faster (small M, single-threaded products,
+// and the parallel driver of Note [Parallel GEMM driver]), and a blocked loop for integers.
 //
 // Note [Eigen threads]
 //   Eigen's contraction runs on the Eigen::ThreadPool behind ctx.pool (ctx.pool->eigen_pool():
@@ -50,6 +51,45 @@ constexpr int64_t kSmallGemmMaxM = 16;
 bool UseSmallMGemm(const GemmShape& s);
 void SmallMGemm(const GemmShape& s, const float* a, const float* b, float* c,
                 const KernelContext& ctx, bool threads);
+
+// Note [Parallel GEMM driver]
+//   kiln's own multi-threaded f32 GEMM (gemm_parallel.cc), around a register-blocked
+//   micro-kernel: MR rows x NR = 16 * NV columns of C in vector accumulators; per k, NV vectors of
+//   packed B and MR broadcasts of packed A (6 x 64 with AVX-512 when N >= 64, taller and
+//   narrower tiles for narrow C; AVX2 builds use 8-lane vectors). Three phases, each a set of
+//   tasks that ctx.pool's workers pull from a shared counter while the calling thread sleeps
+//   (it would be a 17th thread on 16 cores); from a pool worker, or with `threads` false,
+//   everything runs on the calling thread (Note [Eigen threads]: a worker never waits for
+//   other workers).
+//   1. Packing, in parallel: B into a buffer shared by all tasks (a per-thread scratch of the
+//      calling thread, kept between calls up to 16 MiB): K cut into blocks of kc rows (one
+//      panel's block, kc x NR floats, fits ~32 KiB of L1), N into panels of NR columns
+//      zero-padded past N; block-major, then panel-major, [kc][NR] inside. A likewise into
+//      [tile of MR rows][K] with [kc][MR] per block, zeros past M. Transposed operands are
+//      gathered here, so the compute phase sees one layout.
+//   2. C partitioned in 2D into tasks of whole tiles x whole panels. A task of mc x nc over a K
+//      slice of length kk reads (mc + nc) kk values for mc nc kk multiply-adds, so blocks start
+//      at 96 x 256 and are halved along the longer side down to 96 x 128 while there are fewer
+//      than ~3 tasks per worker; if still too few, K is split into up to 8 slices of at least
+//      two blocks (split-K): slice 0 writes C itself, slice q > 0 a partial M x N buffer of its
+//      own (calling thread's scratch); then blocks are halved again down to 48 x 64. Each C
+//      value of a slice is written by one task alone.
+//   3. With split-K, C += the partial buffers, in slice order, elements split over the workers.
+//   `accumulate` is honoured by slice 0's first K block (C loaded into the accumulators). The
+//   sum order over K differs from Eigen's (blocks of kc, and slices): f32 rounding, not
+//   semantics. Denormals are flushed on every thread that takes part (Note [Denormals in
+//   GEMMs]). Gemm<float> takes a multi-threaded product here only where UseParallelGemm says
+//   it beats Eigen's contraction (measured on 16 cores, bench/RESULTS.md: small C with long K);
+//   KILN_CPU_GEMM_KERNEL=eigen keeps f32 GEMMs off it (A/B runs). ParallelGemmAvailable() is false
+//   without AVX-512 or AVX2+FMA.
+bool ParallelGemmAvailable();
+// Whether the driver should take this f32 product with `workers` threads.
+bool UseParallelGemm(const GemmShape& s, int workers);
+// C (+)= op(A) op(B) on the driver; `split_k` > 0 forces that many K slices (at most one per K
+// block; tests), 0 chooses. Uses ctx.pool when `threads` and CanUsePool(ctx); else (called
+// from one of the pool's workers, say) runs on the calling thread.
+void ParallelGemmF32(const GemmShape& s, const float* a, const float* b, float* c,
+                     const KernelContext& ctx, bool threads, int split_k = 0);
 
 // Integer GEMM with wrapping arithmetic in Acc (uint32_t or uint64_t): A and B hold the
 // operand values already converted to Acc; C receives Acc values.

@@ -21,6 +21,7 @@
 #include "kiln/base/strings.h"
 #include "kiln/base/thread_pool.h"
 #include "kiln/cpu/kernel.h"
+#include "kiln/cpu/kernels/gemm.h"
 #include "kiln/hlo/module.h"
 #include "kiln/hlo/parser.h"
 #include "kiln/hlo/random_literal.h"
@@ -118,6 +119,33 @@ void BenchEigenGemm(const Options& o, int64_t m, int64_t n, int64_t k) {
   Report(name, s, 2.0 * m * n * k);
 }
 
+// kiln's parallel GEMM driver (gemm.h) against Eigen's contraction on the same pool (kiln's
+// Eigen path), C[M,N] = op(A) op(B), on one shape: "pair gemm MxNxK [A^T] [B^T]".
+void BenchPair(const Options& o, ThreadPool& pool, int64_t m, int64_t n, int64_t k, bool ta,
+               bool tb) {
+  const std::string name =
+      StrCat("pair gemm ", m, "x", n, "x", k, ta ? " A^T" : "", tb ? " B^T" : "");
+  if (!o.filter.empty() && name.find(o.filter) == std::string::npos) return;
+  using T2 = Eigen::Tensor<float, 2, Eigen::RowMajor, Eigen::Index>;
+  T2 a(ta ? k : m, ta ? m : k), b(tb ? n : k, tb ? k : n), c(m, n);
+  a.setRandom();
+  b.setRandom();
+  const double flops = 2.0 * m * n * k;
+  KernelContext ctx;
+  ctx.pool = &pool;
+  const internal::GemmShape s{m, n, k, ta, tb, false};
+  double dcpu = 0, ecpu = 0;
+  const double d = BestSeconds(
+      o.reps, [&] { internal::ParallelGemmF32(s, a.data(), b.data(), c.data(), ctx, true); },
+      &dcpu);
+  Report(StrCat(name, "  driver"), d, flops, dcpu);
+  Eigen::ThreadPoolDevice dev(pool.eigen_pool(), pool.num_threads());
+  const Eigen::array<Eigen::IndexPair<Eigen::Index>, 1> dims{
+      {Eigen::IndexPair<Eigen::Index>(ta ? 0 : 1, tb ? 1 : 0)}};
+  const double e = BestSeconds(o.reps, [&] { c.device(dev) = a.contract(b, dims); }, &ecpu);
+  Report(StrCat(name, "  eigen"), e, flops, ecpu);
+}
+
 std::string Dot(const std::string& t, int64_t m, int64_t n, int64_t k, bool ta, bool tb,
                 const std::string& out = "") {
   const std::string a = ta ? StrCat(t, "[", k, ",", m, "]") : StrCat(t, "[", m, ",", k, "]");
@@ -137,6 +165,16 @@ int Main(int argc, char** argv) {
   if (o.threads <= 0) o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPool pool(o.threads);
   std::printf("threads %d, best of %d\n", o.threads, o.reps);
+  // The products of bench/cpu's models (16-core profile of b26f825), driver vs Eigen.
+  for (auto [m, n, k, ta, tb] :
+       {std::array<int64_t, 5>{256, 256, 1024, 0, 0}, {256, 256, 1024, 1, 0},
+        {256, 256, 1024, 0, 1}, {256, 1024, 256, 0, 0}, {256, 1024, 256, 0, 1},
+        {1024, 256, 256, 1, 0}, {256, 2048, 512, 0, 0}, {256, 512, 2048, 0, 0},
+        {1024, 1024, 1024, 0, 0}, {1024, 1024, 1024, 1, 1}, {300, 500, 700, 0, 0},
+        {256, 768, 256, 0, 0}, {256, 256, 256, 0, 0}, {128, 64, 128, 0, 0},
+        {128, 128, 64, 0, 1}, {64, 64, 512, 0, 0}, {4096, 4096, 1024, 0, 0},
+        {300, 512, 704, 0, 0}, {300, 500, 704, 0, 0}, {300, 512, 700, 0, 0}})
+    BenchPair(o, pool, m, n, k, ta != 0, tb != 0);
   for (int64_t s : {256, 1024}) {
     const double f = 2.0 * s * s * s;
     BenchEigenGemm(o, s, s, s);
@@ -201,6 +239,16 @@ int Main(int argc, char** argv) {
   BenchEigenGemm(o, 256, 4096, 1024);
   BenchHlo(o, pool, "gemm f32 256x4096x1024 (mlp)", Dot("f32", 256, 4096, 1024, false, false),
            2.0 * 256 * 4096 * 1024);
+  BenchHlo(o, pool, "batched attention f32 [8,128,128]x[8,128,64]",
+           "ENTRY e {\n a = f32[8,128,128] parameter(0)\n b = f32[8,128,64] parameter(1)\n"
+           " ROOT d = f32[8,128,64] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2},"
+           " rhs_batch_dims={0}, rhs_contracting_dims={1}\n}\n",
+           2.0 * 8 * 128 * 128 * 64);
+  BenchHlo(o, pool, "batched attention f32 [8,128,64]x[8,64,128]",
+           "ENTRY e {\n a = f32[8,128,64] parameter(0)\n b = f32[8,64,128] parameter(1)\n"
+           " ROOT d = f32[8,128,128] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2},"
+           " rhs_batch_dims={0}, rhs_contracting_dims={1}\n}\n",
+           2.0 * 8 * 128 * 128 * 64);
   BenchHlo(o, pool, "batched attention f32 [8,16,128,64]x[..,128,64]^T",
            "ENTRY e {\n a = f32[8,16,128,64] parameter(0)\n b = f32[8,16,128,64] parameter(1)\n"
            " ROOT d = f32[8,16,128,128] dot(a, b), lhs_batch_dims={0,1}, lhs_contracting_dims={3},"
