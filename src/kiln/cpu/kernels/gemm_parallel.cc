@@ -137,8 +137,9 @@ class Scratch {
 // Runs fn(t) for every t in [0, n) on `workers` threads of ctx.pool (workers > 1; the caller
 // is not one of the pool's workers): each pulls the next t from a shared counter until none is
 // left, denormals flushed; the caller sleeps until all are done. Unlike ThreadPool::ParallelFor
-// the calling thread does not compute: with as many workers as cores, a 17th thread on 16
-// cores made whichever task shared a core with it twice as slow (measured, bench/RESULTS.md).
+// the calling thread does not compute: with as many workers as cores it would be a 17th thread
+// on 16 cores, slowing whichever tasks share its core (Eigen's contraction also sleeps through
+// its products), and one task per pull balances better than ParallelFor's chunks of ~n / 68.
 template <class Fn>
 void RunTasks(const KernelContext& ctx, int workers, int64_t n, const Fn& fn) {
   if (workers <= 1 || n <= 1) {
