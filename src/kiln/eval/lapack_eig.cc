@@ -14,9 +14,11 @@
 //       elimination with partial pivoting; |re| + |im| for complex pivots); dl[0] and du[n-1]
 //       are not read. info = 0, or the 1-based row of an exactly zero pivot (x is then the
 //       partly transformed b, as LAPACK leaves it).
-// Methods: cyclic Jacobi (two-sided for eigen, one-sided Hestenes for the SVD) in complex
-// double precision, to a relative off-diagonal of ~2e-15, so results agree with LAPACK's to the
-// rounding of the stored type wherever the problem is well conditioned.
+// Methods, in double precision (real arithmetic when the input has no imaginary parts, complex
+// otherwise): eigen: Householder tridiagonalization and implicit QL with accumulated rotations
+// (backward stable: eigenvalues to ~eps ||A||, as LAPACK's); SVD: one-sided (Hestenes) Jacobi
+// on the columns stored contiguously, to a relative off-diagonal of ~2e-15. Results agree with
+// LAPACK's to the rounding of the stored type wherever the problem is well conditioned.
 // Sign/phase convention (vectors are unique only up to a unit factor): every eigenvector, and
 // every right singular vector v_j, is scaled so that its component of largest magnitude (the
 // first one within a relative 1e-9 of the largest) is real and positive; u_j follows from
@@ -30,6 +32,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <type_traits>
 
 #include "kiln/eval/array_util.h"
 #include "kiln/eval/lapack_internal.h"
@@ -54,15 +57,6 @@ void JacobiRotation(double alpha, double beta, cd gamma, cd g[4]) {
   g[1] = s;
   g[2] = -s * phase;
   g[3] = c * phase;
-}
-
-// Columns p and q of the rows x cols row-major matrix x times g.
-void RotateColumns(cd* x, int64_t rows, int64_t cols, int64_t p, int64_t q, const cd g[4]) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const cd xp = x[r * cols + p], xq = x[r * cols + q];
-    x[r * cols + p] = xp * g[0] + xq * g[2];
-    x[r * cols + q] = xp * g[1] + xq * g[3];
-  }
 }
 
 // Scales column j of the rows x cols matrix x so that its largest component is real positive;
@@ -118,45 +112,221 @@ void CompleteBasis(cd* q, int64_t n, std::vector<bool> have) {
   }
 }
 
+inline double Conj(double x) { return x; }
+inline cd Conj(cd x) { return std::conj(x); }
+inline double Sq(double x) { return x * x; }
+inline double Sq(cd x) { return std::norm(x); }
+inline double Re(double x) { return x; }
+inline double Re(cd x) { return x.real(); }
+
+// Eigen-decomposition of the full Hermitian n x n row-major h (destroyed), T = double for a
+// real matrix, cd otherwise: eigenvalues in d (unordered), the eigenvector of d[j] in row j of
+// zt (n x n, i.e. zt = V^T, so that the QL rotations below touch contiguous rows).
+// 1. Householder tridiagonalization Q^H H Q = T (as ?sytd2 with uplo 'L': reflector i zeroes
+//    column i below the subdiagonal; the beta of ?larfg is real so T is real symmetric).
+// 2. Q formed explicitly (backward accumulation of the reflectors), stored transposed in zt.
+// 3. Implicit QL with Wilkinson-type shifts on T (the classic tql2 scheme), each Givens rotation
+//    applied to two rows of zt.
+template <typename T>
+void TridiagonalEigen(std::vector<T>& h, int64_t n, std::vector<double>& d, std::vector<T>& zt) {
+  std::vector<double> e(n, 0.0);
+  std::vector<T> tau(n, T(0)), x(n), w(n);
+  d.assign(n, 0.0);
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const int64_t len = n - i - 1;  // the block rows/cols i+1 .. n-1
+    T* col = &x[0];
+    for (int64_t k = 0; k < len; ++k) col[k] = h[(i + 1 + k) * n + i];
+    double xnorm2 = 0;
+    for (int64_t k = 1; k < len; ++k) xnorm2 += Sq(col[k]);
+    const T alpha = col[0];
+    T t = 0;
+    double beta = Re(alpha);
+    if (xnorm2 > 0 || Sq(alpha) != Sq(Re(alpha))) {
+      // H = I - t v v^H, v = (1, col[1:] / (alpha - beta)), H^H (alpha, col[1:]) = (beta, 0).
+      beta = std::sqrt(Sq(alpha) + xnorm2);
+      if (Re(alpha) >= 0) beta = -beta;
+      t = (T(beta) - alpha) / T(beta);
+      const T scale = T(1) / (alpha - T(beta));
+      for (int64_t k = 1; k < len; ++k) h[(i + 1 + k) * n + i] = col[k] * scale;
+    }
+    e[i] = beta;
+    tau[i] = t;
+    if (t == T(0)) continue;
+    // v in x; H^H A H on the trailing block (LAPACK's ?hemv + ?her2 step):
+    // p = t A v, q = p - 1/2 t (p^H v) v, A -= v q^H + q v^H.
+    x[0] = 1;
+    for (int64_t k = 1; k < len; ++k) x[k] = h[(i + 1 + k) * n + i];
+    const int64_t off = i + 1;
+    for (int64_t r = 0; r < len; ++r) {
+      const T* row = &h[(off + r) * n + off];
+      T s = 0;
+      for (int64_t c = 0; c < len; ++c) s += row[c] * x[c];
+      w[r] = t * s;
+    }
+    T dot = 0;
+    for (int64_t k = 0; k < len; ++k) dot += Conj(w[k]) * x[k];
+    const T a = -0.5 * t * dot;
+    for (int64_t k = 0; k < len; ++k) w[k] += a * x[k];
+    for (int64_t r = 0; r < len; ++r) {
+      T* row = &h[(off + r) * n + off];
+      const T vr = x[r], wr = w[r];
+      for (int64_t c = 0; c < len; ++c) row[c] -= vr * Conj(w[c]) + wr * Conj(x[c]);
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) d[i] = Re(h[i * n + i]);
+  // Q = H(0) H(1) ... H(n-2), built as H(0) (H(1) (... I)) in q (row-major), then transposed.
+  std::vector<T> q(n * n, T(0));
+  for (int64_t i = 0; i < n; ++i) q[i * n + i] = 1;
+  for (int64_t i = n - 2; i >= 0; --i) {
+    if (tau[i] == T(0)) continue;
+    const int64_t off = i + 1, len = n - off;
+    x[0] = 1;
+    for (int64_t k = 1; k < len; ++k) x[k] = h[(off + k) * n + i];
+    // q(off:, off:) -= t v (v^H q(off:, off:)); columns before off are untouched so far.
+    std::fill(w.begin(), w.begin() + len, T(0));
+    for (int64_t r = 0; r < len; ++r) {
+      const T cv = Conj(x[r]);
+      const T* row = &q[(off + r) * n + off];
+      for (int64_t c = 0; c < len; ++c) w[c] += cv * row[c];
+    }
+    for (int64_t r = 0; r < len; ++r) {
+      const T f = tau[i] * x[r];
+      T* row = &q[(off + r) * n + off];
+      for (int64_t c = 0; c < len; ++c) row[c] -= f * w[c];
+    }
+  }
+  zt.assign(n * n, T(0));
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < n; ++c) zt[c * n + r] = q[r * n + c];
+  // Implicit QL on (d, e): e[i] couples i and i + 1.
+  constexpr double eps = std::numeric_limits<double>::epsilon();
+  for (int64_t l = 0; l < n; ++l) {
+    for (int iter = 0; iter < 60; ++iter) {
+      int64_t m = l;
+      for (; m + 1 < n; ++m)
+        if (std::abs(e[m]) <= eps * (std::abs(d[m]) + std::abs(d[m + 1]))) break;
+      if (m == l) break;
+      // Shift: the eigenvalue of the leading 2x2 block closer to d[l].
+      double g = (d[l + 1] - d[l]) / (2 * e[l]);
+      double r = std::hypot(g, 1.0);
+      g = d[m] - d[l] + e[l] / (g + (g >= 0 ? r : -r));
+      double s = 1, c = 1, p = 0;
+      bool deflated = false;
+      for (int64_t i = m - 1; i >= l; --i) {
+        const double f = s * e[i], b = c * e[i];
+        r = std::hypot(f, g);
+        e[i + 1] = r;
+        if (r == 0) {  // underflow: split here and restart
+          d[i + 1] -= p;
+          e[m] = 0;
+          deflated = true;
+          break;
+        }
+        s = f / r;
+        c = g / r;
+        g = d[i + 1] - p;
+        r = (d[i] - g) * s + 2 * c * b;
+        p = s * r;
+        d[i + 1] = g + p;
+        g = c * r - b;
+        T* zi = &zt[i * n];
+        T* zj = &zt[(i + 1) * n];
+        for (int64_t k = 0; k < n; ++k) {
+          const T fz = zj[k];
+          zj[k] = s * zi[k] + c * fz;
+          zi[k] = c * zi[k] - s * fz;
+        }
+      }
+      if (deflated) continue;
+      d[l] -= p;
+      e[l] = g;
+      e[m] = 0;
+    }
+  }
+}
+
+template <typename T>
+T FromComplex(cd z) {
+  if constexpr (std::is_same_v<T, double>) {
+    return z.real();
+  } else {
+    return z;
+  }
+}
+
+// One-sided Jacobi sweeps on the n columns of an m-row matrix stored transposed (row j of wt,
+// m long, is column j), accumulating the rotations in the rows of vt (n x n, row j = column j
+// of V). Rotations and the pair's dot products run over contiguous rows.
+template <typename T>
+void JacobiSweeps(std::vector<T>& wt, int64_t m, int64_t n, std::vector<T>& vt) {
+  cd g[4];
+  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
+    bool rotated = false;
+    for (int64_t p = 0; p + 1 < n; ++p)
+      for (int64_t q = p + 1; q < n; ++q) {
+        T* wp = &wt[p * m];
+        T* wq = &wt[q * m];
+        double alpha = 0, beta = 0;
+        T gamma = 0;
+        for (int64_t r = 0; r < m; ++r) {
+          alpha += Sq(wp[r]);
+          beta += Sq(wq[r]);
+          gamma += Conj(wp[r]) * wq[r];
+        }
+        if (!(alpha > 0 && beta > 0) || std::abs(gamma) <= kOffTolerance * std::sqrt(alpha * beta))
+          continue;
+        rotated = true;
+        JacobiRotation(alpha, beta, cd(gamma), g);
+        const T g0 = FromComplex<T>(g[0]), g1 = FromComplex<T>(g[1]), g2 = FromComplex<T>(g[2]),
+                g3 = FromComplex<T>(g[3]);
+        auto rotate = [&](T* xp, T* xq, int64_t len) {
+          for (int64_t r = 0; r < len; ++r) {
+            const T a = xp[r], b = xq[r];
+            xp[r] = a * g0 + b * g2;
+            xq[r] = a * g1 + b * g3;
+          }
+        };
+        rotate(wp, wq, m);
+        rotate(&vt[p * n], &vt[q * n], n);
+      }
+    if (!rotated) break;
+  }
+}
+
 // One-sided Jacobi SVD of the m x n matrix a with m >= n: s (n values, descending), u (m x m,
 // full) and v (n x n).
 void SvdTall(const cd* a, int64_t m, int64_t n, double* s, cd* u, cd* v) {
-  std::vector<cd> w(a, a + m * n);
-  std::vector<cd> vv(n * n, cd(0));
-  for (int64_t i = 0; i < n; ++i) vv[i * n + i] = 1;
-  bool finite = true;
-  for (const cd& x : w) finite = finite && std::isfinite(x.real()) && std::isfinite(x.imag());
+  bool finite = true, real = true;
+  for (int64_t i = 0; i < m * n; ++i) {
+    finite = finite && std::isfinite(a[i].real()) && std::isfinite(a[i].imag());
+    real = real && a[i].imag() == 0;
+  }
   if (!finite) {
     std::fill(s, s + n, kNaN);
     std::fill(u, u + m * m, cd(kNaN, 0));
     std::fill(v, v + n * n, cd(kNaN, 0));
     return;
   }
-  cd g[4];
-  for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
-    bool rotated = false;
-    for (int64_t p = 0; p + 1 < n; ++p)
-      for (int64_t q = p + 1; q < n; ++q) {
-        double alpha = 0, beta = 0;
-        cd gamma = 0;
-        for (int64_t r = 0; r < m; ++r) {
-          alpha += std::norm(w[r * n + p]);
-          beta += std::norm(w[r * n + q]);
-          gamma += std::conj(w[r * n + p]) * w[r * n + q];
-        }
-        if (!(alpha > 0 && beta > 0) || std::abs(gamma) <= kOffTolerance * std::sqrt(alpha * beta))
-          continue;
-        rotated = true;
-        JacobiRotation(alpha, beta, gamma, g);
-        RotateColumns(w.data(), m, n, p, q, g);
-        RotateColumns(vv.data(), n, n, p, q, g);
-      }
-    if (!rotated) break;
+  // wt: column j of the rotated A in row j (m long); vt: column j of V in row j.
+  std::vector<cd> wt(n * m), vt(n * n, cd(0));
+  auto run = [&]<typename T>(T) {
+    std::vector<T> w(n * m), z(n * n, T(0));
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < n; ++j) w[j * m + r] = FromComplex<T>(a[r * n + j]);
+    for (int64_t i = 0; i < n; ++i) z[i * n + i] = 1;
+    JacobiSweeps(w, m, n, z);
+    std::copy(w.begin(), w.end(), wt.begin());
+    std::copy(z.begin(), z.end(), vt.begin());
+  };
+  if (real) {
+    run(0.0);
+  } else {
+    run(cd(0));
   }
   std::vector<double> norms(n);
   for (int64_t j = 0; j < n; ++j) {
     double t = 0;
-    for (int64_t r = 0; r < m; ++r) t += std::norm(w[r * n + j]);
+    for (int64_t r = 0; r < m; ++r) t += std::norm(wt[j * m + r]);
     norms[j] = std::sqrt(t);
   }
   std::vector<int64_t> order(n);
@@ -169,9 +339,9 @@ void SvdTall(const cd* a, int64_t m, int64_t n, double* s, cd* u, cd* v) {
   for (int64_t j = 0; j < n; ++j) {
     const int64_t src = order[j];
     s[j] = norms[src];
-    for (int64_t r = 0; r < n; ++r) v[r * n + j] = vv[r * n + src];
+    for (int64_t r = 0; r < n; ++r) v[r * n + j] = vt[src * n + r];
     if (s[j] > 1e-13 * smax && s[j] > 0) {
-      for (int64_t r = 0; r < m; ++r) u[r * m + j] = w[r * n + src] / s[j];
+      for (int64_t r = 0; r < m; ++r) u[r * m + j] = wt[src * m + r] / s[j];
       have[j] = true;
     }
   }
@@ -232,7 +402,6 @@ void HermitianEigen(const std::vector<cd>& a, int64_t batch, int64_t n, bool low
   v.assign(batch * n * n, cd(0));
   std::vector<cd> h(n * n);
   std::vector<double> ev(n);
-  cd g[4];
   for (int64_t b = 0; b < batch; ++b) {
     const cd* x = a.data() + b * n * n;
     double fro = 0;
@@ -253,37 +422,25 @@ void HermitianEigen(const std::vector<cd>& a, int64_t batch, int64_t n, bool low
       std::fill(vb, vb + n * n, cd(kNaN, 0));
       continue;
     }
-    std::vector<cd> vv(n * n, cd(0));
-    for (int64_t i = 0; i < n; ++i) vv[i * n + i] = 1;
-    for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
-      bool rotated = false;
-      for (int64_t p = 0; p + 1 < n; ++p)
-        for (int64_t q = p + 1; q < n; ++q) {
-          const cd gamma = h[p * n + q];
-          if (std::abs(gamma) <= kOffTolerance * fro) continue;
-          rotated = true;
-          JacobiRotation(h[p * n + p].real(), h[q * n + q].real(), gamma, g);
-          RotateColumns(h.data(), n, n, p, q, g);
-          for (int64_t c = 0; c < n; ++c) {  // rows p and q: g^H times them
-            const cd hp = h[p * n + c], hq = h[q * n + c];
-            h[p * n + c] = std::conj(g[0]) * hp + std::conj(g[2]) * hq;
-            h[q * n + c] = std::conj(g[1]) * hp + std::conj(g[3]) * hq;
-          }
-          h[p * n + q] = h[q * n + p] = 0;
-          h[p * n + p] = h[p * n + p].real();
-          h[q * n + q] = h[q * n + q].real();
-          RotateColumns(vv.data(), n, n, p, q, g);
-        }
-      if (!rotated) break;
+    // zt row j: the eigenvector of ev[j].
+    bool real = true;
+    for (const cd& z : h) real = real && z.imag() == 0;
+    std::vector<cd> zt(n * n);
+    if (real) {
+      std::vector<double> hr(n * n), zr;
+      for (int64_t i = 0; i < n * n; ++i) hr[i] = h[i].real();
+      TridiagonalEigen(hr, n, ev, zr);
+      std::copy(zr.begin(), zr.end(), zt.begin());
+    } else {
+      TridiagonalEigen(h, n, ev, zt);
     }
-    for (int64_t i = 0; i < n; ++i) ev[i] = h[i * n + i].real();
     std::vector<int64_t> order(n);
     std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(),
                      [&](int64_t x, int64_t y) { return ev[x] < ev[y]; });
     for (int64_t j = 0; j < n; ++j) {
       wb[j] = ev[order[j]];
-      for (int64_t r = 0; r < n; ++r) vb[r * n + j] = vv[r * n + order[j]];
+      for (int64_t r = 0; r < n; ++r) vb[r * n + j] = zt[order[j] * n + r];
       NormalizePhase(vb, n, n, j);
     }
   }

@@ -2,11 +2,15 @@
 // (lapack_reduce.cc), general eigenproblems (lapack_geev.cc) and the GPU solver targets
 // (gpu_solver.cc) on invariants: A V = V diag(w), u^H A = w u^H,
 // V^H V = I, U S V^H = A, U^H U = I, Q^H A Q = T tridiagonal / H Hessenberg, ordering,
-// the phase convention, info on singular and non-positive-definite input, at sizes 1, 2, 7, 33,
+// the phase convention, info on singular and non-positive-definite input, at sizes 1, 2, 7, 33
+// (eigen also 100, 137, 200, with a doubly degenerate spectrum),
 // batched, real and complex; plus hand-checked LU permutations and tridiagonal solves.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <complex>
 #include <random>
@@ -129,6 +133,56 @@ TEST(HermitianEigen, DegenerateAndZero) {
   EXPECT_NEAR(v[2].real(), -r, 1e-15);
   EXPECT_NEAR(v[1].real(), r, 1e-15);
   EXPECT_NEAR(v[3].real(), r, 1e-15);
+}
+
+// Larger sizes (the tridiagonal QL path at full size, with clusters): A V = V diag(w),
+// V^H V = I, ascending order and the phase convention, to a tolerance scaled by n.
+TEST(HermitianEigen, LargerSizesInvariants) {
+  for (auto [n, complex] : {std::pair<int64_t, bool>{100, false}, {137, true}, {200, false}}) {
+    std::vector<cd> a = RandomHermitian(1, n, complex, 11 + n);
+    // Variant 0: the random matrix (lower triangle read); variant 1: one with two eigenvalues
+    // of multiplicity n/2 (upper triangle read).
+    for (int variant = 0; variant < 2; ++variant) {
+      std::vector<cd> m = a;
+      if (variant == 1) {  // Q diag(1,1,...,2,2,...) Q^H via a reflector Q = I - 2 u u^H
+        std::vector<cd> u = RandomMatrix(n, complex, 3);
+        double nu = 0;
+        for (const cd& x : u) nu += std::norm(x);
+        for (cd& x : u) x /= std::sqrt(nu);
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            // Q D Q^H with D = diag(1 + (k >= n/2)): sum_k Q_ik d_k conj(Q_jk)
+            cd s = 0;
+            for (int64_t k = 0; k < n; ++k) {
+              const cd qik = (i == k ? 1.0 : 0.0) - 2.0 * u[i] * std::conj(u[k]);
+              const cd qjk = (j == k ? 1.0 : 0.0) - 2.0 * u[j] * std::conj(u[k]);
+              s += qik * (k >= n / 2 ? 2.0 : 1.0) * std::conj(qjk);
+            }
+            m[i * n + j] = s;
+          }
+        for (int64_t i = 0; i < n; ++i) m[i * n + i] = m[i * n + i].real();
+      }
+      std::vector<double> w;
+      std::vector<cd> v;
+      eval_internal::HermitianEigen(m, 1, n, variant == 0, w, v);
+      double resid = 0, norm = 0;
+      for (int64_t j = 0; j < n; ++j) norm = std::max(norm, std::abs(w[j]));
+      for (int64_t j = 0; j + 1 < n; ++j) EXPECT_LE(w[j], w[j + 1]);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          cd av = 0;
+          for (int64_t k = 0; k < n; ++k) av += m[i * n + k] * v[k * n + j];
+          resid = std::max(resid, std::abs(av - v[i * n + j] * w[j]));
+        }
+      SCOPED_TRACE(StrCat("n ", n, complex ? " complex" : " real", " variant ", variant));
+      EXPECT_LT(resid, 1e-14 * n * (1 + norm));
+      EXPECT_LT(OrthoError(v.data(), n, n), 1e-14 * n);
+      for (int64_t j = 0; j < n; ++j) ExpectPhaseConvention(v.data(), n, n, j);
+      if (variant == 1) {
+        for (int64_t j = 0; j < n; ++j) EXPECT_NEAR(w[j], j >= n / 2 ? 2.0 : 1.0, 1e-13 * n);
+      }
+    }
+  }
 }
 
 std::string Dims(const std::vector<int64_t>& dims) {
@@ -290,6 +344,35 @@ TEST(Svd, Invariants) {
   CheckSvd(targets[0], 2, 7, 5, false, 2);
   CheckSvd(targets[3], 2, 5, 7, true, 2);
   CheckSvd(targets[6], 2, 5, 9, false, 3);
+}
+
+// Timings of the eigen and SVD kernels (one thread) when KILN_LINALG_BENCH is set; the numbers
+// in docs/evaluator.md come from here.
+TEST(LinalgBench, EighAndSvdTimings) {
+  if (std::getenv("KILN_LINALG_BENCH") == nullptr) GTEST_SKIP() << "set KILN_LINALG_BENCH";
+  for (int64_t n : {64, 256, 512}) {
+    std::vector<cd> a = RandomHermitian(1, n, false, 5);
+    std::vector<double> w;
+    std::vector<cd> v;
+    auto t0 = std::chrono::steady_clock::now();
+    eval_internal::HermitianEigen(a, 1, n, true, w, v);
+    auto t1 = std::chrono::steady_clock::now();
+    const int64_t m = n, k = n * 200 / 256;
+    std::vector<cd> g = RandomMatrix(m * k, false, 9);
+    const std::string hlo = StrCat("HloModule m\nENTRY e {\n  p = f64[", m, ",", k,
+                                   "] parameter(0)\n  ROOT s = (f64[", m, ",", k, "]{0,1}, f64[", k,
+                                   "], f64[", m, ",", m, "]{0,1}, f64[", k, ",", k,
+                                   "]{0,1}, s32[]) custom-call(p), custom_call_target=\"lapack_dgesdd_ffi\", "
+                                   "api_version=API_VERSION_TYPED_FFI, backend_config={mode = 65 : ui8}\n}\n");
+    auto t2 = std::chrono::steady_clock::now();
+    StatusOr<Literal> r = RunHlo(hlo, {MakeLiteral(PrimitiveType::kF64, {m, k}, g)});
+    auto t3 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    std::printf("linalg bench n=%lld: eigh f64 %.1f ms, svd f64 %lldx%lld %.1f ms\n",
+                static_cast<long long>(n), std::chrono::duration<double, std::milli>(t1 - t0).count(),
+                static_cast<long long>(m), static_cast<long long>(k),
+                std::chrono::duration<double, std::milli>(t3 - t2).count());
+  }
 }
 
 TEST(Svd, ValuesOnlyGivesZeroVectors) {

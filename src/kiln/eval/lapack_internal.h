@@ -69,7 +69,9 @@ StatusOr<Literal> Geqp3Kernel(const HloInstruction& instr, std::span<const Liter
 // Hermitian eigendecomposition of the `lower` (or upper) triangle of each n x n matrix `a`
 // (row-major, batch after batch): eigenvalues ascending in `w` (batch x n), eigenvectors as the
 // columns of `v` (row-major, same layout as `a`), each scaled so that its component of largest
-// magnitude (the first such within a relative 1e-9) is real and positive. Cyclic Jacobi.
+// magnitude (the first such within a relative 1e-9) is real and positive. Householder
+// tridiagonalization + implicit QL (lapack_eig.cc), in real arithmetic when `a` has no imaginary
+// parts.
 void HermitianEigen(const std::vector<cd>& a, int64_t batch, int64_t n, bool lower,
                     std::vector<double>& w, std::vector<cd>& v);
 
