@@ -293,6 +293,42 @@ void JacobiSweeps(std::vector<T>& wt, int64_t m, int64_t n, std::vector<T>& vt) 
   }
 }
 
+// From this many columns on, the Jacobi sweeps start from A V0 instead of A, V0 the
+// eigenvectors of A^H A: its columns are then orthogonal up to rounding (for the well-separated
+// part of the spectrum), and the sweeps only polish, in a few sweeps instead of ~10. The result
+// is still the Jacobi iteration's fixed point (same stopping rule), V = V0 times its rotations.
+constexpr int64_t kPreconditionMin = 48;
+
+// wt (n rows of m: the columns of A) becomes V0^T-combined columns A V0, vt (n x n) becomes
+// V0^T (row j = column j of V0).
+template <typename T>
+void PreconditionColumns(std::vector<T>& wt, int64_t m, int64_t n, std::vector<T>& vt) {
+  std::vector<T> gram(n * n);
+  for (int64_t p = 0; p < n; ++p)
+    for (int64_t q = p; q < n; ++q) {
+      const T* wp = &wt[p * m];
+      const T* wq = &wt[q * m];
+      T s = 0;
+      for (int64_t r = 0; r < m; ++r) s += Conj(wp[r]) * wq[r];
+      gram[p * n + q] = s;
+      gram[q * n + p] = Conj(s);
+    }
+  for (int64_t p = 0; p < n; ++p) gram[p * n + p] = Re(gram[p * n + p]);
+  std::vector<double> ev;
+  TridiagonalEigen(gram, n, ev, vt);
+  // Row j of the new wt: sum_k V0[k][j] wt[k] = sum_k vt[j][k] wt[k].
+  std::vector<T> out(n * m, T(0));
+  for (int64_t j = 0; j < n; ++j) {
+    T* o = &out[j * m];
+    for (int64_t k = 0; k < n; ++k) {
+      const T f = vt[j * n + k];
+      const T* src = &wt[k * m];
+      for (int64_t r = 0; r < m; ++r) o[r] += f * src[r];
+    }
+  }
+  wt.swap(out);
+}
+
 // One-sided Jacobi SVD of the m x n matrix a with m >= n: s (n values, descending), u (m x m,
 // full) and v (n x n).
 void SvdTall(const cd* a, int64_t m, int64_t n, double* s, cd* u, cd* v) {
@@ -313,7 +349,11 @@ void SvdTall(const cd* a, int64_t m, int64_t n, double* s, cd* u, cd* v) {
     std::vector<T> w(n * m), z(n * n, T(0));
     for (int64_t r = 0; r < m; ++r)
       for (int64_t j = 0; j < n; ++j) w[j * m + r] = FromComplex<T>(a[r * n + j]);
-    for (int64_t i = 0; i < n; ++i) z[i * n + i] = 1;
+    if (n >= kPreconditionMin) {
+      PreconditionColumns(w, m, n, z);
+    } else {
+      for (int64_t i = 0; i < n; ++i) z[i * n + i] = 1;
+    }
     JacobiSweeps(w, m, n, z);
     std::copy(w.begin(), w.end(), wt.begin());
     std::copy(z.begin(), z.end(), vt.begin());

@@ -344,6 +344,11 @@ TEST(Svd, Invariants) {
   CheckSvd(targets[0], 2, 7, 5, false, 2);
   CheckSvd(targets[3], 2, 5, 7, true, 2);
   CheckSvd(targets[6], 2, 5, 9, false, 3);
+  // Sizes where the sweeps start from A V0 (V0: eigenvectors of A^H A), full rank and not.
+  CheckSvd(targets[0], 1, 120, 80, false, 80);
+  CheckSvd(targets[2], 1, 70, 100, true, 70);
+  CheckSvd(targets[1], 1, 100, 90, false, 20);
+  CheckSvd(targets[3], 1, 64, 64, true, 63);
 }
 
 // Timings of the eigen and SVD kernels (one thread) when KILN_LINALG_BENCH is set; the numbers
