@@ -77,10 +77,53 @@ cd NormalizePhase(cd* x, int64_t rows, int64_t cols, int64_t j) {
   return 1;
 }
 
+inline double Conj(double x) { return x; }
+inline cd Conj(cd x) { return std::conj(x); }
+inline double Sq(double x) { return x * x; }
+inline double Sq(cd x) { return std::norm(x); }
+inline double Re(double x) { return x; }
+inline double Re(cd x) { return x.real(); }
+
+// sum_r conj(x[r]) y[r], in four interleaved partial sums (independent dependency chains; the
+// compiler may not reassociate one running sum). Complex products spelled out, avoiding the
+// library's NaN-recovering complex multiply in the inner loop.
+inline double Dot(const double* x, const double* y, int64_t len) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t r = 0;
+  for (; r + 4 <= len; r += 4) {
+    s0 += x[r] * y[r];
+    s1 += x[r + 1] * y[r + 1];
+    s2 += x[r + 2] * y[r + 2];
+    s3 += x[r + 3] * y[r + 3];
+  }
+  for (; r < len; ++r) s0 += x[r] * y[r];
+  return (s0 + s1) + (s2 + s3);
+}
+inline cd Dot(const cd* x, const cd* y, int64_t len) {
+  const double* a = reinterpret_cast<const double*>(x);
+  const double* b = reinterpret_cast<const double*>(y);
+  double re0 = 0, im0 = 0, re1 = 0, im1 = 0;
+  int64_t r = 0;
+  for (; r + 2 <= len; r += 2) {
+    re0 += a[2 * r] * b[2 * r] + a[2 * r + 1] * b[2 * r + 1];
+    im0 += a[2 * r] * b[2 * r + 1] - a[2 * r + 1] * b[2 * r];
+    re1 += a[2 * r + 2] * b[2 * r + 2] + a[2 * r + 3] * b[2 * r + 3];
+    im1 += a[2 * r + 2] * b[2 * r + 3] - a[2 * r + 3] * b[2 * r + 2];
+  }
+  for (; r < len; ++r) {
+    re0 += a[2 * r] * b[2 * r] + a[2 * r + 1] * b[2 * r + 1];
+    im0 += a[2 * r] * b[2 * r + 1] - a[2 * r + 1] * b[2 * r];
+  }
+  return cd(re0 + re1, im0 + im1);
+}
+
 // Fills the columns of the n x n matrix q whose `have` flag is false so that q becomes unitary
 // (the others are orthonormal already).
 void CompleteBasis(cd* q, int64_t n, std::vector<bool> have) {
-  std::vector<cd> r(n);
+  // qt: q's columns as contiguous rows (the projections below run over them).
+  std::vector<cd> qt(n * n), r(n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < n; ++c) qt[c * n + i] = q[i * n + c];
   for (int64_t j = 0; j < n; ++j) {
     if (have[j]) continue;
     // The unit vector with the largest residual against the columns so far.
@@ -100,24 +143,17 @@ void CompleteBasis(cd* q, int64_t n, std::vector<bool> have) {
     for (int pass = 0; pass < 2; ++pass)
       for (int64_t c = 0; c < n; ++c) {
         if (!have[c]) continue;
-        cd dot = 0;
-        for (int64_t i = 0; i < n; ++i) dot += std::conj(q[i * n + c]) * r[i];
-        for (int64_t i = 0; i < n; ++i) r[i] -= dot * q[i * n + c];
+        const cd* col = &qt[c * n];
+        const cd dot = Dot(col, r.data(), n);
+        for (int64_t i = 0; i < n; ++i) r[i] -= dot * col[i];
       }
     double norm = 0;
     for (int64_t i = 0; i < n; ++i) norm += std::norm(r[i]);
     norm = std::sqrt(norm);
-    for (int64_t i = 0; i < n; ++i) q[i * n + j] = r[i] / norm;
+    for (int64_t i = 0; i < n; ++i) q[i * n + j] = qt[j * n + i] = r[i] / norm;
     have[j] = true;
   }
 }
-
-inline double Conj(double x) { return x; }
-inline cd Conj(cd x) { return std::conj(x); }
-inline double Sq(double x) { return x * x; }
-inline double Sq(cd x) { return std::norm(x); }
-inline double Re(double x) { return x; }
-inline double Re(cd x) { return x.real(); }
 
 // Eigen-decomposition of the full Hermitian n x n row-major h (destroyed), T = double for a
 // real matrix, cd otherwise: eigenvalues in d (unordered), the eigenvector of d[j] in row j of
@@ -130,7 +166,7 @@ inline double Re(cd x) { return x.real(); }
 template <typename T>
 void TridiagonalEigen(std::vector<T>& h, int64_t n, std::vector<double>& d, std::vector<T>& zt) {
   std::vector<double> e(n, 0.0);
-  std::vector<T> tau(n, T(0)), x(n), w(n);
+  std::vector<T> tau(n, T(0)), x(n), xc(n), w(n);
   d.assign(n, 0.0);
   for (int64_t i = 0; i + 1 < n; ++i) {
     const int64_t len = n - i - 1;  // the block rows/cols i+1 .. n-1
@@ -157,11 +193,10 @@ void TridiagonalEigen(std::vector<T>& h, int64_t n, std::vector<double>& d, std:
     x[0] = 1;
     for (int64_t k = 1; k < len; ++k) x[k] = h[(i + 1 + k) * n + i];
     const int64_t off = i + 1;
+    // (A v)_r = sum_c conj(vc_c) A_rc with vc = conj(v) (Dot conjugates its first argument).
+    for (int64_t k = 0; k < len; ++k) xc[k] = Conj(x[k]);
     for (int64_t r = 0; r < len; ++r) {
-      const T* row = &h[(off + r) * n + off];
-      T s = 0;
-      for (int64_t c = 0; c < len; ++c) s += row[c] * x[c];
-      w[r] = t * s;
+      w[r] = t * Dot(&xc[0], &h[(off + r) * n + off], len);
     }
     T dot = 0;
     for (int64_t k = 0; k < len; ++k) dot += Conj(w[k]) * x[k];
@@ -260,23 +295,29 @@ T FromComplex(cd z) {
 template <typename T>
 void JacobiSweeps(std::vector<T>& wt, int64_t m, int64_t n, std::vector<T>& vt) {
   cd g[4];
+  std::vector<double> norm2(n);
   for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
     bool rotated = false;
+    // Squared column norms, exact at the start of each sweep and updated by each rotation
+    // (the rotated pair's Gram matrix becomes diag(alpha - t |gamma|, beta + t |gamma|)).
+    for (int64_t j = 0; j < n; ++j) {
+      norm2[j] = Re(Dot(&wt[j * m], &wt[j * m], m));
+    }
     for (int64_t p = 0; p + 1 < n; ++p)
       for (int64_t q = p + 1; q < n; ++q) {
         T* wp = &wt[p * m];
         T* wq = &wt[q * m];
-        double alpha = 0, beta = 0;
-        T gamma = 0;
-        for (int64_t r = 0; r < m; ++r) {
-          alpha += Sq(wp[r]);
-          beta += Sq(wq[r]);
-          gamma += Conj(wp[r]) * wq[r];
-        }
-        if (!(alpha > 0 && beta > 0) || std::abs(gamma) <= kOffTolerance * std::sqrt(alpha * beta))
-          continue;
+        const double alpha = norm2[p], beta = norm2[q];
+        if (!(alpha > 0 && beta > 0)) continue;
+        const T gamma = Dot(wp, wq, m);
+        const double mag = std::abs(gamma);
+        if (mag <= kOffTolerance * std::sqrt(alpha * beta)) continue;
         rotated = true;
         JacobiRotation(alpha, beta, cd(gamma), g);
+        // tan of the rotation angle, as JacobiRotation picks it.
+        const double t = g[1].real() / g[0].real();
+        norm2[p] = std::max(alpha - t * mag, 0.0);
+        norm2[q] = std::max(beta + t * mag, 0.0);
         const T g0 = FromComplex<T>(g[0]), g1 = FromComplex<T>(g[1]), g2 = FromComplex<T>(g[2]),
                 g3 = FromComplex<T>(g[3]);
         auto rotate = [&](T* xp, T* xq, int64_t len) {
@@ -308,8 +349,7 @@ void PreconditionColumns(std::vector<T>& wt, int64_t m, int64_t n, std::vector<T
     for (int64_t q = p; q < n; ++q) {
       const T* wp = &wt[p * m];
       const T* wq = &wt[q * m];
-      T s = 0;
-      for (int64_t r = 0; r < m; ++r) s += Conj(wp[r]) * wq[r];
+      const T s = Dot(wp, wq, m);
       gram[p * n + q] = s;
       gram[q * n + p] = Conj(s);
     }
