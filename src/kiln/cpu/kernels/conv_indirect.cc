@@ -5,8 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-#include <immintrin.h>
+#include "kiln/cpu/kernels/simd_f32.h"
+#if defined(KILN_SIMD_F32)
 #define KILN_INDIRECT_CONV 1
 #endif
 
@@ -17,37 +17,11 @@ namespace kiln::cpu::internal {
 #if defined(KILN_INDIRECT_CONV)
 namespace {
 
+using namespace simd;  // kLanes, Vec, Zero, Load, Broadcast, Fma, Store, LoadN, StoreN
 #if defined(__AVX512F__)
-constexpr int kLanes = 16;
-using Vec = __m512;
-inline Vec Zero() { return _mm512_setzero_ps(); }
-inline Vec Load(const float* p) { return _mm512_loadu_ps(p); }
-inline Vec Broadcast(const float* p) { return _mm512_set1_ps(*p); }
-inline Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-inline void Store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
-inline __mmask16 Mask(int n) { return static_cast<__mmask16>((1u << n) - 1); }
-inline Vec LoadN(const float* p, int n) { return _mm512_maskz_loadu_ps(Mask(n), p); }
-inline void StoreN(float* p, Vec v, int n) { _mm512_mask_storeu_ps(p, Mask(n), v); }
 // Register budget (32 vector registers): MR x NV accumulators + NV kernel vectors + 1.
 constexpr int kMaxNv = 4;
 #else
-constexpr int kLanes = 8;
-using Vec = __m256;
-inline Vec Zero() { return _mm256_setzero_ps(); }
-inline Vec Load(const float* p) { return _mm256_loadu_ps(p); }
-inline Vec Broadcast(const float* p) { return _mm256_broadcast_ss(p); }
-inline Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-inline void Store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
-inline Vec LoadN(const float* p, int n) {
-  alignas(32) float tmp[kLanes] = {};
-  std::memcpy(tmp, p, n * sizeof(float));
-  return _mm256_load_ps(tmp);
-}
-inline void StoreN(float* p, Vec v, int n) {
-  alignas(32) float tmp[kLanes];
-  _mm256_store_ps(tmp, v);
-  std::memcpy(p, tmp, n * sizeof(float));
-}
 // 16 vector registers.
 constexpr int kMaxNv = 2;
 #endif

@@ -6,8 +6,8 @@
 #include <memory>
 #include <vector>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
-#include <immintrin.h>
+#include "kiln/cpu/kernels/simd_f32.h"
+#if defined(KILN_SIMD_F32)
 #define KILN_PARALLEL_GEMM 1
 #endif
 
@@ -22,36 +22,7 @@ namespace kiln::cpu::internal {
 #if defined(KILN_PARALLEL_GEMM)
 namespace {
 
-#if defined(__AVX512F__)
-constexpr int kLanes = 16;
-using Vec = __m512;
-inline Vec Zero() { return _mm512_setzero_ps(); }
-inline Vec Load(const float* p) { return _mm512_loadu_ps(p); }
-inline Vec Broadcast(const float* p) { return _mm512_set1_ps(*p); }
-inline Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
-inline void Store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
-inline __mmask16 Mask(int n) { return static_cast<__mmask16>((1u << n) - 1); }
-inline Vec LoadN(const float* p, int n) { return _mm512_maskz_loadu_ps(Mask(n), p); }
-inline void StoreN(float* p, Vec v, int n) { _mm512_mask_storeu_ps(p, Mask(n), v); }
-#else
-constexpr int kLanes = 8;
-using Vec = __m256;
-inline Vec Zero() { return _mm256_setzero_ps(); }
-inline Vec Load(const float* p) { return _mm256_loadu_ps(p); }
-inline Vec Broadcast(const float* p) { return _mm256_broadcast_ss(p); }
-inline Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
-inline void Store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
-inline Vec LoadN(const float* p, int n) {
-  alignas(32) float tmp[kLanes] = {};
-  std::memcpy(tmp, p, n * sizeof(float));
-  return _mm256_load_ps(tmp);
-}
-inline void StoreN(float* p, Vec v, int n) {
-  alignas(32) float tmp[kLanes];
-  _mm256_store_ps(tmp, v);
-  std::memcpy(p, tmp, n * sizeof(float));
-}
-#endif
+using namespace simd;  // kLanes, Vec, Zero, Load, Broadcast, Fma, Store, LoadN, StoreN
 
 // C[MR, NV * kLanes] (+)= Ap[kc][MR] * Bp[kc][NV * kLanes], both operands packed (zero-padded
 // past the matrix). Rows >= mr and columns >= ncols are computed but neither read nor stored.
