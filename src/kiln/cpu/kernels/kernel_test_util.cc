@@ -130,4 +130,27 @@ void CheckHlo(std::string_view hlo, std::string_view name, CheckOptions options)
   }
 }
 
+void CheckOnPools(std::string_view hlo, const std::vector<std::unique_ptr<ThreadPool>>& pools,
+                  uint64_t seed, std::string_view what, std::initializer_list<int64_t> grains) {
+  std::unique_ptr<HloModule> m = Parse(hlo);
+  ASSERT_NE(m, nullptr);
+  const HloInstruction* instr = Find(*m);
+  std::vector<Literal> operands = RandomOperands(*instr, seed);
+  StatusOr<Literal> want = Reference(*instr, operands);
+  ASSERT_TRUE(want.ok()) << want.status().ToString();
+  for (int64_t grain : grains) {
+    CpuKernelOptions ko;
+    ko.min_parallel_elements = grain;
+    StatusOr<std::unique_ptr<CpuKernel>> k = CreateCpuKernel(*instr, ko);
+    ASSERT_TRUE(k.ok()) << k.status().ToString();
+    for (const auto& pool : pools) {
+      StatusOr<Literal> got = RunKernel(**k, *instr, operands, pool.get());
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      Comparison cmp = CompareLiterals(*got, *want, {});
+      EXPECT_TRUE(cmp.ok()) << (*k)->name() << " " << what << " grain " << grain << " threads "
+                            << pool->num_threads() << " seed " << seed << "\n" << cmp.ToString();
+    }
+  }
+}
+
 }  // namespace kiln::cpu::testing

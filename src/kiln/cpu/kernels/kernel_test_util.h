@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -55,5 +56,12 @@ std::string ExpectMatchesEvaluator(const HloInstruction& instr, const CheckOptio
 // Parses `hlo` and checks its entry root (or the instruction `name`) as above, with and without
 // a pool and with a few block sizes.
 void CheckHlo(std::string_view hlo, std::string_view name = "", CheckOptions options = {});
+
+// Parses `hlo` and checks its entry root against the evaluator on random operands from `seed`,
+// compiled with each parallel grain (CpuKernelOptions::min_parallel_elements) and run on each
+// pool; a failure names `what`, the grain, the pool's thread count and the seed.
+void CheckOnPools(std::string_view hlo, const std::vector<std::unique_ptr<ThreadPool>>& pools,
+                  uint64_t seed, std::string_view what,
+                  std::initializer_list<int64_t> grains = {32 * 1024, 16});
 
 }  // namespace kiln::cpu::testing

@@ -307,26 +307,7 @@ ENTRY e {
   y = f32[)", c.dims, R"(] parameter(1)
   ROOT f = (f32[)", c.out, R"(], f32[)", c.dims, R"(]) fusion(x, y), kind=kInput, calls=fused
 })");
-    std::unique_ptr<HloModule> m = testing::Parse(hlo);
-    ASSERT_NE(m, nullptr);
-    const HloInstruction* instr = testing::Find(*m);
-    std::vector<Literal> operands = testing::RandomOperands(*instr, seed);
-    StatusOr<Literal> want = testing::Reference(*instr, operands);
-    ASSERT_TRUE(want.ok()) << want.status().ToString();
-    for (int64_t grain : {int64_t{32 * 1024}, int64_t{16}}) {
-      CpuKernelOptions ko;
-      ko.min_parallel_elements = grain;
-      StatusOr<std::unique_ptr<CpuKernel>> k = CreateCpuKernel(*instr, ko);
-      ASSERT_TRUE(k.ok()) << k.status().ToString();
-      for (const auto& pool : pools) {
-        StatusOr<Literal> got = testing::RunKernel(**k, *instr, operands, pool.get());
-        ASSERT_TRUE(got.ok()) << got.status().ToString();
-        Comparison cmp = CompareLiterals(*got, *want, {});
-        EXPECT_TRUE(cmp.ok()) << (*k)->name() << " dims " << c.dims << " grain " << grain
-                              << " threads " << pool->num_threads() << " seed " << seed << "\n"
-                              << cmp.ToString();
-      }
-    }
+    testing::CheckOnPools(hlo, pools, seed, StrCat("dims ", c.dims));
   }
 }
 
