@@ -7,8 +7,9 @@
 //    "instruction": {"kind": "dot", "text": "<canonical HLO of the instruction>"},
 //    "result": {"config": {"backend": ..., "params": {...}}, "time_us": 12.5, ...},
 //    "created": "2025-01-01T00:00:00Z"}
-// (docs/autotune.md describes every field.) The default directory is
-// $KILN_CACHE_DIR/autotune, else $XDG_CACHE_HOME/kiln/autotune, else ~/.cache/kiln/autotune.
+// (docs/autotune.md describes every field.) The default directory is <DiskCache::DefaultRoot()>
+// /autotune: the process's default cache root (the `kiln` tool's KILN_CACHE_DIR), else
+// $XDG_CACHE_HOME/kiln/autotune, else ~/.cache/kiln/autotune.
 //
 // Writes go to a temporary file in the same directory and are renamed into place, so readers
 // see a whole entry or none, and several processes storing at once lose nothing (two writers of
@@ -151,7 +152,9 @@ class Cache {
   std::atomic<uint64_t> hits_{0}, misses_{0}, invalid_{0}, stores_{0};
 };
 
-// $KILN_CACHE_DIR/autotune, else $XDG_CACHE_HOME/kiln/autotune, else ~/.cache/kiln/autotune.
+// runtime::DiskCache::DefaultRoot() + "/autotune": the process's default cache root
+// (DiskCache::SetDefaultRoot; the `kiln` tool's KILN_CACHE_DIR), else
+// $XDG_CACHE_HOME/kiln/autotune, else ~/.cache/kiln/autotune.
 std::string DefaultAutotuneCacheDir();
 
 }  // namespace kiln::autotune

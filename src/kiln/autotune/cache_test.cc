@@ -11,6 +11,7 @@
 
 #include "kiln/autotune/testing/test_util.h"
 #include "kiln/base/fingerprint.h"
+#include "kiln/runtime/disk_cache.h"
 
 namespace kiln::autotune {
 namespace {
@@ -244,16 +245,11 @@ TEST(CacheTest, ConcurrentWritersLoseNothing) {
   }
 }
 
-TEST(CacheTest, DefaultDirectoryFollowsTheEnvironment) {
-  const char* old = std::getenv("KILN_CACHE_DIR");
-  std::string saved = old ? old : "";
-  setenv("KILN_CACHE_DIR", "/some/where", 1);
+TEST(CacheTest, DefaultDirectoryFollowsTheDefaultCacheRoot) {
+  runtime::DiskCache::SetDefaultRoot("/some/where");
   EXPECT_EQ(DefaultAutotuneCacheDir(), "/some/where/autotune");
-  if (old) {
-    setenv("KILN_CACHE_DIR", saved.c_str(), 1);
-  } else {
-    unsetenv("KILN_CACHE_DIR");
-  }
+  runtime::DiskCache::SetDefaultRoot("");
+  EXPECT_EQ(DefaultAutotuneCacheDir(), runtime::DiskCache::DefaultRoot() + "/autotune");
 }
 
 }  // namespace

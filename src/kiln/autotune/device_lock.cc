@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "kiln/base/logging.h"
@@ -19,9 +20,13 @@ namespace kiln::autotune {
 
 namespace {
 
-std::string DefaultLockDir() {
-  if (const char* dir = std::getenv("KILN_LOCK_DIR"); dir != nullptr && *dir != '\0') return dir;
-  return "/tmp/kiln-locks";
+std::mutex& DefaultLockDirMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::string& DefaultLockDirOverride() {
+  static auto* dir = new std::string();  // never destroyed
+  return *dir;
 }
 
 std::string HolderPid(int fd) {
@@ -32,6 +37,16 @@ std::string HolderPid(int fd) {
 }
 
 }  // namespace
+
+std::string DefaultDeviceLockDirectory() {
+  std::lock_guard<std::mutex> lock(DefaultLockDirMutex());
+  return DefaultLockDirOverride().empty() ? std::string("/tmp/kiln-locks") : DefaultLockDirOverride();
+}
+
+void SetDefaultDeviceLockDirectory(std::string directory) {
+  std::lock_guard<std::mutex> lock(DefaultLockDirMutex());
+  DefaultLockDirOverride() = std::move(directory);
+}
 
 std::string DeviceLockFileName(const runtime::DeviceDescription& device) {
   std::string name =
@@ -46,13 +61,15 @@ std::string DeviceLockFileName(const runtime::DeviceDescription& device) {
 
 StatusOr<std::unique_ptr<DeviceLock>> DeviceLock::Acquire(const runtime::DeviceDescription& device,
                                                           const DeviceLockOptions& options) {
-  std::string directory = options.directory.empty() ? DefaultLockDir() : options.directory;
+  std::string directory = options.directory.empty() ? DefaultDeviceLockDirectory() : options.directory;
   std::error_code ec;
   if (!std::filesystem::is_directory(directory, ec)) {
     std::filesystem::create_directories(directory, ec);
     if (ec) {
       return FailedPrecondition("cannot create the device lock directory ", directory, ": ",
-                                ec.message(), " (set KILN_LOCK_DIR)");
+                                ec.message(),
+                                " (choose another: KILN_LOCK_DIR for the kiln tool, "
+                                "DeviceLockOptions::directory or SetDefaultDeviceLockDirectory)");
     }
     if (options.directory.empty()) ::chmod(directory.c_str(), 01777);  // shared by all users
   }

@@ -20,7 +20,7 @@
 namespace kiln::autotune {
 
 struct DeviceLockOptions {
-  // Where lock files live. Empty (default): $KILN_LOCK_DIR, else /tmp/kiln-locks (created
+  // Where lock files live. Empty (default): DefaultDeviceLockDirectory() (created
   // world-writable and sticky, like /tmp, so every user's kiln serializes on the same GPU).
   std::string directory;
   // Seconds to wait for another holder: negative (default) waits as long as it takes, 0 tries
@@ -45,6 +45,12 @@ class DeviceLock {
   int fd_;
   std::string path_;
 };
+
+// Where DeviceLocks with an empty DeviceLockOptions::directory put their files: the directory
+// SetDefaultDeviceLockDirectory set (the `kiln` tool sets it from KILN_LOCK_DIR), else
+// /tmp/kiln-locks. Process-wide and thread-safe; empty restores /tmp/kiln-locks.
+std::string DefaultDeviceLockDirectory();
+void SetDefaultDeviceLockDirectory(std::string directory);
 
 // The lock file's name without directory: UUID or "<platform>-<ordinal>", with anything but
 // [A-Za-z0-9._-] replaced by '_', plus ".lock".

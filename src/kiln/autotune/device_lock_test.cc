@@ -48,6 +48,22 @@ TEST(DeviceLockTest, ExclusiveWithinAndAcrossHolders) {
   KILN_ASSERT_OK_AND_ASSIGN(auto after, DeviceLock::Acquire(Gpu("GPU-a"), options));
 }
 
+// Without a directory of its own a lock goes to the process's default (the kiln tool's
+// KILN_LOCK_DIR); the library reads no KILN_* variable itself.
+TEST(DeviceLockTest, DefaultDirectoryIsSettable) {
+  EXPECT_EQ(DefaultDeviceLockDirectory(), "/tmp/kiln-locks");
+  ScopedTempDir dir;
+  SetDefaultDeviceLockDirectory(dir.path() + "/locks");
+  EXPECT_EQ(DefaultDeviceLockDirectory(), dir.path() + "/locks");
+  {
+    DeviceLockOptions options{.directory = "", .timeout_s = 0, .log_waiting = false};
+    KILN_ASSERT_OK_AND_ASSIGN(auto held, DeviceLock::Acquire(Gpu("GPU-d"), options));
+    EXPECT_EQ(held->path(), dir.path() + "/locks/GPU-d.lock");
+  }
+  SetDefaultDeviceLockDirectory("");
+  EXPECT_EQ(DefaultDeviceLockDirectory(), "/tmp/kiln-locks");
+}
+
 // Several processes each take the lock, hold it briefly and report when: no two holds overlap.
 TEST(DeviceLockTest, ProcessesTakeTurns) {
   ScopedTempDir dir;

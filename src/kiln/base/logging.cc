@@ -1,20 +1,19 @@
 #include "kiln/base/logging.h"
 
+#include <atomic>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
 
 namespace kiln {
 
-static int MinLevel() {
-  static const int level = [] {
-    const char* env = std::getenv("KILN_LOG_LEVEL");
-    return env ? std::atoi(env) : 1;
-  }();
-  return level;
-}
+namespace {
+std::atomic<int> min_level{1};
+}  // namespace
 
-bool LogEnabled(LogSeverity severity) { return static_cast<int>(severity) >= MinLevel(); }
+void SetLogLevel(int level) { min_level.store(level, std::memory_order_relaxed); }
+int GetLogLevel() { return min_level.load(std::memory_order_relaxed); }
+
+bool LogEnabled(LogSeverity severity) { return static_cast<int>(severity) >= GetLogLevel(); }
 
 void LogMessage(LogSeverity severity, const char* file, int line, const std::string& message) {
   static std::mutex mu;

@@ -1,5 +1,6 @@
 // Minimal leveled logging to stderr. Libraries log sparingly: a warning that matters once, not a
-// line per element. KILN_LOG_LEVEL (0=info, 1=warning, 2=error; default 1) filters output.
+// line per element. SetLogLevel filters output (process-wide; the `kiln` tool sets it from
+// KILN_LOG_LEVEL, see api/environment.h).
 #pragma once
 
 #include <sstream>
@@ -8,6 +9,11 @@
 namespace kiln {
 
 enum class LogSeverity { kInfo = 0, kWarning = 1, kError = 2 };
+
+// Messages below `level` are dropped: 0 everything (info), 1 warnings and errors (default),
+// 2 errors only, 3 or more nothing. May be called at any time, from any thread.
+void SetLogLevel(int level);
+int GetLogLevel();
 
 bool LogEnabled(LogSeverity severity);
 void LogMessage(LogSeverity severity, const char* file, int line, const std::string& message);

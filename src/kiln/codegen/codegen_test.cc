@@ -3,7 +3,7 @@
 // techniques the emitters promise (vector accesses, warp shuffles, shared-memory tiles); configs,
 // presets, dumps and the parallel compile driver behave as documented; and every fusion the
 // fusion passes form over tests/data gets a kernel. Compiling the sources with NVRTC is
-// cuda/codegen_nvrtc_test.cc's job (it needs the CUDA room).
+// cuda/compiler/codegen_nvrtc_test.cc's job (it needs the CUDA room).
 #include <gtest/gtest.h>
 
 #include <algorithm>

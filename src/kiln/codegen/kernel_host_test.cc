@@ -3,7 +3,7 @@
 // emitter's elementwise, shape, gather, window and edge-value kernels) are compiled by the host
 // C++ compiler against a shim of CUDA's thread indices and intrinsics, launched one thread at a
 // time, and compared with the reference evaluator on random inputs (bit for bit where the case
-// asks). The GPU test (cuda/codegen_gpu_test.cc) runs every kernel on a device; this one runs
+// asks). The GPU test (cuda/compiler/codegen_gpu_test.cc) runs every kernel on a device; this one runs
 // the portable subset in CI. Skipped without a host compiler (KILN_HOST_CXX picks one).
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -12,7 +12,7 @@
 #include "kiln/cpu/row_tiles_thunk.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/verifier.h"
-#include "kiln/passes/buffer_assignment_checker.h"
+#include "kiln/passes/compile_tail.h"
 #include "kiln/passes/call_graph.h"
 #include "kiln/passes/compile_summary.h"
 #include "kiln/passes/cpu_fusion_policy.h"
@@ -96,60 +96,32 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   }
   pipeline.AddPass<DeadCodeElimination>();
   KILN_RETURN_IF_ERROR(pipeline.Run(*module).status());
-  std::vector<PassStats> steps = pipeline.stats();
-  // The steps after the pipeline, timed like passes.
-  auto step_start = std::chrono::steady_clock::now();
-  auto step_done = [&](std::string name) {
-    auto now = std::chrono::steady_clock::now();
-    PassStats st;
-    st.name = StrCat("cpu/", name);
-    st.seconds = std::chrono::duration<double>(now - step_start).count();
-    st.instructions_before = st.instructions_after = CountInstructions(*module);
-    steps.push_back(std::move(st));
-    step_start = now;
-  };
-
-  auto schedule = std::make_unique<HloSchedule>(options.memory_aware_schedule ? MemoryAwareSchedule(*module)
-                                                                              : PostOrderSchedule(*module));
-  KILN_RETURN_IF_ERROR(schedule->Verify(*module).WithContext("cpu compiler: schedule"));
-  step_done(options.memory_aware_schedule ? "memory-aware-schedule" : "post-order-schedule");
-  BufferAssignmentOptions bo;
-  bo.schedule = schedule.get();
-  bo.alignment = 64;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<BufferAssignment> assignment, BufferAssignment::Run(*module, bo));
-  step_done("buffer-assignment");
-  if (options.check_buffer_assignment) {
-    BufferCheckOptions co;
-    co.schedule = schedule.get();
-    co.alignment = bo.alignment;
-    KILN_RETURN_IF_ERROR(VerifyBufferAssignment(*module, *assignment, co).WithContext("cpu compiler"));
-    step_done("buffer-assignment-checker");
-  }
+  // The steps after the pipeline (passes/compile_tail.h), timed like passes.
+  StepTimer timer(*module, "cpu", pipeline.stats());
+  CompileTailOptions tail;
+  tail.memory_aware_schedule = options.memory_aware_schedule;
+  tail.buffers.alignment = 64;
+  tail.check_buffer_assignment = options.check_buffer_assignment;
+  tail.context = "cpu compiler";
+  KILN_ASSIGN_OR_RETURN(ScheduledModule scheduled, ScheduleAndAssignBuffers(*module, tail, timer));
+  std::unique_ptr<HloSchedule> schedule = std::move(scheduled.schedule);
+  std::unique_ptr<BufferAssignment> assignment = std::move(scheduled.assignment);
 
   ThunkEmitterOptions eo;
   eo.kernel_factory = options.kernel_factory ? options.kernel_factory : DefaultKernelFactory(options.kernel_options);
   eo.executor = options.executor;
-  // KILN_CPU_ROW_TILING=0 turns row tiling off (A/B measurements without rebuilding);
-  // =force tiles every chain, however small, in tiles of a few rows (to run a test suite's
-  // small cases through row tiling).
-  const char* row_tiling_env = std::getenv("KILN_CPU_ROW_TILING");
-  const std::string_view row_tiling_mode = row_tiling_env ? row_tiling_env : "";
-  eo.row_tiling = options.row_tiling && row_tiling_mode != "0";
+  // The backend flags cpu_row_tiling (off, force) and cpu_row_tile_bytes set these
+  // (ApplyCpuFlags in cpu_backend.cc).
+  eo.row_tiling = options.row_tiling;
   eo.row_tiling_options = options.row_tiling_options;
-  if (const char* tb = std::getenv("KILN_CPU_ROW_TILE_BYTES"); tb && std::atoll(tb) > 0)
-    eo.row_tiling_options.tile_bytes = std::atoll(tb);
-  if (row_tiling_mode == "force") {
-    eo.row_tiling_options.min_chain_bytes = 0;
-    eo.row_tiling_options.tile_bytes = 1024;
-  }
   eo.threads = options.thread_pool ? options.thread_pool->num_threads()
                : options.threads > 0 ? options.threads
                                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   KILN_ASSIGN_OR_RETURN(EmittedThunks thunks, EmitThunks(*module, *assignment, *schedule, eo));
-  step_done("thunk-emission");
+  timer.Done("thunk-emission");
 
   CpuExecutable::Parts parts;
-  parts.stats.passes = std::move(steps);
+  parts.stats.passes = timer.TakeSteps();
   parts.stats.fusion_summary = FusionSummary(*module);
   parts.stats.memory = assignment->stats();
   parts.stats.thunks = static_cast<int64_t>(thunks.all.size());

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "kiln/base/strings.h"
+#include "kiln/passes/thunk_util.h"
 
 namespace kiln::cpu {
 
@@ -135,14 +136,7 @@ Status ConditionalThunk::Execute(const ExecuteParams& params) const {
   KILN_ASSIGN_OR_RETURN(const uint8_t* p, params.buffers->Get(index_));
   if (!p) return Internal("cpu: conditional %", name(), " has no index buffer");
   const int64_t n = static_cast<int64_t>(branches_.size());
-  int64_t branch;
-  if (index_type_ == PrimitiveType::kPred) {
-    branch = *p != 0 ? 0 : 1;
-  } else {
-    int32_t i;
-    std::memcpy(&i, p, sizeof i);
-    branch = (i < 0 || i >= n) ? n - 1 : i;
-  }
+  const int64_t branch = SelectConditionalBranch(index_type_, p, n);
   if (branch < 0 || branch >= n) return Internal("cpu: conditional %", name(), " has no branch ", branch);
   KILN_RETURN_IF_ERROR(branches_[branch].Execute(params));
   for (const Copy& c : result_copies_[branch]) KILN_RETURN_IF_ERROR(CopySlice(params, c.src, c.dst));

@@ -298,6 +298,20 @@ StatusOr<ExecutionOutput> CpuExecutable::ExecuteImpl(std::span<void* const> argu
     }
     ArrayView view;
     view.data = ptr;
+    {
+      ExecutionOutput::Source source = ExecutionOutput::Source::kRun;
+      int64_t arg = -1;
+      if (slices[j].valid()) {
+        const BufferAllocation& a = allocs[slices[j].allocation];
+        if (a.kind == BufferAllocation::Kind::kConstant) source = ExecutionOutput::Source::kConstant;
+        if (a.kind == BufferAllocation::Kind::kParameter) {
+          source = ExecutionOutput::Source::kArgument;
+          for (size_t k = 0; k < arg_allocation_.size(); ++k)
+            if (arg_allocation_[k] == a.index) arg = static_cast<int64_t>(k);
+        }
+      }
+      out.sources_.emplace_back(source, arg);
+    }
     if (logical) {
       view.shape = result_shapes_[j];
       view.shape.set_layout(Layout::Default(view.shape.rank()));
@@ -316,7 +330,9 @@ StatusOr<ExecutionOutput> CpuExecutable::ExecuteImpl(std::span<void* const> argu
         std::memmove(dst, ptr, static_cast<size_t>(size));
       }
       view.data = dst;
+      out.sources_.back() = {ExecutionOutput::Source::kArgument, k};
     } else if (result_relayout_[j]) {
+      out.sources_.back() = {ExecutionOutput::Source::kRun, -1};
       AlignedBlock b = AllocateBlock(size);
       if (!b) return ResourceExhausted("cpu executable: cannot allocate ", size, " bytes");
       RelayoutFromRowMajor(ptr, view.shape, view.shape.layout(), b.get());

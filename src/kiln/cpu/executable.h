@@ -85,10 +85,18 @@ class ExecutionOutput {
   ~ExecutionOutput();
   const std::vector<ArrayView>& outputs() const { return outputs_; }
 
+  // Where output j's memory is: the run's own memory (the arena or a buffer this object
+  // owns), an argument's (argument leaf index >= 0: a donated parameter, or a parameter
+  // returned as is), or the executable's read-only constants.
+  enum class Source { kRun, kArgument, kConstant };
+  Source source(size_t j) const { return sources_[j].first; }
+  int64_t source_argument(size_t j) const { return sources_[j].second; }
+
  private:
   friend class CpuExecutable;
   using Block = AlignedBlock;
   std::vector<ArrayView> outputs_;
+  std::vector<std::pair<Source, int64_t>> sources_;  // per output
   const class CpuExecutable* owner_ = nullptr;
   Block arena_;  // returned to owner_'s pool
   int64_t arena_size_ = 0;
@@ -114,6 +122,12 @@ class CpuExecutable {
   StatusOr<Literal> Run(std::span<const Literal> arguments, const CpuRunOptions& options = {}) const;
   StatusOr<ExecutionOutput> Execute(std::span<void* const> arguments,
                                     const CpuRunOptions& options = {}) const;
+  // As Execute, but every argument and result is row-major whatever the entry layout says
+  // (the public API's buffers): no boundary relayout, results as the graph left them.
+  StatusOr<ExecutionOutput> ExecuteRowMajor(std::span<void* const> arguments,
+                                            const CpuRunOptions& options = {}) const {
+    return ExecuteImpl(arguments, /*logical=*/true, options);
+  }
 
   // Shapes (with their entry layouts) of the raw arguments and results of Execute().
   const std::vector<Shape>& argument_leaf_shapes() const { return arg_shapes_; }

@@ -67,6 +67,26 @@ struct CpuKernelOptions {
   int64_t min_parallel_elements = 32 * 1024;
   // Bytes of im2col patches a convolution task builds before multiplying them (a K block).
   int64_t conv_patch_bytes = 1 << 20;
+  // The switches below exist for A/B measurements (bench/RESULTS.md); the defaults are what
+  // measured best. The cpu backend sets them from its flags (cpu_backend.h); the `kiln` tool
+  // also from KILN_<FLAG> in the environment.
+  // f32 GEMMs may run on kiln's own kernels -- the parallel driver and the single-threaded
+  // direct kernel (Note [Parallel GEMM driver] in kernels/gemm.h) -- where they measured faster
+  // than Eigen; false keeps them on Eigen's contraction (flag cpu_gemm_kernel=eigen). The
+  // small-M kernel is used either way. Default true (cpu_gemm_kernel=kiln).
+  bool gemm_kiln_kernels = true;
+  // Eigen's contractions run on a second, process-wide Eigen::ThreadPool as large as ctx.pool
+  // instead of on ctx.pool's own workers (the previous arrangement; flag
+  // cpu_gemm_pool=separate). Default false (cpu_gemm_pool=shared).
+  bool gemm_separate_pool = false;
+  // Fuse chains of elementwise ops of a loop program into one block op (Note [Fused op chains]
+  // in kernels/expr_compile.cc); false keeps every op separate (flag cpu_expr_chains=off).
+  // Default true.
+  bool expr_chains = true;
+  // f32 convolutions may run without im2col where that pays (Note [Indirect convolution] in
+  // kernels/conv_indirect.h); false keeps every convolution on im2col + GEMM (flag
+  // cpu_conv=im2col). Default true (cpu_conv=auto).
+  bool conv_indirect = true;
 };
 
 class CpuKernel {

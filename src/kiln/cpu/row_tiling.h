@@ -41,9 +41,10 @@
 //   slice then conflicts with its producer's row slice: the chain is cut there.
 //   Only chains of at least two kernels whose row arrays (scratch included) total at least
 //   min_chain_bytes are tiled, and none with a member that only the evaluator's fallback
-//   kernel runs (it would run once per tile). In the environment (read by CpuCompiler, for
-//   tests and A/B runs): KILN_CPU_ROW_TILING=0 turns tiling off, =force tiles every chain in
-//   tiles of a few rows; KILN_CPU_ROW_TILE_BYTES=N sets tile_bytes.
+//   kernel runs (it would run once per tile). For tests and A/B runs, the cpu backend's flags
+//   (ApplyCpuFlags in cpu_backend.cc; the `kiln` tool also takes them from KILN_<FLAG> in the
+//   environment): cpu_row_tiling=off turns tiling off, =force tiles every chain in tiles of a
+//   few rows; cpu_row_tile_bytes=N sets tile_bytes.
 #pragma once
 
 #include <cstdint>

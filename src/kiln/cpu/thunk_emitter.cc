@@ -7,6 +7,7 @@
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/fusion_policy.h"
 #include "kiln/passes/fusion_utils.h"
+#include "kiln/passes/thunk_util.h"
 
 namespace kiln::cpu {
 
@@ -52,13 +53,7 @@ class Emitter {
 
  private:
   StatusOr<BufferSlice> Slice(const HloInstruction& instr, const ShapeIndex& index) {
-    KILN_ASSIGN_OR_RETURN(BufferSlice s, assignment_.GetSlice(instr, index));
-    const auto& allocs = assignment_.allocations();
-    if (s.allocation < 0 || s.allocation >= static_cast<int64_t>(allocs.size()) || s.offset < 0 ||
-        s.offset + s.size > allocs[s.allocation].size)
-      return Internal("cpu: slice ", s.ToString(), " of %", instr.name(), " {", StrJoin(index, ","),
-                      "} lies outside its allocation");
-    return s;
+    return CheckedSlice(assignment_, instr, index);
   }
 
   template <typename T>
@@ -130,15 +125,7 @@ class Emitter {
     return true;
   }
 
-  StatusOr<bool> IsView(const HloInstruction& instr) {
-    if (instr.opcode() != HloOpcode::kReshape) return false;
-    for (const ShapeIndex& leaf : ArrayLeafIndices(instr.shape())) {
-      KILN_ASSIGN_OR_RETURN(BufferSlice a, Slice(instr, leaf));
-      KILN_ASSIGN_OR_RETURN(BufferSlice b, Slice(*instr.operand(0), leaf));
-      if (a != b) return false;
-    }
-    return true;
-  }
+  StatusOr<bool> IsView(const HloInstruction& instr) { return IsBufferView(assignment_, instr); }
 
   Status EmitInstruction(const HloInstruction& instr, std::vector<std::unique_ptr<Thunk>>& out) {
     switch (instr.opcode()) {

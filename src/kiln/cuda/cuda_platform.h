@@ -19,8 +19,9 @@
 namespace kiln::cuda {
 
 struct CudaPlatformOptions {
-  // The driver library to load. Empty (default): $KILN_CUDA_DRIVER_LIBRARY, else
-  // "libcuda.so.1". Tests point it at a nonexistent name to exercise the no-driver path.
+  // The driver library to load. Empty (default): CudaLibraryPaths::driver (library_loader.h;
+  // the cuda backend's flag cuda_driver_library, the `kiln` tool's KILN_CUDA_DRIVER_LIBRARY),
+  // else "libcuda.so.1". Tests point it at a nonexistent name to exercise the no-driver path.
   std::string driver_library;
 };
 

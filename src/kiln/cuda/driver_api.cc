@@ -7,7 +7,7 @@ namespace kiln::cuda {
 StatusOr<std::shared_ptr<const DriverApi>> DriverApi::Load(const std::string& library) {
   // Besides the loader's search path, where containers commonly mount the driver.
   std::vector<std::string> candidates =
-      library.empty() ? LibraryCandidates("KILN_CUDA_DRIVER_LIBRARY",
+      library.empty() ? LibraryCandidates(GetCudaLibraryPaths().driver,
                                           {"libcuda.so.1", "/usr/local/nvidia/lib64/libcuda.so.1",
                                            "/usr/lib/wsl/lib/libcuda.so.1"})
                       : std::vector<std::string>{library};

@@ -53,7 +53,8 @@ struct DriverApi {
 
   SharedLibrary library;
 
-  // Loads `library` (empty: $KILN_CUDA_DRIVER_LIBRARY, else "libcuda.so.1"). Does not call cuInit.
+  // Loads `library` (empty: CudaLibraryPaths::driver of library_loader.h, else "libcuda.so.1").
+  // Does not call cuInit.
   static StatusOr<std::shared_ptr<const DriverApi>> Load(const std::string& library = "");
   // The process-wide driver table, loaded on first use (the result, success or failure, is
   // remembered).

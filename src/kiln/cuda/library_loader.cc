@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 
 #include "kiln/base/strings.h"
 
@@ -56,17 +57,37 @@ Status SharedLibrary::MissingSymbol(const char* symbol) const {
                   " (the library is older than the headers kiln was built with; update it)");
 }
 
-std::vector<std::string> LibraryCandidates(const char* env_var,
+namespace {
+std::mutex& PathsMutex() {
+  static std::mutex mu;
+  return mu;
+}
+CudaLibraryPaths& Paths() {
+  static auto* paths = new CudaLibraryPaths();  // never destroyed
+  return *paths;
+}
+}  // namespace
+
+CudaLibraryPaths GetCudaLibraryPaths() {
+  std::lock_guard<std::mutex> lock(PathsMutex());
+  return Paths();
+}
+
+void SetCudaLibraryPaths(const CudaLibraryPaths& paths) {
+  std::lock_guard<std::mutex> lock(PathsMutex());
+  Paths() = paths;
+}
+
+std::vector<std::string> LibraryCandidates(const std::string& configured,
                                            const std::vector<std::string>& defaults) {
-  if (const char* value = std::getenv(env_var); value != nullptr && *value != '\0') {
-    return {value};
-  }
+  if (!configured.empty()) return {configured};
   return defaults;
 }
 
 std::vector<std::string> ToolkitLibraryCandidates(const std::vector<std::string>& sonames) {
   std::vector<std::string> out = sonames;
   std::vector<std::string> dirs;
+  // The toolkit's own conventions (CUDA_HOME, CUDA_PATH): ordinary platform defaults, read here.
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
     if (const char* root = std::getenv(var); root != nullptr && *root != '\0') {
       dirs.push_back(StrCat(root, "/lib64"));

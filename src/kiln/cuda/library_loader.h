@@ -73,9 +73,32 @@ StatusOr<std::shared_ptr<const Api>> LoadApi(std::string_view what,
   return std::shared_ptr<const Api>(std::move(api));
 }
 
-// The candidates to try for a library: the value of environment variable `env_var` when set
-// (a single name or path), else `defaults`.
-std::vector<std::string> LibraryCandidates(const char* env_var,
+// Where kiln finds the CUDA libraries and headers, when not told per call: each field a file
+// name or path tried alone instead of the usual candidates; empty (every default): the usual
+// candidates (each API's Load comment lists them). Process-wide, since each library is loaded
+// once per process (Api::Default()): set it before the first use. The cuda backend sets the
+// fields its platform-level flags name (cuda_driver_library, ... cuda_include_dir:
+// CreateCudaBackend); the `kiln` tool fills those from KILN_CUDA_DRIVER_LIBRARY,
+// KILN_NVRTC_LIBRARY, ... KILN_CUDA_INCLUDE_DIR (api/environment.h). No library reads KILN_*
+// variables.
+struct CudaLibraryPaths {
+  std::string driver;    // libcuda (DriverApi)
+  std::string nvrtc;     // NvrtcApi
+  std::string cublas;    // CublasApi
+  std::string cublaslt;  // CublasLtApi
+  std::string cufft;     // CufftApi
+  std::string cudnn;     // CudnnApi
+  std::string nccl;      // NcclApi
+  // Not a library: the toolkit include directory NVRTC compiles against (searched first,
+  // FindToolkitIncludeDirs in nvrtc_compiler.h).
+  std::string include_dir;
+};
+CudaLibraryPaths GetCudaLibraryPaths();
+void SetCudaLibraryPaths(const CudaLibraryPaths& paths);  // thread-safe
+
+// The candidates to try for a library: `configured` alone when set (a CudaLibraryPaths field:
+// a single name or path), else `defaults`.
+std::vector<std::string> LibraryCandidates(const std::string& configured,
                                            const std::vector<std::string>& defaults);
 
 // `sonames` (searched the usual way), then each of them inside the toolkit's library

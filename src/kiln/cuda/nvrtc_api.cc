@@ -24,7 +24,7 @@ StatusOr<std::shared_ptr<const NvrtcApi>> NvrtcApi::Load(const std::string& libr
     if (defaults[0] != name) defaults.push_back(name);
   }
   std::vector<std::string> candidates =
-      library.empty() ? LibraryCandidates("KILN_NVRTC_LIBRARY", ToolkitLibraryCandidates(defaults))
+      library.empty() ? LibraryCandidates(GetCudaLibraryPaths().nvrtc, ToolkitLibraryCandidates(defaults))
                       : std::vector<std::string>{library};
   return LoadApi<NvrtcApi>("nvrtc", candidates, LoadMembers);
 }

@@ -26,7 +26,7 @@ struct NvrtcApi {
   int version_major = 0;
   int version_minor = 0;
 
-  // Loads `library` (empty: $KILN_NVRTC_LIBRARY, else libnvrtc.so.<major of the headers>,
+  // Loads `library` (empty: CudaLibraryPaths::nvrtc, else libnvrtc.so.<major of the headers>,
   // libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so). NotFound "nvrtc: ... not found" when absent.
   static StatusOr<std::shared_ptr<const NvrtcApi>> Load(const std::string& library = "");
   // The process-wide table, loaded on first use (the outcome is remembered).

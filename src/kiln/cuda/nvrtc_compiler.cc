@@ -107,9 +107,8 @@ StatusOr<int> ParseArch(std::string_view arch) {
 
 std::vector<std::string> FindToolkitIncludeDirs(const std::string& nvrtc_library_path) {
   std::vector<std::string> candidates;
-  if (const char* dir = std::getenv("KILN_CUDA_INCLUDE_DIR"); dir != nullptr && *dir != '\0') {
-    candidates.push_back(dir);
-  }
+  if (std::string dir = GetCudaLibraryPaths().include_dir; !dir.empty()) candidates.push_back(dir);
+  // The toolkit's own conventions (CUDA_HOME, CUDA_PATH): ordinary platform defaults, read here.
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
     if (const char* root = std::getenv(var); root != nullptr && *root != '\0') {
       candidates.push_back(StrCat(root, "/include"));

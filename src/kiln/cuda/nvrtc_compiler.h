@@ -13,13 +13,15 @@
 // The architecture must be one NVRTC supports (NvrtcCompiler::supported_archs()).
 //
 // Headers: the toolkit's include directory and its CCCL directory (libcu++, CUB, Thrust) are on
-// the include path, found from $KILN_CUDA_INCLUDE_DIR, $CUDA_HOME/include, $CUDA_PATH/include,
-// the directory NVRTC was loaded from (../include, ../../include), then /usr/local/cuda/include.
+// the include path, found from CudaLibraryPaths::include_dir (library_loader.h; the cuda
+// backend's flag cuda_include_dir, the `kiln` tool's KILN_CUDA_INCLUDE_DIR), $CUDA_HOME/include,
+// $CUDA_PATH/include, the directory NVRTC was loaded from (../include, ../../include), then
+// /usr/local/cuda/include.
 //
-// Cache: results are stored under <cache root>/nvrtc/ (see DiskCache; root $KILN_CACHE_DIR,
-// default ~/.cache/kiln), keyed by SHA-256 over (source, in-memory headers, architecture, the
-// full option list including include directories, name expressions, NVRTC version and library
-// size). A damaged entry is detected by its checksum, dropped and recompiled. Cache failures
+// Cache: results are stored under <cache root>/nvrtc/ (see DiskCache; root
+// DiskCache::DefaultRoot(): the `kiln` tool's KILN_CACHE_DIR, else ~/.cache/kiln), keyed by
+// SHA-256 over (source, in-memory headers, architecture, the full option list including include
+// directories, name expressions, NVRTC version and library size). A damaged entry is detected by its checksum, dropped and recompiled. Cache failures
 // never fail a compile: without a usable directory the compiler just compiles.
 //
 // Errors: a compile error is InvalidArgument whose message holds NVRTC's log; an unsupported
@@ -43,13 +45,14 @@
 namespace kiln::cuda {
 
 struct NvrtcOptions {
-  // NVRTC library to load; empty (default): $KILN_NVRTC_LIBRARY or the usual sonames.
+  // NVRTC library to load; empty (default): CudaLibraryPaths::nvrtc or the usual sonames.
   std::string library;
   // Extra include directories, searched before the toolkit's. Default none.
   std::vector<std::string> include_dirs;
   // Use the on-disk cache. Default on.
   bool use_cache = true;
-  // Cache root; empty (default): DiskCache's default ($KILN_CACHE_DIR, ~/.cache/kiln).
+  // Cache root; empty (default): DiskCache::DefaultRoot() (the `kiln` tool's KILN_CACHE_DIR,
+  // else ~/.cache/kiln).
   std::string cache_root;
 };
 

@@ -290,5 +290,27 @@ TEST(ArchTest, ParsesArchitectureNames) {
   EXPECT_FALSE(ParseArch("sm_9b").ok());
 }
 
+// CudaLibraryPaths::include_dir (flag cuda_include_dir; the kiln tool's KILN_CUDA_INCLUDE_DIR)
+// is searched first; the library itself reads no KILN_* variable.
+TEST(ToolkitIncludeDirsTest, TheConfiguredDirectoryComesFirst) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("kiln_include_" + std::to_string(getpid())))
+                              .string();
+  std::filesystem::create_directories(dir + "/cccl");
+  { std::ofstream(dir + "/cuda_fp16.h") << "// stand-in\n"; }
+  CudaLibraryPaths saved = GetCudaLibraryPaths();
+  CudaLibraryPaths paths = saved;
+  paths.include_dir = dir;
+  SetCudaLibraryPaths(paths);
+  std::vector<std::string> found = FindToolkitIncludeDirs("");
+  SetCudaLibraryPaths(saved);
+  setenv("KILN_CUDA_INCLUDE_DIR", dir.c_str(), 1);
+  std::vector<std::string> without = FindToolkitIncludeDirs("");
+  unsetenv("KILN_CUDA_INCLUDE_DIR");
+  std::filesystem::remove_all(dir);
+  EXPECT_EQ(found, (std::vector<std::string>{dir, dir + "/cccl"}));
+  EXPECT_TRUE(without.empty() || without[0] != dir);
+}
+
 }  // namespace
 }  // namespace kiln::cuda

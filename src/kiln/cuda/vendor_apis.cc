@@ -43,10 +43,12 @@ Status LoadNccl(NcclApi& api) {
 #undef KILN_CUDA_LOAD_TYPED_MEMBER
 #undef KILN_CUDA_LOAD_MEMBER
 
-std::vector<std::string> Candidates(const std::string& explicit_library, const char* env_var,
+// `explicit_library` (the Load argument), else `configured` (a CudaLibraryPaths field), else
+// `defaults` and their toolkit locations.
+std::vector<std::string> Candidates(const std::string& explicit_library, const std::string& configured,
                                     std::vector<std::string> defaults) {
   if (!explicit_library.empty()) return {explicit_library};
-  return LibraryCandidates(env_var, ToolkitLibraryCandidates(defaults));
+  return LibraryCandidates(configured, ToolkitLibraryCandidates(defaults));
 }
 
 // major*10000 + minor*100 + patch → "major.minor.patch"
@@ -77,7 +79,7 @@ StatusCode MapCublas(cublasStatus_t result) {
 StatusOr<std::shared_ptr<const CublasApi>> CublasApi::Load(const std::string& library) {
   return LoadApi<CublasApi>(
       "cublas",
-      Candidates(library, "KILN_CUBLAS_LIBRARY",
+      Candidates(library, GetCudaLibraryPaths().cublas,
                  {StrCat("libcublas.so.", CUDA_VERSION / 1000), "libcublas.so"}),
       LoadCublas);
 }
@@ -96,7 +98,7 @@ std::string CublasApi::Version() const {
 StatusOr<std::shared_ptr<const CublasLtApi>> CublasLtApi::Load(const std::string& library) {
   return LoadApi<CublasLtApi>(
       "cublasLt",
-      Candidates(library, "KILN_CUBLASLT_LIBRARY",
+      Candidates(library, GetCudaLibraryPaths().cublaslt,
                  {StrCat("libcublasLt.so.", CUDA_VERSION / 1000), "libcublasLt.so"}),
       LoadCublasLt);
 }
@@ -122,7 +124,7 @@ Status CublasLtStatus(const CublasLtApi& api, cublasStatus_t result, std::string
 StatusOr<std::shared_ptr<const CufftApi>> CufftApi::Load(const std::string& library) {
   return LoadApi<CufftApi>(
       "cufft",
-      Candidates(library, "KILN_CUFFT_LIBRARY",
+      Candidates(library, GetCudaLibraryPaths().cufft,
                  {StrCat("libcufft.so.", CUFFT_VER_MAJOR), "libcufft.so"}),
       LoadCufft);
 }
@@ -175,7 +177,7 @@ Status CufftStatus(cufftResult result, std::string_view call) {
 StatusOr<std::shared_ptr<const CudnnApi>> CudnnApi::Load(const std::string& library) {
   return LoadApi<CudnnApi>(
       "cudnn",
-      Candidates(library, "KILN_CUDNN_LIBRARY",
+      Candidates(library, GetCudaLibraryPaths().cudnn,
                  {StrCat("libcudnn.so.", CUDNN_MAJOR), "libcudnn.so"}),
       LoadCudnn);
 }
@@ -205,7 +207,7 @@ Status CudnnStatus(const CudnnApi& api, cudnnStatus_t result, std::string_view c
 #if defined(KILN_HAVE_NCCL_HEADERS)
 StatusOr<std::shared_ptr<const NcclApi>> NcclApi::Load(const std::string& library) {
   return LoadApi<NcclApi>(
-      "nccl", Candidates(library, "KILN_NCCL_LIBRARY", {"libnccl.so.2", "libnccl.so"}),
+      "nccl", Candidates(library, GetCudaLibraryPaths().nccl, {"libnccl.so.2", "libnccl.so"}),
       LoadNccl);
 }
 StatusOr<std::shared_ptr<const NcclApi>> NcclApi::Default() {

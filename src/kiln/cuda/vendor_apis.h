@@ -100,7 +100,7 @@ struct CublasApi {
   KILN_CUBLAS_FUNCTIONS(KILN_CUDA_DECLARE_MEMBER)
   KILN_CUBLAS_TYPED_FUNCTIONS(KILN_CUDA_DECLARE_TYPED_MEMBER)
   SharedLibrary library;
-  // $KILN_CUBLAS_LIBRARY, else libcublas.so.<major of the headers>, libcublas.so.
+  // `library`, else CudaLibraryPaths::cublas (library_loader.h), else libcublas.so.<major of the headers>, libcublas.so.
   static StatusOr<std::shared_ptr<const CublasApi>> Load(const std::string& library = "");
   static StatusOr<std::shared_ptr<const CublasApi>> Default();
   std::string Version() const;  // "13.0.2"
@@ -109,7 +109,7 @@ struct CublasApi {
 struct CublasLtApi {
   KILN_CUBLASLT_FUNCTIONS(KILN_CUDA_DECLARE_MEMBER)
   SharedLibrary library;
-  // $KILN_CUBLASLT_LIBRARY, else libcublasLt.so.<major of the headers>, libcublasLt.so.
+  // `library`, else CudaLibraryPaths::cublaslt, else libcublasLt.so.<major of the headers>, libcublasLt.so.
   static StatusOr<std::shared_ptr<const CublasLtApi>> Load(const std::string& library = "");
   static StatusOr<std::shared_ptr<const CublasLtApi>> Default();
   std::string Version() const;
@@ -118,7 +118,7 @@ struct CublasLtApi {
 struct CufftApi {
   KILN_CUFFT_FUNCTIONS(KILN_CUDA_DECLARE_MEMBER)
   SharedLibrary library;
-  // $KILN_CUFFT_LIBRARY, else libcufft.so.<CUFFT_VER_MAJOR of the headers>, libcufft.so.
+  // `library`, else CudaLibraryPaths::cufft, else libcufft.so.<CUFFT_VER_MAJOR of the headers>, libcufft.so.
   static StatusOr<std::shared_ptr<const CufftApi>> Load(const std::string& library = "");
   static StatusOr<std::shared_ptr<const CufftApi>> Default();
   std::string Version() const;  // "12.0.0"
@@ -130,7 +130,7 @@ Status CufftStatus(cufftResult result, std::string_view call);
 struct CudnnApi {
   KILN_CUDNN_FUNCTIONS(KILN_CUDA_DECLARE_MEMBER)
   SharedLibrary library;
-  // $KILN_CUDNN_LIBRARY, else libcudnn.so.<CUDNN_MAJOR>, libcudnn.so.
+  // `library`, else CudaLibraryPaths::cudnn, else libcudnn.so.<CUDNN_MAJOR>, libcudnn.so.
   static StatusOr<std::shared_ptr<const CudnnApi>> Load(const std::string& library = "");
   static StatusOr<std::shared_ptr<const CudnnApi>> Default();
   std::string Version() const;
@@ -142,7 +142,7 @@ Status CudnnStatus(const CudnnApi& api, cudnnStatus_t result, std::string_view c
 struct NcclApi {
   KILN_NCCL_FUNCTIONS(KILN_CUDA_DECLARE_MEMBER)
   SharedLibrary library;
-  // $KILN_NCCL_LIBRARY, else libnccl.so.2, libnccl.so.
+  // `library`, else CudaLibraryPaths::nccl, else libnccl.so.2, libnccl.so.
   static StatusOr<std::shared_ptr<const NcclApi>> Load(const std::string& library = "");
   static StatusOr<std::shared_ptr<const NcclApi>> Default();
   std::string Version() const;

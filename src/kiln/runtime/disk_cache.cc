@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -81,10 +82,30 @@ std::optional<std::string> Decode(std::string_view file, std::string_view key) {
 
 std::string ErrnoText() { return std::strerror(errno); }
 
+std::mutex& DefaultRootMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::string& DefaultRootOverride() {
+  static auto* root = new std::string();  // never destroyed
+  return *root;
+}
+
 }  // namespace
 
+void DiskCache::SetDefaultRoot(std::string root) {
+  std::lock_guard<std::mutex> lock(DefaultRootMutex());
+  DefaultRootOverride() = std::move(root);
+}
+
 std::string DiskCache::DefaultRoot() {
-  if (const char* dir = std::getenv("KILN_CACHE_DIR"); dir != nullptr && *dir != '\0') return dir;
+  {
+    std::lock_guard<std::mutex> lock(DefaultRootMutex());
+    if (!DefaultRootOverride().empty()) return DefaultRootOverride();
+  }
+  // The platform's conventions for a per-user cache (XDG, HOME): ordinary defaults, read here.
+  // kiln's own knob (KILN_CACHE_DIR) is read by the `kiln` tool only (api/environment.h), which
+  // passes it to SetDefaultRoot.
   if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg != nullptr && *xdg != '\0') {
     return StrCat(xdg, "/kiln");
   }
@@ -106,7 +127,8 @@ StatusOr<std::unique_ptr<DiskCache>> DiskCache::Create(const DiskCacheOptions& o
   if (ec || !std::filesystem::is_directory(directory)) {
     return FailedPrecondition("cannot create cache directory ", directory, ": ",
                               ec ? ec.message() : std::string("not a directory"),
-                              " (set KILN_CACHE_DIR to a writable directory)");
+                              " (choose a writable cache directory: KILN_CACHE_DIR for the kiln "
+                              "tool, DiskCacheOptions::root or DiskCache::SetDefaultRoot)");
   }
   return std::unique_ptr<DiskCache>(new DiskCache(std::move(directory)));
 }

@@ -2,8 +2,9 @@
 //
 // Layout (see "Cache layout" in docs/runtime.md):
 //   <root>/<namespace>/<first two hex digits>/<64 hex digits of SHA-256(key)>.bin
-// where <root> is DiskCacheOptions::root, else $KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
-// ~/.cache/kiln. Each file holds
+// where <root> is DiskCacheOptions::root, else the process's default root (SetDefaultRoot; the
+// `kiln` tool sets it from KILN_CACHE_DIR), else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln.
+// Each file holds
 //   magic "KILNDC01" | u32 format version | u64 key size | key | u64 value size | value |
 //   SHA-256(key ‖ value)
 // (integers little-endian). Entries are written to a temporary file in the same directory and
@@ -30,8 +31,7 @@
 namespace kiln::runtime {
 
 struct DiskCacheOptions {
-  // Root directory; empty (default) resolves $KILN_CACHE_DIR, $XDG_CACHE_HOME/kiln,
-  // ~/.cache/kiln in that order.
+  // Root directory; empty (default): DiskCache::DefaultRoot().
   std::string root;
   // Subdirectory for one kind of entry ("nvrtc", "autotune"). Required.
   std::string name_space;
@@ -61,8 +61,13 @@ class DiskCache {
   const std::string& directory() const { return directory_; }
   DiskCacheStats stats() const;
 
-  // The root the default options resolve to (see above).
+  // The root the default options resolve to: SetDefaultRoot's, else $XDG_CACHE_HOME/kiln,
+  // else $HOME/.cache/kiln, else /tmp/kiln-cache.
   static std::string DefaultRoot();
+  // Sets the process-wide default root of every kiln cache (autotuning, NVRTC kernels) that is
+  // not given a directory of its own; empty (the initial value) restores the platform default
+  // above. Caches already created keep their directory. Thread-safe.
+  static void SetDefaultRoot(std::string root);
 
  private:
   explicit DiskCache(std::string directory) : directory_(std::move(directory)) {}

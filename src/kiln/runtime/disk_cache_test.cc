@@ -164,14 +164,25 @@ TEST(DiskCacheTest, ReportsAnUnusableDirectory) {
 }
 
 TEST(DiskCacheTest, ResolvesTheDefaultRoot) {
-  const char* saved = std::getenv("KILN_CACHE_DIR");
-  std::string saved_value = saved ? saved : "";
-  setenv("KILN_CACHE_DIR", "/some/where", 1);
+  DiskCache::SetDefaultRoot("/some/where");
   EXPECT_EQ(DiskCache::DefaultRoot(), "/some/where");
-  unsetenv("KILN_CACHE_DIR");
+  DiskCache::SetDefaultRoot("");
   std::string fallback = DiskCache::DefaultRoot();
   EXPECT_TRUE(fallback.ends_with("/kiln") || fallback == "/tmp/kiln-cache") << fallback;
-  if (saved) setenv("KILN_CACHE_DIR", saved_value.c_str(), 1);
+  // The library reads no KILN_* variable (the kiln tool does: api/environment.h).
+  setenv("KILN_CACHE_DIR", "/not/read", 1);
+  EXPECT_EQ(DiskCache::DefaultRoot(), fallback);
+  unsetenv("KILN_CACHE_DIR");
+}
+
+TEST(DiskCacheTest, DefaultOptionsUseTheDefaultRoot) {
+  std::string root = TempRoot("default-root");
+  DiskCache::SetDefaultRoot(root);
+  StatusOr<std::unique_ptr<DiskCache>> cache = DiskCache::Create({"", "ns"});
+  DiskCache::SetDefaultRoot("");
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  EXPECT_EQ((*cache)->directory(), root + "/ns");
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

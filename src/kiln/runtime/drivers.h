@@ -4,9 +4,11 @@
 //   KILN_RETURN_IF_ERROR(RegisterBuiltinPlatforms(registry));
 //   std::cout << FormatPlatformListing(ListPlatformsAndDevices(registry), /*verbose=*/false);
 //
-// "host" is always registered. "cuda" is registered when the CUDA driver was built (CMake
-// KILN_ENABLE_CUDA); otherwise it is registered as unavailable with a message saying so, so that
-// `kiln devices` explains why there is no GPU.
+// "host" is always registered; so is every driver whose folder declares itself with
+// kiln_register_platform (cmake/kiln.cmake): "cuda" when the CUDA driver was built (CMake
+// KILN_ENABLE_CUDA). A known driver this build lacks is registered as unavailable with a message
+// saying so, so that `kiln devices` explains why there is no GPU. RegisterBuiltinPlatforms is
+// generated at build time (kiln_generate_registrations): runtime/ names no driver.
 #pragma once
 
 #include <string>

@@ -1,9 +1,10 @@
 // kiln tune MODULE: tune a module's instructions on a device and fill the autotuning cache.
 // kiln cache list|show|export|import|clear: inspect and move the cache (no GPU needed).
 //
-// On cuda, `kiln tune` runs the GPU compiler (whose autotuning step sees the GEMM/convolution
-// calls and fusions the compiler forms: a JAX module has none of them before compiling); on the
-// host it tunes the module as written.
+// Through the public API (Client::Tune): on cuda, `kiln tune` runs the GPU compiler (whose
+// autotuning step sees the GEMM/convolution calls and fusions the compiler forms: a JAX module
+// has none of them before compiling); on cpu it tunes the module as written with the host
+// autotuning backends. `--device host` is the older name of cpu here.
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,12 +14,8 @@
 
 #include "kiln/autotune/autotuner.h"
 #include "kiln/autotune/cache.h"
+#include "kiln/autotune/settings.h"
 #include "kiln/base/strings.h"
-#if defined(KILN_HAVE_CUDA_COMPILER)
-#include "kiln/codegen/device_spec.h"
-#include "kiln/cuda/compiler/gpu_compiler.h"
-#endif
-#include "kiln/runtime/drivers.h"
 #include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
 #include "kiln/tools/tool_common.h"
@@ -87,7 +84,7 @@ struct CacheArgs {
 
 StatusOr<std::unique_ptr<autotune::Cache>> OpenForInspection(const CacheArgs& a) {
   return autotune::Cache::Create(
-      {.directory = ResolveAutotuneCacheDir(a.cache_dir), .mode = autotune::CacheMode::kReadOnly});
+      {.directory = autotune::ResolveAutotuneCacheDir(a.cache_dir), .mode = autotune::CacheMode::kReadOnly});
 }
 
 int CacheList(const CacheArgs& a) {
@@ -153,7 +150,7 @@ int CacheImport(const CacheArgs& a) {
   if (!text.ok()) return PrintError(text.status().message()), kExitUsage;
   auto json = autotune::ParseJson(*text, a.file);
   if (!json.ok()) return PrintError(json.status().message()), kExitUsage;
-  auto cache = autotune::Cache::Create({.directory = ResolveAutotuneCacheDir(a.cache_dir)});
+  auto cache = autotune::Cache::Create({.directory = autotune::ResolveAutotuneCacheDir(a.cache_dir)});
   if (!cache.ok()) return PrintError(cache.status().message()), kExitFailure;
   auto stats = (*cache)->Import(*json);
   if (!stats.ok()) {
@@ -181,7 +178,7 @@ int CacheClear(const CacheArgs& a) {
 struct TuneArgs {
   std::string module;
   std::string device;
-  AutotuneFlags flags;
+  CompileFlags flags;
   std::string dump_json;
   std::string output;
   int repetitions = 5;
@@ -213,99 +210,31 @@ class ProgressBar {
   size_t last_ = 0;
 };
 
-StatusOr<runtime::Device*> PickDevice(runtime::PlatformRegistry& platforms,
-                                      const autotune::BackendFactoryRegistry& factories,
-                                      const std::string& spec) {
-  std::string name = spec;
-  int ordinal = 0;
-  if (size_t colon = spec.find(':'); colon != std::string::npos) {
-    name = spec.substr(0, colon);
-    try {
-      ordinal = std::stoi(spec.substr(colon + 1));
-    } catch (...) {
-      return InvalidArgument("bad device '", spec, "' (expected NAME or NAME:ORDINAL)");
-    }
-  }
-  if (name.empty()) {
-    // The best platform that is available and has autotuning backends.
-    std::vector<std::string> why;
-    for (const std::string& candidate : factories.platforms()) {
-      auto platform = platforms.Get(candidate);
-      if (platform.ok() && (*platform)->device_count() > 0) {
-        if (name.empty() || candidate != "host") name = candidate;
-      } else if (!platform.ok()) {
-        why.push_back(platform.status().message());
-      }
-    }
-    if (name.empty()) {
-      return Unavailable("no device to tune on (", StrJoin(why, "; "), ")");
-    }
-  }
-  KILN_RETURN_IF_ERROR(factories.Get(name).status());
-  KILN_ASSIGN_OR_RETURN(runtime::Platform * platform, platforms.Get(name));
-  return platform->GetDevice(ordinal);
-}
-
-int Tune(TuneArgs& a) {
+int Tune(TuneArgs& a, const Client& client) {
   auto module = LoadModule(a.module, LoadOptions{});
   if (!module.ok()) return PrintLoadError(a.module, module.status().message()), kExitUsage;
-  auto options = MakeAutotuneOptions(a.flags);
+  std::string spec = a.device;
+  if (spec == "host" || spec.rfind("host:", 0) == 0) spec = "cpu" + spec.substr(4);
+  auto device = client.SelectDevice(spec);
+  if (!device.ok()) return PrintError(device.status().message()), kExitUsage;
+  auto options = MakeCompileOptions(client, a.flags);
   if (!options.ok()) return PrintError(options.status().message()), kExitUsage;
-  options->profile.repetitions = a.repetitions;
-
-  runtime::PlatformRegistry platforms;
-  autotune::BackendFactoryRegistry factories;
-  if (Status s = runtime::RegisterBuiltinPlatforms(platforms); !s.ok()) {
-    return PrintError(s.message()), kExitFailure;
-  }
-  if (Status s = RegisterBuiltinAutotuneFactories(factories); !s.ok()) {
-    return PrintError(s.message()), kExitFailure;
-  }
-  auto device = PickDevice(platforms, factories, a.device);
-  if (!device.ok()) return PrintError(device.status().message()), kExitFailure;
-  const runtime::DeviceDescription& desc = (*device)->description();
-  auto factory = factories.Get(desc.platform);
-  if (!factory.ok()) return PrintError(factory.status().message()), kExitFailure;
-  auto cache = OpenAutotuneCache(a.flags);
-  if (!cache.ok()) return PrintError(cache.status().message()), kExitFailure;
-
+  options->autotune.repetitions = a.repetitions;
+  options->keep_compiled_module_text = !a.output.empty();
   ProgressBar bar;
   bool show_progress = !a.quiet && isatty(STDERR_FILENO);
-  if (show_progress) options->progress = [&bar](const auto& p) { bar.Update(p); };
-  auto tuner = autotune::Autotuner::Create(*factory, desc, *device, cache->get(), *options);
-  if (!tuner.ok()) return PrintError(tuner.status().message()), kExitUsage;
-  std::cerr << "tuning " << a.module << " on " << desc.platform << ":" << desc.ordinal << " ("
-            << desc.name << "), cache " << (*cache)->directory() << " ("
-            << autotune::CacheModeName((*cache)->mode()) << ")\n";
-  StatusOr<autotune::AutotuneReport> report = Unimplemented("no tuning ran");
-  std::string tuned_text;
-#if defined(KILN_HAVE_CUDA_COMPILER)
-  if (desc.platform == "cuda") {
-    tuner->reset();
-    cuda::GpuCompileOptions o;
-    o.device = codegen::DeviceSpec::FromDescription(desc);
-    o.verify_input = false;  // LoadModule verified it
-    o.autotune.factory = *factory;
-    o.autotune.target = desc;
-    o.autotune.device = *device;
-    o.autotune.cache = cache->get();
-    o.autotune.options = *options;
-    auto compiled = cuda::GpuCompiler::Compile(std::move(*module), o);
-    if (compiled.ok() && (*compiled)->stats.autotune) {
-      report = *(*compiled)->stats.autotune;
-      tuned_text = (*compiled)->module->ToString();
-    } else if (!compiled.ok()) {
-      report = compiled.status();
-    }
-  } else
-#endif
-  {
-    report = (*tuner)->Run(**module);
-    if (report.ok()) tuned_text = (*module)->ToString();
-  }
+  if (show_progress) options->autotune.progress = [&bar](const auto& p) { bar.Update(p); };
+  std::cerr << "tuning " << a.module << " on " << Client::DeviceName(*device) << ", cache "
+            << autotune::ResolveAutotuneCacheDir(options->autotune.cache_dir) << " (" << options->autotune.cache_mode
+            << ")\n";
+  auto tuned = client.Tune(**module, Client::DeviceName(*device), *options);
   if (show_progress) bar.Finish();
-  if (!report.ok()) return PrintError(report.status().message()), kExitFailure;
-
+  if (!tuned.ok()) {
+    PrintError(tuned.status().message());
+    return tuned.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  const autotune::AutotuneReport* report = tuned->autotune.get();
+  const std::string& tuned_text = tuned->compiled_module_text;
   std::vector<std::vector<std::string>> rows = {
       {"INSTRUCTION", "KIND", "CHOSEN", "TIME", "RUNNER-UP", "SPEEDUP", "SOURCE"}};
   for (const autotune::InstructionReport& g : report->groups) {
@@ -320,7 +249,7 @@ int Tune(TuneArgs& a) {
                     speedup > 0 ? sp : "-", std::string(autotune::ChoiceSourceName(g.source))});
   }
   if (report->groups.empty()) {
-    std::cout << "nothing to tune: no backend of " << desc.platform
+    std::cout << "nothing to tune: no backend of " << device->backend->name()
               << " has choices for this module's instructions\n";
   } else {
     PrintTable(std::cout, rows);
@@ -334,9 +263,6 @@ int Tune(TuneArgs& a) {
     if (Status s = WriteWholeFile(a.dump_json, report->ToJson().dump(1) + "\n"); !s.ok()) {
       return PrintError(s.message()), kExitFailure;
     }
-  }
-  if (Status s = WriteAutotuneJson(a.flags, *report); !s.ok()) {
-    return PrintError(s.message()), kExitFailure;
   }
   if (!a.output.empty()) {
     if (Status s = WriteWholeFile(a.output, tuned_text); !s.ok()) {
@@ -371,22 +297,21 @@ void AddCacheCommand(CLI::App& app, int* exit_code) {
       ->callback([args, exit_code] { *exit_code = CacheClear(*args); });
 }
 
-void AddTuneCommand(CLI::App& app, int* exit_code) {
+void AddTuneCommand(CLI::App& app, const Client& client, int* exit_code) {
   auto args = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand(
       "tune", "Measure every implementation choice of a module on a device and fill the cache");
   cmd->add_option("MODULE", args->module, "HLO text file")->required();
   cmd->add_option("--device", args->device,
-                  "NAME[:ORDINAL] (default: the best available platform with autotuning "
-                  "backends)");
-  AddAutotuneFlags(cmd, &args->flags);
+                  "cpu | cuda, optionally NAME:ORDINAL (default: the best available)");
+  AddCompileFlags(cmd, &args->flags);
   cmd->add_option("--dump-json", args->dump_json,
                   "write every candidate's timing and verdict to this JSON file");
   cmd->add_option("-o,--output", args->output, "write the tuned module (choices applied) here");
   cmd->add_option("--repetitions", args->repetitions, "timed runs per candidate (median)")
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("-q,--quiet", args->quiet, "no progress bar");
-  cmd->callback([args, exit_code] { *exit_code = Tune(*args); });
+  cmd->callback([args, &client, exit_code] { *exit_code = Tune(*args, client); });
 }
 
 }  // namespace kiln

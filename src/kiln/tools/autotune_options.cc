@@ -1,11 +1,7 @@
 #include "kiln/tools/autotune_options.h"
 
-#include <fstream>
-
-#include "kiln/autotune/host_backends.h"
-#if defined(KILN_HAVE_CUDA_AUTOTUNE)
-#include "kiln/cuda/autotune/cuda_backends.h"
-#endif
+#include "kiln/api/environment.h"
+#include "kiln/base/strings.h"
 
 namespace kiln {
 
@@ -15,70 +11,49 @@ void AddAutotuneCacheFlag(CLI::App* cmd, std::string* cache_dir) {
                   "~/.cache/kiln/autotune)");
 }
 
-void AddAutotuneFlags(CLI::App* cmd, AutotuneFlags* flags) {
-  cmd->add_option("--autotune", flags->level, "tuning level: off, on (default) or exhaustive")
+void AddAutotuneFlags(CLI::App* cmd, autotune::AutotuneSettings* settings) {
+  cmd->add_option("--autotune", settings->level, "tuning level: off, on (default) or exhaustive")
       ->check(CLI::IsMember({"off", "on", "exhaustive"}));
-  AddAutotuneCacheFlag(cmd, &flags->cache_dir);
-  cmd->add_option("--autotune-cache-mode", flags->cache_mode,
+  AddAutotuneCacheFlag(cmd, &settings->cache_dir);
+  cmd->add_option("--autotune-cache-mode", settings->cache_mode,
                   "off, read-only, read-write (default) or require-complete (fail naming the "
                   "instructions the cache lacks)")
       ->check(CLI::IsMember({"off", "read-only", "read-write", "require-complete"}));
-  cmd->add_flag("--autotune-deterministic", flags->deterministic,
+  cmd->add_flag("--autotune-deterministic", settings->deterministic,
                 "pick the first valid config in the backends' fixed order, not the fastest");
-  cmd->add_option("--autotune-backends", flags->backends,
+  cmd->add_option("--autotune-backends", settings->backends,
                   "NAME[,NAME...]: ask only these backends for candidates (repeatable; "
                   "--autotune-exclude applies after)")
       ->delimiter(',');
-  cmd->add_option("--autotune-exclude", flags->exclude, "leave this backend out (repeatable)");
-  cmd->add_option("--autotune-force", flags->force,
+  cmd->add_option("--autotune-exclude", settings->exclude, "leave this backend out (repeatable)");
+  cmd->add_option("--autotune-force", settings->force,
                   "KIND=BACKEND[:JSON]: use this config for every instruction of KIND "
                   "(e.g. dot=host_gemm:{\"tile_m\":32,...}); repeatable, for debugging");
-  cmd->add_option("--autotune-dump-json", flags->dump_json,
+  cmd->add_option("--autotune-dump-json", settings->dump_json,
                   "write every tuned instruction's candidates (timing, verdict) to this JSON file");
 }
 
-Status WriteAutotuneJson(const AutotuneFlags& flags, const autotune::AutotuneReport& report) {
-  if (flags.dump_json.empty()) return OkStatus();
-  std::ofstream out(flags.dump_json, std::ios::binary);
-  out << report.ToJson().dump(1) << "\n";
-  out.close();
-  if (!out) return FailedPrecondition("cannot write ", flags.dump_json);
-  return OkStatus();
+void AddCompileFlags(CLI::App* cmd, CompileFlags* flags, bool autotune) {
+  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)")
+      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--flag", flags->backend_flags,
+                  "NAME=VALUE: a backend flag (repeatable; `kiln devices --flags` lists them; "
+                  "KILN_<NAME> in the environment does the same)");
+  if (autotune) AddAutotuneFlags(cmd, &flags->autotune);
 }
 
-std::string ResolveAutotuneCacheDir(const std::string& flag) {
-  return flag.empty() ? autotune::DefaultAutotuneCacheDir() : flag;
-}
-
-StatusOr<autotune::AutotuneOptions> MakeAutotuneOptions(const AutotuneFlags& flags) {
-  autotune::AutotuneOptions options;
-  auto level = autotune::ParseTuningLevel(flags.level);
-  if (!level.ok()) return level.status().WithContext("--autotune");
-  options.level = *level;
-  options.deterministic = flags.deterministic;
-  options.allow_backends = flags.backends;
-  options.exclude_backends = flags.exclude;
-  for (const std::string& f : flags.force) {
-    auto forced = autotune::ParseForcedConfig(f);
-    if (!forced.ok()) return forced.status().WithContext("--autotune-force");
-    options.forced.push_back(std::move(forced).value());
+StatusOr<CompileOptions> MakeCompileOptions(const Client& client, const CompileFlags& flags) {
+  CompileOptions o;
+  o.threads = flags.threads;
+  o.verify = false;  // LoadModule verified the module (unless --no-verify asked it not to)
+  o.autotune = flags.autotune;
+  o.flags = BackendFlagsFromEnvironment(client.registry());
+  for (const std::string& f : flags.backend_flags) {
+    size_t eq = f.find('=');
+    if (eq == std::string::npos || eq == 0) return InvalidArgument("--flag ", f, ": expected NAME=VALUE");
+    o.flags[f.substr(0, eq)] = f.substr(eq + 1);
   }
-  return options;
-}
-
-StatusOr<std::unique_ptr<autotune::Cache>> OpenAutotuneCache(const AutotuneFlags& flags) {
-  auto mode = autotune::ParseCacheMode(flags.cache_mode);
-  if (!mode.ok()) return mode.status().WithContext("--autotune-cache-mode");
-  return autotune::Cache::Create(
-      {.directory = ResolveAutotuneCacheDir(flags.cache_dir), .mode = *mode});
-}
-
-Status RegisterBuiltinAutotuneFactories(autotune::BackendFactoryRegistry& registry) {
-  KILN_RETURN_IF_ERROR(autotune::RegisterHostAutotuneFactory(registry));
-#if defined(KILN_HAVE_CUDA_AUTOTUNE)
-  KILN_RETURN_IF_ERROR(cuda::RegisterCudaAutotuneFactory(registry));
-#endif
-  return OkStatus();
+  return o;
 }
 
 }  // namespace kiln

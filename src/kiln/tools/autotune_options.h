@@ -1,5 +1,5 @@
-// The autotuning flags every `kiln` command that compiles for a device shares, parsed in one
-// place so that tune, compile, run and bench spell and default them alike:
+// The flags every `kiln` command that compiles for a device shares, defined in one place so
+// that tune, compile, run, bench and compare spell and default them alike:
 //
 //   --autotune off|on|exhaustive       tuning level (default on)
 //   --autotune-cache DIR               cache directory (default $KILN_CACHE_DIR/autotune, else
@@ -11,53 +11,40 @@
 //   --autotune-force KIND=BACKEND[:JSON]  force a config on every instruction of a kind
 //                                      (repeatable; for debugging)
 //   --autotune-dump-json FILE          every candidate's timing and verdict (AutotuneReport)
+//   --flag NAME=VALUE                  a backend flag (repeatable; `kiln devices --flags` lists
+//                                      them); KILN_<NAME> in the environment does the same
+//   --threads N                        host threads of the cpu backend (default: all cores)
 //
-// A command adopts them with AddAutotuneFlags and turns them into options with
-// MakeAutotuneOptions / OpenAutotuneCache when it runs.
+// They fill autotune::AutotuneSettings and the public API's CompileOptions (api/client.h).
 #pragma once
 
-#include <memory>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "kiln/autotune/autotuner.h"
-#include "kiln/autotune/backend.h"
-#include "kiln/autotune/cache.h"
+#include "kiln/api/client.h"
+#include "kiln/autotune/settings.h"
 #include "kiln/base/status.h"
 
 namespace kiln {
 
-struct AutotuneFlags {
-  std::string level = "on";
-  std::string cache_dir;  // empty: the default directory
-  std::string cache_mode = "read-write";
-  bool deterministic = false;
-  std::vector<std::string> backends;  // empty: every backend of the factory
-  std::vector<std::string> exclude;
-  std::vector<std::string> force;
-  std::string dump_json;  // empty: don't
-};
-
-// Adds every flag above to `cmd`, stored into *flags (which must outlive parsing).
-void AddAutotuneFlags(CLI::App* cmd, AutotuneFlags* flags);
+// Adds the --autotune* flags to `cmd`, stored into *settings (which must outlive parsing).
+void AddAutotuneFlags(CLI::App* cmd, autotune::AutotuneSettings* settings);
 // Adds only --autotune-cache (for `kiln cache`).
 void AddAutotuneCacheFlag(CLI::App* cmd, std::string* cache_dir);
 
-// The flag's directory, or DefaultAutotuneCacheDir() when it is empty.
-std::string ResolveAutotuneCacheDir(const std::string& flag);
-
-// InvalidArgument naming the flag for a bad level, mode or forced config.
-StatusOr<autotune::AutotuneOptions> MakeAutotuneOptions(const AutotuneFlags& flags);
-// The cache the flags ask for (mode off still returns a Cache, which reads and writes nothing).
-StatusOr<std::unique_ptr<autotune::Cache>> OpenAutotuneCache(const AutotuneFlags& flags);
-
-// Writes report.ToJson() to flags.dump_json when it is set.
-Status WriteAutotuneJson(const AutotuneFlags& flags, const autotune::AutotuneReport& report);
-
-// The autotuning factories built into this binary: "host" always; "cuda" when the CUDA driver
-// is built (src/kiln/cuda/autotune).
-Status RegisterBuiltinAutotuneFactories(autotune::BackendFactoryRegistry& registry);
+// What a compiling command takes besides the module: threads, backend flags, autotuning.
+struct CompileFlags {
+  int threads = 0;
+  std::vector<std::string> backend_flags;  // NAME=VALUE
+  bool no_verify = false;
+  autotune::AutotuneSettings autotune;
+};
+// Adds --threads, --flag and (with autotune) the --autotune* flags.
+void AddCompileFlags(CLI::App* cmd, CompileFlags* flags, bool autotune = true);
+// The CompileOptions the flags and the environment (api/environment.h) ask for; --flag wins
+// over the environment. InvalidArgument for a --flag without '=' or a bad --threads.
+StatusOr<CompileOptions> MakeCompileOptions(const Client& client, const CompileFlags& flags);
 
 }  // namespace kiln

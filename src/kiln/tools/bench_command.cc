@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "kiln/base/strings.h"
+#include "kiln/hlo/computation.h"
 #include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
 #include "kiln/tools/tool_common.h"
@@ -22,14 +23,12 @@ struct BenchFlags {
   uint64_t seed = 42;
   int warmup = 3;
   int iterations = 20;
-  int threads = 0;
   bool profile = false;
   std::string trace;
   bool cast = false;
   bool fill_elided_constants = false;
-  bool no_verify = false;
   bool json = false;
-  AutotuneFlags autotune;
+  CompileFlags compile;
 };
 
 std::string JsonString(std::string_view v) {
@@ -62,26 +61,86 @@ double Median(std::vector<double>& v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-int Bench(const BenchFlags& f, BackendRegistry& registry) {
+// The executable and its argument buffers, made once. A donated argument is consumed by each
+// run: the result that took its memory over (input_output_alias) becomes the next run's
+// argument, as in a training loop; a donated argument no result replaces is made again from
+// the host inputs before the next run (outside the timed region).
+class Prepared {
+ public:
+  static StatusOr<Prepared> Create(const Client& client, const HloModule& module, const std::string& device,
+                                   const CompileOptions& options, std::vector<Literal> args) {
+    Prepared p;
+    KILN_ASSIGN_OR_RETURN(p.exe_, client.Compile(module, device, options));
+    p.host_.reserve(args.size());
+    for (Literal& a : args)
+      for (Literal& leaf : FlattenLiteral(a)) p.host_.push_back(std::move(leaf));
+    for (const Literal& l : p.host_) {
+      KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> b, p.exe_->BufferFromLiteral(l));
+      p.args_.push_back(std::move(b));
+    }
+    // Output leaf -> argument leaf it may feed (input_output_alias of array leaves).
+    const HloComputation* entry = module.entry_computation();
+    const Shape root = entry->root_instruction()->shape();
+    for (const InputOutputAlias& a : module.header().input_output_alias) {
+      if (!a.parameter_index.empty() || a.parameter_number >= p.exe_->num_parameters()) continue;
+      if (!entry->parameter_instruction(a.parameter_number)->shape().IsArray()) continue;
+      int64_t out = -1;
+      if (a.output_index.empty() && root.IsArray()) out = 0;
+      if (a.output_index.size() == 1 && root.IsTuple()) {
+        bool flat = true;
+        for (int64_t i = 0; i < root.tuple_shapes_size(); ++i) flat &= root.tuple_shapes(i).IsArray();
+        if (flat) out = a.output_index[0];
+      }
+      if (out >= 0) p.feedback_.emplace_back(out, p.exe_->first_leaf_of_parameter(a.parameter_number));
+    }
+    for (bool d : p.exe_->donated()) p.donates_ |= d;
+    return p;
+  }
+
+  Status Run(const ExecuteOptions& options) {
+    std::vector<Buffer*> raw;
+    for (const auto& b : args_) raw.push_back(b.get());
+    ExecuteOptions o = options;
+    o.discard_results = !donates_;
+    KILN_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Buffer>> results, exe_->Execute(raw, o));
+    if (!donates_) return OkStatus();
+    for (auto& [out, arg] : feedback_)
+      if (args_[arg]->is_deleted() && out < static_cast<int64_t>(results.size()) && results[out])
+        args_[arg] = std::move(results[out]);
+    return OkStatus();
+  }
+  // Remakes the donated arguments no result replaced (untimed).
+  Status Refill() {
+    for (size_t i = 0; i < args_.size(); ++i)
+      if (args_[i]->is_deleted()) {
+        KILN_ASSIGN_OR_RETURN(args_[i], exe_->BufferFromLiteral(host_[i]));
+      }
+    return OkStatus();
+  }
+  Executable& exe() { return *exe_; }
+
+ private:
+  std::unique_ptr<Executable> exe_;
+  std::vector<Literal> host_;
+  std::vector<std::unique_ptr<Buffer>> args_;
+  std::vector<std::pair<int64_t, int64_t>> feedback_;
+  bool donates_ = false;
+};
+
+int Bench(const BenchFlags& f, const Client& client) {
   if (f.iterations < 1 || f.warmup < 0) {
     PrintError("--iterations must be at least 1 and --warmup at least 0");
     return kExitUsage;
   }
-  DeviceSelection device;
-  if (f.device.empty()) {
-    device.backend = registry.Best();
-  } else {
-    auto sel = SelectDevice(registry, f.device);
-    if (!sel.ok()) {
-      PrintError(sel.status().message());
-      return kExitUsage;
-    }
-    device = *sel;
+  auto device = client.SelectDevice(f.device);
+  if (!device.ok()) {
+    PrintError(device.status().message());
+    return kExitUsage;
   }
   LoadOptions lo;
   lo.fill_elided_constants = f.fill_elided_constants;
   lo.seed = f.seed;
-  lo.verify = !f.no_verify;
+  lo.verify = !f.compile.no_verify;
   auto module = LoadModule(f.module, lo);
   if (!module.ok()) {
     PrintLoadError(f.module, module.status().message());
@@ -97,36 +156,41 @@ int Bench(const BenchFlags& f, BackendRegistry& registry) {
     PrintError(args.status().message());
     return kExitUsage;
   }
-  BackendRunOptions ro;
-  ro.device_ordinal = device.ordinal;
-  ro.seed = f.seed;
-  ro.threads = f.threads;
-  ro.profile = f.profile;
-  ro.trace_path = f.trace;
-  ro.autotune = &f.autotune;
+  auto options = MakeCompileOptions(client, f.compile);
+  if (!options.ok()) {
+    PrintError(options.status().message());
+    return kExitUsage;
+  }
+  const std::string where = Client::DeviceName(*device);
   auto t0 = std::chrono::steady_clock::now();
-  auto prepared = device.backend->Prepare(**module, *args, ro);
+  auto prepared = Prepared::Create(client, **module, where, *options, std::move(*args));
   double prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!prepared.ok()) {
-    PrintError(StrCat(device.backend->name(), ": ", prepared.status().message()));
+    PrintError(StrCat(device->backend->name(), ": ", prepared.status().message()));
     return kExitFailure;
   }
+  ExecuteOptions eo;
+  eo.seed = f.seed;
+  eo.profile = f.profile;
+  eo.trace_path = f.trace;
   for (int i = 0; i < f.warmup; ++i) {
-    Status s = (*prepared)->Execute();
+    Status s = prepared->Refill();
+    if (s.ok()) s = prepared->Run(eo);
     if (!s.ok()) {
-      PrintError(StrCat(device.backend->name(), ": ", s.message()));
+      PrintError(StrCat(device->backend->name(), ": ", s.message()));
       return kExitFailure;
     }
   }
   std::vector<double> ms, cpu_ms;
   for (int i = 0; i < f.iterations; ++i) {
+    Status s = prepared->Refill();
     const double cpu_start = ProcessCpuMs();
     auto start = std::chrono::steady_clock::now();
-    Status s = (*prepared)->Execute();
+    if (s.ok()) s = prepared->Run(eo);
     ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     cpu_ms.push_back(ProcessCpuMs() - cpu_start);
     if (!s.ok()) {
-      PrintError(StrCat(device.backend->name(), ": ", s.message()));
+      PrintError(StrCat(device->backend->name(), ": ", s.message()));
       return kExitFailure;
     }
   }
@@ -135,12 +199,12 @@ int Bench(const BenchFlags& f, BackendRegistry& registry) {
   if (f.json) {
     // One JSON object on stdout (bench/cpu/run_suite.py reads it).
     std::cout << "{\"module\": " << JsonString((*module)->name()) << ", \"device\": "
-              << JsonString(StrCat(device.backend->name(), ":", device.ordinal))
+              << JsonString(where)
               << ", \"prepare_ms\": " << RoundTripDouble(prepare_ms) << ", \"median_ms\": " << RoundTripDouble(median)
               << ", \"cpu_median_ms\": " << RoundTripDouble(cpu_median) << ", \"min_ms\": " << RoundTripDouble(ms.front()) << ", \"max_ms\": " << RoundTripDouble(ms.back())
               << ", \"iterations\": " << f.iterations << ", \"warmup\": " << f.warmup << ", \"metrics\": {";
     bool first = true;
-    for (const auto& [k, v] : (*prepared)->Metrics()) {
+    for (const auto& [k, v] : prepared->exe().Metrics()) {
       std::cout << (first ? "" : ", ") << JsonString(k) << ": " << RoundTripDouble(v);
       first = false;
     }
@@ -151,16 +215,16 @@ int Bench(const BenchFlags& f, BackendRegistry& registry) {
   std::snprintf(buf, sizeof buf,
                 "median %.4f ms  min %.4f ms  max %.4f ms  (%d iterations, %d warmup); process CPU time %.4f ms/run\n",
                 median, ms.front(), ms.back(), f.iterations, f.warmup, cpu_median);
-  std::cout << "bench " << (*module)->name() << " on " << device.backend->name() << ":" << device.ordinal
+  std::cout << "bench " << (*module)->name() << " on " << where
             << " (compile + prepare " << RoundTripDouble(std::round(prepare_ms * 1000) / 1000) << " ms)\n";
   for (const std::string& n : notes) std::cout << "  " << n << "\n";
-  std::cout << buf << (*prepared)->Report();
+  std::cout << buf << prepared->exe().RunReport();
   return kExitOk;
 }
 
 }  // namespace
 
-void AddBenchCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
+void AddBenchCommand(CLI::App& app, const Client& client, int* exit_code) {
   auto flags = std::make_shared<BenchFlags>();
   CLI::App* cmd = app.add_subcommand("bench", "Time the execution of a module (compiled and prepared once)");
   cmd->add_option("module", flags->module, "HLO text file")->required();
@@ -169,21 +233,20 @@ void AddBenchCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
   cmd->add_option("--seed", flags->seed, "seed of random inputs")->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "untimed runs first")->capture_default_str();
   cmd->add_option("--iterations", flags->iterations, "timed runs")->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)");
   cmd->add_flag("--profile", flags->profile, "print the time spent in each kernel / thunk");
   cmd->add_option("--trace", flags->trace,
                   "with --profile: write a Chrome/Perfetto trace of the last run (cuda)");
   cmd->add_flag("--cast", flags->cast, "convert inputs that do not fit the parameter type exactly");
   cmd->add_flag("--fill-elided-constants", flags->fill_elided_constants,
                 "fill constants printed as {...} with random values");
-  cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
-  AddAutotuneFlags(cmd, &flags->autotune);
+  cmd->add_flag("--no-verify", flags->compile.no_verify, "skip the HLO verifier");
+  AddCompileFlags(cmd, &flags->compile);
   cmd->add_flag("--json", flags->json, "print one JSON object (times in ms, backend metrics)");
   cmd->footer(
       "Examples:\n"
       "  kiln bench model.hlo --device cpu --iterations 50\n"
       "  kiln bench model.hlo --device cpu --threads 1 --profile\n");
-  cmd->callback([flags, &registry, exit_code] { *exit_code = Bench(*flags, registry); });
+  cmd->callback([flags, &client, exit_code] { *exit_code = Bench(*flags, client); });
 }
 
 }  // namespace kiln

@@ -77,12 +77,22 @@ check compare_cpu 0 'OK: 2 outputs match' -- \
 check compile_stats 0 'memory: arguments 28 B, outputs 28 B' -- \
   "$KILN" compile "$DATA/small.hlo" --device cpu --stats --dump-passes "$TMP/passes"
 check compile_dumps 0 '' -- test -n "$(ls "$TMP/passes")"
-check compile_interpreter 2 'does not compile' -- "$KILN" compile "$DATA/small.hlo" --device interpreter
+check compile_interpreter 0 'the interpreter compiles nothing' -- "$KILN" compile "$DATA/small.hlo" --device interpreter
 check bench_cpu 0 'median [0-9.]+ ms  min' -- "$KILN" bench "$DATA/small.hlo" --device cpu --warmup 1 --iterations 3
 check bench_bad_iterations 2 'iterations' -- "$KILN" bench "$DATA/small.hlo" --iterations 0
 check device_unknown 2 "kiln: unknown device 'tpu'" -- "$KILN" run "$DATA/small.hlo" --device tpu
 check device_ordinal 2 "interpreter has 1 device" -- "$KILN" run "$DATA/small.hlo" --device interpreter:3
 check devices 0 'interpreter: the reference evaluator \(host\)' -- "$KILN" devices
+
+# Backend flags from the environment (KILN_<FLAG>, read by the tool only): a bad value is an
+# error naming the flag, good ones compile.
+check env_flag_bad 2 "cpu_gemm_kernel: expected kiln or eigen, got 'bogus'" -- \
+  env KILN_CPU_GEMM_KERNEL=bogus "$KILN" compile "$DATA/small.hlo" --device cpu
+check env_flags 0 'OK: 2 outputs match' -- \
+  env KILN_CPU_GEMM_KERNEL=eigen KILN_CPU_GEMM_POOL=separate KILN_CPU_EXPR_CHAINS=0 KILN_CPU_CONV=im2col \
+  "$KILN" compare "$DATA/small.hlo" --device cpu --reference interpreter --threads 2
+check flag_bad 2 "cpu_conv: expected auto or im2col, got 'x'" -- \
+  "$KILN" compile "$DATA/small.hlo" --device cpu --flag cpu_conv=x
 
 check info 0 'parameters \(2\)' -- "$KILN" info "$DATA/small.hlo"
 check info_bytes 0 'bytes: parameters 28 B, outputs 28 B' -- "$KILN" info "$DATA/small.hlo"

@@ -1,20 +1,21 @@
-// The subcommands of the `kiln` tool, one file each. Each Add*Command defines its subcommand
-// on `app`; when the subcommand runs, its exit code (tool_common.h) is stored in *exit_code.
+// The subcommands of the `kiln` tool, one file each, all over the public API (api/client.h).
+// Each Add*Command defines its subcommand on `app`; when the subcommand runs, its exit code
+// (tool_common.h) is stored in *exit_code.
 #pragma once
 
 #include <CLI/CLI.hpp>
 
-#include "kiln/tools/backend_registry.h"
+#include "kiln/api/client.h"
 
 namespace kiln {
 
-void AddRunCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);      // run.cc
-void AddCompareCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);  // compare_command.cc
-void AddInfoCommand(CLI::App& app, int* exit_code);                                // info.cc
-void AddDevicesCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);  // devices.cc
-void AddTuneCommand(CLI::App& app, int* exit_code);   // autotune_commands.cc
-void AddCacheCommand(CLI::App& app, int* exit_code);  // autotune_commands.cc
-void AddCompileCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);  // compile_command.cc
-void AddBenchCommand(CLI::App& app, BackendRegistry& registry, int* exit_code);    // bench_command.cc
+void AddRunCommand(CLI::App& app, const Client& client, int* exit_code);      // run.cc
+void AddCompareCommand(CLI::App& app, const Client& client, int* exit_code);  // compare_command.cc
+void AddInfoCommand(CLI::App& app, int* exit_code);                           // info.cc
+void AddDevicesCommand(CLI::App& app, const Client& client, int* exit_code);  // devices.cc
+void AddTuneCommand(CLI::App& app, const Client& client, int* exit_code);     // autotune_commands.cc
+void AddCacheCommand(CLI::App& app, int* exit_code);                          // autotune_commands.cc
+void AddCompileCommand(CLI::App& app, const Client& client, int* exit_code);  // compile_command.cc
+void AddBenchCommand(CLI::App& app, const Client& client, int* exit_code);    // bench_command.cc
 
 }  // namespace kiln

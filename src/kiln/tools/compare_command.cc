@@ -6,6 +6,7 @@
 #include "kiln/base/strings.h"
 #include "kiln/eval/compare.h"
 #include "kiln/hlo/npy_literal.h"
+#include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
 #include "kiln/tools/tool_common.h"
 
@@ -24,24 +25,30 @@ struct CompareFlags {
   bool reference_tf32 = false;
   bool cast = false;
   bool fill_elided_constants = false;
-  bool no_verify = false;
-  int threads = 0;
+  CompileFlags compile;
 };
 
-StatusOr<DeviceSelection> Select(BackendRegistry& registry, const std::string& spec) {
-  if (spec.empty()) return DeviceSelection{registry.Best(), 0};
-  return SelectDevice(registry, spec);
+// Compiles the module for `device` and runs it on `args`.
+StatusOr<Literal> CompileAndRun(const Client& client, const HloModule& module, const DeviceSelection& device,
+                                const CompileOptions& options, std::span<const Literal> args, uint64_t seed,
+                                bool* tf32) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, client.Compile(module, Client::DeviceName(device), options));
+  *tf32 = exe->RunsF32ProductsInTf32();
+  ExecuteOptions eo;
+  eo.seed = seed;
+  eo.poison = true;
+  return exe->Run(args, eo);
 }
 
-int Compare(const CompareFlags& f, BackendRegistry& registry) {
-  auto device = Select(registry, f.device);
+int Compare(const CompareFlags& f, const Client& client) {
+  auto device = client.SelectDevice(f.device);
   if (!device.ok()) {
     PrintError(device.status().message());
     return kExitUsage;
   }
   std::optional<DeviceSelection> reference;
   if (f.expected.empty()) {
-    auto ref = Select(registry, f.reference);
+    auto ref = client.SelectDevice(f.reference);
     if (!ref.ok()) {
       PrintError(ref.status().message());
       return kExitUsage;
@@ -51,7 +58,7 @@ int Compare(const CompareFlags& f, BackendRegistry& registry) {
   LoadOptions lo;
   lo.fill_elided_constants = f.fill_elided_constants;
   lo.seed = f.seed;
-  lo.verify = !f.no_verify;
+  lo.verify = !f.compile.no_verify;
   auto module = LoadModule(f.module, lo);
   if (!module.ok()) {
     PrintLoadError(f.module, module.status().message());
@@ -79,11 +86,13 @@ int Compare(const CompareFlags& f, BackendRegistry& registry) {
     PrintError(args.status().message());
     return kExitUsage;
   }
-  BackendRunOptions ro;
-  ro.seed = f.seed;
-  ro.threads = f.threads;
-  ro.device_ordinal = device->ordinal;
-  auto actual = device->backend->Run(**module, *args, ro);
+  auto options = MakeCompileOptions(client, f.compile);
+  if (!options.ok()) {
+    PrintError(options.status().message());
+    return kExitUsage;
+  }
+  bool device_tf32 = false, reference_tf32 = false;
+  auto actual = CompileAndRun(client, **module, *device, *options, *args, f.seed, &device_tf32);
   if (!actual.ok()) {
     PrintError(StrCat(device->backend->name(), ": ", actual.status().message()));
     return kExitFailure;
@@ -93,8 +102,7 @@ int Compare(const CompareFlags& f, BackendRegistry& registry) {
   std::vector<const Literal*> expected_leaves;
   std::string against;
   if (reference) {
-    ro.device_ordinal = reference->ordinal;
-    auto ref = reference->backend->Run(**module, *args, ro);
+    auto ref = CompileAndRun(client, **module, *reference, *options, *args, f.seed, &reference_tf32);
     if (!ref.ok()) {
       PrintError(StrCat(reference->backend->name(), " (reference): ", ref.status().message()));
       return kExitFailure;
@@ -117,8 +125,7 @@ int Compare(const CompareFlags& f, BackendRegistry& registry) {
   CompareOptions co;
   co.rtol = f.rtol;
   co.atol = f.atol;
-  co.reference_tf32 = f.reference_tf32 || device->backend->RunsF32ProductsInTf32(**module) ||
-                      (reference && reference->backend->RunsF32ProductsInTf32(**module));
+  co.reference_tf32 = f.reference_tf32 || device_tf32 || reference_tf32;
   // A compiled backend against the evaluator: reassociation slack (tolerance.h).
   co.backend_vs_evaluator = reference && reference->backend->name() == "interpreter" &&
                             device->backend->name() != "interpreter";
@@ -140,7 +147,7 @@ int Compare(const CompareFlags& f, BackendRegistry& registry) {
 
 }  // namespace
 
-void AddCompareCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
+void AddCompareCommand(CLI::App& app, const Client& client, int* exit_code) {
   auto flags = std::make_shared<CompareFlags>();
   CLI::App* cmd = app.add_subcommand(
       "compare", "Run a module on a device and a reference (or against stored outputs) and compare");
@@ -159,14 +166,16 @@ void AddCompareCommand(CLI::App& app, BackendRegistry& registry, int* exit_code)
   cmd->add_flag("--cast", flags->cast, "convert inputs that do not fit the parameter type exactly");
   cmd->add_flag("--fill-elided-constants", flags->fill_elided_constants,
                 "fill constants printed as {...} with random values");
-  cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
-  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)");
+  cmd->add_flag("--no-verify", flags->compile.no_verify, "skip the HLO verifier");
+  // No autotuning in compare: both sides run their default choices.
+  flags->compile.autotune.level = "off";
+  AddCompileFlags(cmd, &flags->compile, /*autotune=*/false);
   cmd->footer(
       "Exit status: 0 when every output matches, 1 when one differs or a run fails, 2 on bad input.\n"
       "Examples:\n"
       "  kiln compare model.hlo --device cpu --reference interpreter\n"
       "  kiln compare module.hlo --expected case.npz --reference-tf32\n");
-  cmd->callback([flags, &registry, exit_code] { *exit_code = Compare(*flags, registry); });
+  cmd->callback([flags, &client, exit_code] { *exit_code = Compare(*flags, client); });
 }
 
 }  // namespace kiln

@@ -1,7 +1,8 @@
 // kiln: the command-line tool. Subcommands live in their own files (commands.h).
 #include <CLI/CLI.hpp>
 
-#include "kiln/tools/backend_registry.h"
+#include "kiln/api/client.h"
+#include "kiln/api/environment.h"
 #include "kiln/tools/commands.h"
 #include "kiln/tools/tool_common.h"
 
@@ -10,8 +11,15 @@
 #endif
 
 int main(int argc, char** argv) {
-  kiln::BackendRegistry registry;
-  kiln::RegisterBuiltinBackends(registry);
+  // The tool is where the environment is read (api/environment.h): the process-wide KILN_LOG_LEVEL,
+  // KILN_CACHE_DIR and KILN_LOCK_DIR, and KILN_<FLAG> backend flags for the client.
+  kiln::ApplyEnvironmentToProcess();
+  auto client = kiln::Client::Create(kiln::ClientOptionsFromEnvironment());
+  if (!client.ok()) {
+    kiln::PrintError(client.status().message());
+    return kiln::kExitFailure;
+  }
+  const kiln::Client& registry = **client;
 
   CLI::App app{"kiln: runs XLA HLO modules (the text JAX and XLA dump) and checks the results.", "kiln"};
   app.set_version_flag("--version", std::string("kiln ") + KILN_VERSION_STRING);
@@ -36,7 +44,7 @@ int main(int argc, char** argv) {
   kiln::AddCompareCommand(app, registry, &exit_code);
   kiln::AddInfoCommand(app, &exit_code);
   kiln::AddDevicesCommand(app, registry, &exit_code);
-  kiln::AddTuneCommand(app, &exit_code);
+  kiln::AddTuneCommand(app, registry, &exit_code);
   kiln::AddCacheCommand(app, &exit_code);
   kiln::AddCompileCommand(app, registry, &exit_code);
   kiln::AddBenchCommand(app, registry, &exit_code);

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "kiln/base/strings.h"
+#include "kiln/autotune/autotuner.h"
 #include "kiln/eval/compare.h"
 #include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
@@ -23,27 +24,19 @@ struct RunFlags {
   bool cast = false;
   bool fill_elided_constants = false;
   bool raw_bits = false;
-  bool no_verify = false;
-  int threads = 0;
-  AutotuneFlags autotune;
+  CompileFlags compile;
 };
 
-int Run(const RunFlags& f, BackendRegistry& registry) {
-  DeviceSelection device;
-  if (f.device.empty()) {
-    device.backend = registry.Best();
-  } else {
-    auto sel = SelectDevice(registry, f.device);
-    if (!sel.ok()) {
-      PrintError(sel.status().message());
-      return kExitUsage;
-    }
-    device = *sel;
+int Run(const RunFlags& f, const Client& client) {
+  auto device = client.SelectDevice(f.device);
+  if (!device.ok()) {
+    PrintError(device.status().message());
+    return kExitUsage;
   }
   LoadOptions lo;
   lo.fill_elided_constants = f.fill_elided_constants;
   lo.seed = f.seed;
-  lo.verify = !f.no_verify;
+  lo.verify = !f.compile.no_verify;
   auto module = LoadModule(f.module, lo);
   if (!module.ok()) {
     PrintLoadError(f.module, module.status().message());
@@ -59,23 +52,30 @@ int Run(const RunFlags& f, BackendRegistry& registry) {
     PrintError(args.status().message());
     return kExitUsage;
   }
-  BackendRunOptions ro;
-  ro.device_ordinal = device.ordinal;
-  ro.seed = f.seed;
-  ro.threads = f.threads;
-  ro.autotune = &f.autotune;
+  auto options = MakeCompileOptions(client, f.compile);
+  if (!options.ok()) {
+    PrintError(options.status().message());
+    return kExitUsage;
+  }
+  const std::string where = Client::DeviceName(*device);
   auto start = std::chrono::steady_clock::now();
-  auto result = device.backend->Run(**module, *args, ro);
+  StatusOr<Literal> result = [&]() -> StatusOr<Literal> {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, client.Compile(**module, where, *options));
+    if (const auto& tuned = exe->compile_report().autotune) std::cerr << tuned->SummaryLine() << "\n";
+    ExecuteOptions eo;
+    eo.seed = f.seed;
+    eo.poison = true;  // an element no kernel writes comes back as NaN, never as a lucky value
+    return exe->Run(*args, eo);
+  }();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!result.ok()) {
-    PrintError(StrCat(device.backend->name(), ": ", result.status().message()));
+    PrintError(StrCat(device->backend->name(), ": ", result.status().message()));
     return kExitFailure;
   }
   std::vector<const Literal*> leaves = ArrayLeaves(*result);
   std::cout << "module " << (*module)->name() << ": " << args->size() << " parameter"
             << (args->size() == 1 ? "" : "s") << ", " << leaves.size() << " output"
-            << (leaves.size() == 1 ? "" : "s") << "; ran on " << device.backend->name() << ":"
-            << device.ordinal << " in " << RoundTripDouble(std::round(ms * 1000) / 1000) << " ms\n";
+            << (leaves.size() == 1 ? "" : "s") << "; ran on " << where << " in " << RoundTripDouble(std::round(ms * 1000) / 1000) << " ms\n";
   for (const std::string& n : notes) std::cout << "  " << n << "\n";
   for (size_t i = 0; i < leaves.size(); ++i) {
     std::cout << SummarizeArray(*leaves[i], StrCat("out", i)) << "\n";
@@ -94,7 +94,7 @@ int Run(const RunFlags& f, BackendRegistry& registry) {
 
 }  // namespace
 
-void AddRunCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
+void AddRunCommand(CLI::App& app, const Client& client, int* exit_code) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* cmd = app.add_subcommand("run", "Run a module and summarize its outputs");
   cmd->add_option("module", flags->module, "HLO text file (as JAX or XLA dump it)")->required();
@@ -118,15 +118,14 @@ void AddRunCommand(CLI::App& app, BackendRegistry& registry, int* exit_code) {
   cmd->add_flag("--raw-bits", flags->raw_bits,
                 "write bf16/f8/f4/sub-byte outputs as raw bits with a .kiln_dtype companion "
                 "(default: widened to f32 / int8)");
-  cmd->add_flag("--no-verify", flags->no_verify, "skip the HLO verifier");
-  AddAutotuneFlags(cmd, &flags->autotune);
-  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)");
+  cmd->add_flag("--no-verify", flags->compile.no_verify, "skip the HLO verifier");
+  AddCompileFlags(cmd, &flags->compile);
   cmd->footer(
       "Examples:\n"
       "  kiln run examples/mlp.hlo --print\n"
       "  kiln run model.hlo --inputs case.npz --outputs out.npz\n"
       "  kiln run model.hlo --device interpreter --seed 7\n");
-  cmd->callback([flags, &registry, exit_code] { *exit_code = Run(*flags, registry); });
+  cmd->callback([flags, &client, exit_code] { *exit_code = Run(*flags, client); });
 }
 
 }  // namespace kiln

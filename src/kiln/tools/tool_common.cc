@@ -8,9 +8,8 @@
 #include "kiln/base/strings.h"
 #include "kiln/eval/compare.h"
 #include "kiln/hlo/npy_literal.h"
-#include "kiln/hlo/parser.h"
+#include "kiln/api/client.h"
 #include "kiln/hlo/random_literal.h"
-#include "kiln/hlo/verifier.h"
 
 namespace kiln {
 
@@ -27,18 +26,11 @@ void PrintLoadError(const std::string& path, std::string_view message) {
 }
 
 StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, const LoadOptions& options) {
-  ParseOptions po;
-  po.filename = path;
+  ParseModuleOptions po;
   po.fill_elided_constants = options.fill_elided_constants;
   po.fill_seed = options.seed;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, ParseHloModuleFile(path, po));
-  if (options.verify) {
-    Status s = VerifyModule(*module);
-    if (!s.ok())
-      return InvalidArgument(path, ": the module does not verify (--no-verify skips this):\n",
-                             s.message());
-  }
-  return module;
+  po.verify = options.verify;
+  return ParseModuleFile(path, po);
 }
 
 StatusOr<std::vector<Literal>> MakeInputs(const HloModule& module, const InputOptions& options,

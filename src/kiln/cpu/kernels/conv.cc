@@ -96,7 +96,7 @@ class ConvKernel final : public CpuKernel {
   void GemmC(const GemmShape& s, const C* a, const C* b, C* c, const KernelContext& ctx,
              bool threads) const {
     if constexpr (kIntCompute<C>) IntGemm<C>(s, a, b, c, ctx, threads);
-    else Gemm<C>(s, a, b, c, ctx, threads);
+    else Gemm<C>(s, a, b, c, ctx, threads, options_);
   }
 
   template <class C>
@@ -526,12 +526,9 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateConvolutionKernel(const HloInstructio
     g.k_sp = k->k_sp_;
     g.out_sp = k->out_sp_;
     g.pos = &k->pos_;  // k is heap-allocated and never moved
-    // KILN_CPU_CONV=im2col keeps every convolution on im2col + GEMM (A/B runs).
-    static const bool im2col_only = [] {
-      const char* v = std::getenv("KILN_CPU_CONV");
-      return v != nullptr && std::string_view(v) == "im2col";
-    }();
-    k->indirect_ = !im2col_only && IndirectConvAvailable() && IndirectConvWorthIt(g);
+    // options.conv_indirect false (flag cpu_conv=im2col) keeps every convolution on im2col +
+    // GEMM (A/B runs).
+    k->indirect_ = options.conv_indirect && IndirectConvAvailable() && IndirectConvWorthIt(g);
   }
   const PrimitiveType rt = os.element_type();
   auto any = [&](PrimitiveType t) {

@@ -238,6 +238,24 @@ TEST(ConvKernelTest, Indirect) {
   }
 }
 
+// CpuKernelOptions::conv_indirect off (flag cpu_conv=im2col): a convolution the indirect kernel
+// would take runs on im2col + GEMM, with the same results.
+TEST(ConvKernelTest, Im2colOnly) {
+  const std::string hlo =
+      "ENTRY e {\n x = f32[2,9,9,64] parameter(0)\n k = f32[3,3,64,64] parameter(1)\n"
+      " ROOT c = f32[2,9,9,64] convolution(x, k), window={size=3x3 pad=1_1x1_1},"
+      " dim_labels=b01f_01io->b01f\n}\n";
+  std::unique_ptr<HloModule> m = testing::Parse(hlo);
+  ASSERT_NE(m, nullptr);
+  CheckOptions o;
+  o.rtol = 1e-5;
+  o.atol = 1e-5;
+  o.kernel.conv_indirect = false;
+  EXPECT_NE(testing::ExpectMatchesEvaluator(*testing::Find(*m), o).find("im2col"),
+            std::string::npos);
+  CheckHlo(hlo, "", o);
+}
+
 // 1600-term f32 sums (the evaluator sums in double): cancellation leaves ~1e-5 absolute error.
 CheckOptions Sums1600() {
   CheckOptions o;

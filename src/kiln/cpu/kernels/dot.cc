@@ -38,6 +38,7 @@ class DotKernel final : public CpuKernel {
   PrimitiveType out_type_;
   int64_t b_ = 1, m_ = 1, n_ = 1, k_ = 1;
   DotCompute compute_ = DotCompute::kF32;
+  CpuKernelOptions options_;
 
   std::string name() const override { return name_; }
 
@@ -66,7 +67,7 @@ class DotKernel final : public CpuKernel {
       if constexpr (std::is_same_v<C, uint32_t> || std::is_same_v<C, uint64_t>)
         IntGemm<C>(s, a + i * m_ * k_, b + i * k_ * n_, c + i * m_ * n_, ctx, threads);
       else
-        Gemm<C>(s, a + i * m_ * k_, b + i * k_ * n_, c + i * m_ * n_, ctx, threads);
+        Gemm<C>(s, a + i * m_ * k_, b + i * k_ * n_, c + i * m_ * n_, ctx, threads, options_);
     };
     if (b_ > 1 && per < (int64_t{1} << 22) && NumThreads(ctx) > 1) {
       ParallelFor(ctx, b_, std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, per)),
@@ -156,7 +157,7 @@ bool IsIota(const std::vector<int64_t>& v, int64_t from) {
 }  // namespace
 
 StatusOr<std::unique_ptr<CpuKernel>> CreateDotKernel(const HloInstruction& instr,
-                                                     const CpuKernelOptions&) {
+                                                     const CpuKernelOptions& options) {
   if (instr.opcode() != HloOpcode::kDot || instr.operand_count() != 2)
     return Unimplemented("dot kernel: not a dot");
   if (!instr.attrs().sparsity.empty()) return Unimplemented("dot kernel: sparse dot");
@@ -189,6 +190,7 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateDotKernel(const HloInstruction& instr
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> lf, free_dims(ls.rank(), lb, lc));
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> rf, free_dims(rs.rank(), rb, rc));
   auto k = std::make_unique<DotKernel>();
+  k->options_ = options;
   for (size_t i = 0; i < lb.size(); ++i) {
     if (ls.dimensions(lb[i]) != rs.dimensions(rb[i]))
       return InvalidArgument("dot %", instr.name(), ": batch sizes differ");

@@ -105,6 +105,30 @@ ENTRY e {
 })");
 }
 
+// The A/B switches of CpuKernelOptions: f32 GEMMs all on Eigen (flag cpu_gemm_kernel=eigen),
+// Eigen's contractions on a second pool (cpu_gemm_pool=separate); same results either way.
+TEST(DotKernelTest, EigenOnlyAndSeparatePool) {
+  for (bool kiln_kernels : {true, false}) {
+    for (bool separate_pool : {false, true}) {
+      SCOPED_TRACE(StrCat(kiln_kernels ? "kiln" : "eigen", " kernels, ",
+                          separate_pool ? "separate" : "shared", " pool"));
+      testing::CheckOptions o;
+      o.rtol = 1e-5;
+      o.atol = 1e-5;
+      o.kernel.gemm_kiln_kernels = kiln_kernels;
+      o.kernel.gemm_separate_pool = separate_pool;
+      for (const char* dims : {"x = f32[300,257] parameter(0)\n y = f32[257,190] parameter(1)\n"
+                               " ROOT d = f32[300,190] dot(x, y)",
+                               "x = f32[65,33] parameter(0)\n y = f32[33,17] parameter(1)\n"
+                               " ROOT d = f32[65,17] dot(x, y)"})
+        CheckHlo(StrCat("ENTRY e {\n ", dims,
+                        ", lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n"),
+                 "", o);
+      if (HasFailure()) return;
+    }
+  }
+}
+
 TEST(TransposeKernelTest, Permutations) {
   const char* cases[] = {
       "x = f32[67,45] parameter(0)\n ROOT t = f32[45,67] transpose(x), dimensions={1,0}",

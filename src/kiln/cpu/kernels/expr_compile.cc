@@ -539,15 +539,6 @@ void FuseChainsImpl(std::vector<ExprOp>& ops, const std::vector<PrimitiveType>& 
   ops = std::move(kept);
 }
 
-// KILN_CPU_EXPR_CHAINS=0 in the environment keeps every op separate (A/B runs, tests).
-bool ChainsEnabled() {
-  static const bool enabled = [] {
-    const char* e = std::getenv("KILN_CPU_EXPR_CHAINS");
-    return !(e && std::string_view(e) == "0");
-  }();
-  return enabled;
-}
-
 }  // namespace
 
 StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
@@ -617,7 +608,9 @@ StatusOr<std::unique_ptr<ExprProgram>> ExprProgram::Compile(
   }
   for (int v : p->root_values_) p->root_block_values_.push_back(c.BlockValue(v));
 
-  if (ChainsEnabled())
+  // options.fuse_chains false (CpuKernelOptions::expr_chains, flag cpu_expr_chains=off) keeps
+  // every op separate (A/B runs, tests).
+  if (options.fuse_chains)
     FuseChainsImpl(p->block_ops_, p->value_types_, p->value_invariant_, p->root_block_values_);
 
   // Buffers for block values: liveness over the block ops (roots live to the end; splats for

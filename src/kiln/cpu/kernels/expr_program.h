@@ -100,6 +100,9 @@ class ExprProgram {
  public:
   struct Options {
     int64_t block_elements = 2048;
+    // Fuse chains of elementwise ops into one block op (Note [Fused op chains] in
+    // expr_compile.cc; CpuKernelOptions::expr_chains). Default true.
+    bool fuse_chains = true;
   };
 
   // Compiles the computation of `roots` (array-shaped instructions of one computation; nodes

@@ -46,15 +46,9 @@ class EigenPoolAdapter final : public Eigen::ThreadPoolInterface {
 //   1.20, mlp_f32 3.57 -> 1.04 with contractions on an Eigen::ThreadPool (spinning,
 //   work-stealing). kiln's ThreadPool is now itself an Eigen::ThreadPool (base/thread_pool.h),
 //   so contractions run on its workers (ctx.pool->eigen_pool()): one set of threads for the
-//   parallel loops and the GEMMs. KILN_CPU_GEMM_POOL=separate runs them on a second,
-//   process-wide Eigen::ThreadPool with as many threads (the previous arrangement, for A/B).
-bool UseEigenPool() {
-  static const bool eigen = [] {
-    const char* v = std::getenv("KILN_CPU_GEMM_POOL");
-    return v != nullptr && std::string_view(v) == "separate";
-  }();
-  return eigen;
-}
+//   parallel loops and the GEMMs. CpuKernelOptions::gemm_separate_pool (flag
+//   cpu_gemm_pool=separate) runs them on a second, process-wide Eigen::ThreadPool with as many
+//   threads (the previous arrangement, for A/B).
 
 // Eigen's interface over a process-wide Eigen::ThreadPool of `n` threads, denormals flushed in
 // every task (Note [Denormals in GEMMs]).
@@ -82,15 +76,6 @@ class EigenOwnPool final : public Eigen::ThreadPoolInterface {
  private:
   Eigen::ThreadPool pool_;
 };
-
-// KILN_CPU_GEMM_KERNEL=eigen keeps f32 GEMMs on Eigen (A/B runs).
-bool UseDirectGemm() {
-  static const bool direct = [] {
-    const char* v = std::getenv("KILN_CPU_GEMM_KERNEL");
-    return v == nullptr || std::string_view(v) != "eigen";
-  }();
-  return direct;
-}
 
 }  // namespace
 
@@ -131,7 +116,7 @@ bool CanUsePool(const KernelContext& ctx) {
 
 template <typename T>
 void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext& ctx,
-          bool threads) {
+          bool threads, const CpuKernelOptions& options) {
   if (s.m == 0 || s.n == 0) return;
   ScopedFlushDenormals flush;  // Note [Denormals in GEMMs]
   if (s.k == 0) {
@@ -146,12 +131,14 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext&
     // Multi-threaded products on kiln's driver (Note [Parallel GEMM driver]) where it beats
     // Eigen; single-threaded ones through the micro-kernel of conv_indirect.h (no packing of
     // A); the rest on Eigen's contraction (Note [Eigen's own pool for contractions]).
-    if (UseDirectGemm() && threads && CanUsePool(ctx) && ParallelGemmAvailable() &&
+    // options.gemm_kiln_kernels false keeps f32 GEMMs on Eigen (A/B runs).
+    const bool kiln_kernels = options.gemm_kiln_kernels;
+    if (kiln_kernels && threads && CanUsePool(ctx) && ParallelGemmAvailable() &&
         UseParallelGemm(s, ctx.pool->num_threads())) {
       ParallelGemmF32(s, a, b, c, ctx, true);
       return;
     }
-    if (UseDirectGemm() && DirectGemmF32Supported(s) && !(threads && CanUsePool(ctx))) {
+    if (kiln_kernels && DirectGemmF32Supported(s) && !(threads && CanUsePool(ctx))) {
       DirectGemmF32(s, a, b, c, ctx, false);
       return;
     }
@@ -182,22 +169,22 @@ void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext&
       {Eigen::IndexPair<Index>(s.a_transposed ? 0 : 1, s.b_transposed ? 1 : 0)}};
   EigenPoolAdapter adapter(ctx.pool);
   Eigen::ThreadPoolInterface* pool = &adapter;
-  if (UseEigenPool()) pool = EigenOwnPool::Get(ctx.pool->num_threads());
+  if (options.gemm_separate_pool) pool = EigenOwnPool::Get(ctx.pool->num_threads());
   Eigen::ThreadPoolDevice device(pool, ctx.pool->num_threads());
   if (s.accumulate) cm.device(device) += am.contract(bm, dims);
   else cm.device(device) = am.contract(bm, dims);
 }
 
 template void Gemm<float>(const GemmShape&, const float*, const float*, float*,
-                          const KernelContext&, bool);
+                          const KernelContext&, bool, const CpuKernelOptions&);
 template void Gemm<double>(const GemmShape&, const double*, const double*, double*,
-                           const KernelContext&, bool);
+                           const KernelContext&, bool, const CpuKernelOptions&);
 template void Gemm<std::complex<float>>(const GemmShape&, const std::complex<float>*,
                                         const std::complex<float>*, std::complex<float>*,
-                                        const KernelContext&, bool);
+                                        const KernelContext&, bool, const CpuKernelOptions&);
 template void Gemm<std::complex<double>>(const GemmShape&, const std::complex<double>*,
                                          const std::complex<double>*, std::complex<double>*,
-                                         const KernelContext&, bool);
+                                         const KernelContext&, bool, const CpuKernelOptions&);
 
 template <typename Acc>
 void IntGemm(const GemmShape& s, const Acc* a, const Acc* b, Acc* c, const KernelContext& ctx,

@@ -6,8 +6,8 @@
 // Note [Eigen threads]
 //   Eigen's contraction runs on the Eigen::ThreadPool behind ctx.pool (ctx.pool->eigen_pool():
 //   the same workers as kiln's parallel loops; Note [Eigen's own pool for contractions] in
-//   gemm.cc), or with KILN_CPU_GEMM_POOL=separate on a second, process-wide Eigen::ThreadPool as
-//   large. Either way it is only used when ctx.pool may be. Eigen's contraction
+//   gemm.cc), or with CpuKernelOptions::gemm_separate_pool (flag cpu_gemm_pool=separate) on a
+//   second, process-wide Eigen::ThreadPool as large. Either way it is only used when ctx.pool may be. Eigen's contraction
 //   blocks the calling thread until its tasks are done, so it must not be called from a worker of the same pool with the pool's other workers
 //   possibly blocked the same way (a deadlock): called from a worker of ctx.pool -- or without a
 //   pool -- a GEMM runs single-threaded (Eigen::DefaultDevice), which is also what kiln's
@@ -32,9 +32,11 @@ struct GemmShape {
 };
 
 // T is float, double, std::complex<float> or std::complex<double>. `threads`: use ctx.pool
-// (when it is safe, see the note) or run on the calling thread.
+// (when it is safe, see the note) or run on the calling thread. `options`: the kernel's
+// (gemm_kiln_kernels, gemm_separate_pool).
 template <typename T>
-void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext& ctx, bool threads);
+void Gemm(const GemmShape& s, const T* a, const T* b, T* c, const KernelContext& ctx, bool threads,
+          const CpuKernelOptions& options);
 
 // Note [Small-M GEMM]
 //   Products with few rows (an LSTM step's [16, K] x [K, N]) spend more in Eigen's packing of
@@ -80,7 +82,8 @@ void SmallMGemm(const GemmShape& s, const float* a, const float* b, float* c,
 //   semantics. Denormals are flushed on every thread that takes part (Note [Denormals in
 //   GEMMs]). Gemm<float> takes a multi-threaded product here only where UseParallelGemm says
 //   it beats Eigen's contraction (measured on 16 cores, bench/RESULTS.md: small C with long K);
-//   KILN_CPU_GEMM_KERNEL=eigen keeps f32 GEMMs off it (A/B runs). ParallelGemmAvailable() is false
+//   CpuKernelOptions::gemm_kiln_kernels false (flag cpu_gemm_kernel=eigen) keeps f32 GEMMs off
+//   it (A/B runs). ParallelGemmAvailable() is false
 //   without AVX-512 or AVX2+FMA.
 bool ParallelGemmAvailable();
 // Whether the driver should take this f32 product with `workers` threads.

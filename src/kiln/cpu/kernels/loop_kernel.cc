@@ -140,6 +140,7 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateLoopKernel(const HloInstruction& inst
     return Unimplemented("loop kernel: non-array root");
   ExprProgram::Options po;
   po.block_elements = options.block_elements;
+  po.fuse_chains = options.expr_chains;
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<ExprProgram> program,
                         ExprProgram::Compile(lr.roots, lr.roots[0]->shape().dimensions(), {},
                                              lr.leaves, po));
@@ -266,6 +267,7 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateDynamicUpdateSliceKernel(
   auto k = std::make_unique<DusKernel>();
   ExprProgram::Options po;
   po.block_elements = options.block_elements;
+  po.fuse_chains = options.expr_chains;
   const HloInstruction* roots[] = {update};
   KILN_ASSIGN_OR_RETURN(k->update_, ExprProgram::Compile(roots, update->shape().dimensions(), {},
                                                          lr.leaves, po));
@@ -280,6 +282,7 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateDynamicUpdateSliceKernel(
     }
     ExprProgram::Options so;
     so.block_elements = 1;
+    so.fuse_chains = options.expr_chains;
     KILN_ASSIGN_OR_RETURN(k->starts_, ExprProgram::Compile(starts, {}, {}, lr.leaves, so));
   }
   k->buffer_input = buffer;

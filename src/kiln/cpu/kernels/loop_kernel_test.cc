@@ -727,16 +727,19 @@ const ChainCase kChainCases[] = {
 };
 
 TEST(LoopKernelTest, FusedChainsMatchEvaluator) {
-  for (const char* dims : {"37,61", "5,301", "3,1024", "1,17", "2,7"}) {
-    for (const ChainCase& c : kChainCases) {
-      SCOPED_TRACE(StrCat(c.name, " f32[", dims, "]"));
-      testing::CheckOptions o;
-      if (c.exact) {
-        o.rtol = 0.0;
-        o.atol = 0.0;
+  for (bool chains : {true, false}) {  // CpuKernelOptions::expr_chains (cpu_expr_chains)
+    for (const char* dims : {"37,61", "5,301", "3,1024", "1,17", "2,7"}) {
+      for (const ChainCase& c : kChainCases) {
+        SCOPED_TRACE(StrCat(c.name, " f32[", dims, "]", chains ? "" : " without chains"));
+        testing::CheckOptions o;
+        o.kernel.expr_chains = chains;
+        if (c.exact) {
+          o.rtol = 0.0;
+          o.atol = 0.0;
+        }
+        CheckHlo(ChainHlo(dims, c.body), "", o);
+        if (HasFailure()) return;
       }
-      CheckHlo(ChainHlo(dims, c.body), "", o);
-      if (HasFailure()) return;
     }
   }
 }
@@ -745,10 +748,10 @@ TEST(LoopKernelTest, FusedChainsMatchEvaluator) {
 // a shared intermediate keeps its producer separate, and a multi-output fusion's roots stay
 // materialized.
 TEST(LoopKernelTest, FusedChainsAreOneOp) {
-  auto ops_of = [](const std::string& hlo) -> std::string {
+  auto ops_of = [](const std::string& hlo, const CpuKernelOptions& options = {}) -> std::string {
     std::unique_ptr<HloModule> m = testing::Parse(hlo);
     if (!m) return "";
-    StatusOr<std::unique_ptr<CpuKernel>> k = CreateCpuKernel(*testing::Find(*m));
+    StatusOr<std::unique_ptr<CpuKernel>> k = CreateCpuKernel(*testing::Find(*m), options);
     if (!k.ok()) return k.status().ToString();
     return (*k)->name();
   };
@@ -756,15 +759,22 @@ TEST(LoopKernelTest, FusedChainsAreOneOp) {
   const std::string ln = ops_of(ChainHlo("5,301", kChainCases[0].body));
   const std::string gelu = ops_of(ChainHlo("5,301", kChainCases[7].body));
   const std::string shared = ops_of(ChainHlo("5,301", kChainCases[5].body));
-  if (std::getenv("KILN_CPU_EXPR_CHAINS") == nullptr) {
-    // ln: the loop map, 5 reads (x, y, v, w, g), 3 broadcast maps, 1 chain (4 ops before).
-    EXPECT_EQ(ln, "loop_fusion[f32[5,301], 10 ops]");
-    // gelu: the loop map, the scalar map, 3 reads (x, w, g), 2 broadcast maps, 1 chain (9
-    // ops before, tanh included).
-    EXPECT_EQ(gelu, "loop_fusion[f32[5,301], 8 ops]");
-    // shared: s and t have two readers each and stay; u, a, r are one chain (5 ops -> 3).
-    EXPECT_EQ(shared, "loop_fusion[f32[5,301], 10 ops]");
-  }
+  // ln: the loop map, 5 reads (x, y, v, w, g), 3 broadcast maps, 1 chain (4 ops before).
+  EXPECT_EQ(ln, "loop_fusion[f32[5,301], 10 ops]");
+  // gelu: the loop map, the scalar map, 3 reads (x, w, g), 2 broadcast maps, 1 chain (9
+  // ops before, tanh included).
+  EXPECT_EQ(gelu, "loop_fusion[f32[5,301], 8 ops]");
+  // shared: s and t have two readers each and stay; u, a, r are one chain (5 ops -> 3).
+  EXPECT_EQ(shared, "loop_fusion[f32[5,301], 10 ops]");
+  // CpuKernelOptions::expr_chains off (flag cpu_expr_chains=off): every op stays separate.
+  CpuKernelOptions separate;
+  separate.expr_chains = false;
+  EXPECT_EQ(ops_of(ChainHlo("5,301", kChainCases[0].body), separate),
+            "loop_fusion[f32[5,301], 13 ops]");
+  EXPECT_EQ(ops_of(ChainHlo("5,301", kChainCases[7].body), separate),
+            "loop_fusion[f32[5,301], 15 ops]");
+  EXPECT_EQ(ops_of(ChainHlo("5,301", kChainCases[5].body), separate),
+            "loop_fusion[f32[5,301], 12 ops]");
 }
 
 }  // namespace

@@ -484,12 +484,14 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateReduceKernel(const HloInstruction& in
   for (int64_t i = 0; i < rank; ++i) k->identity_perm_ &= k->perm_[i] == i;
   ExprProgram::Options po;
   po.block_elements = options.block_elements;
+  po.fuse_chains = options.expr_chains;
   KILN_ASSIGN_OR_RETURN(k->program_,
                         ExprProgram::Compile(roots, loop_dims,
                                              k->identity_perm_ ? std::vector<int64_t>{} : k->perm_,
                                              lr.leaves, po));
   ExprProgram::Options so;
   so.block_elements = 1;
+  so.fuse_chains = options.expr_chains;
   KILN_ASSIGN_OR_RETURN(k->inits_, ExprProgram::Compile(init_roots, {}, {}, lr.leaves, so));
   k->name_ = StrCat(instr.opcode() == HloOpcode::kFusion ? "reduce_fusion[" : "reduce[",
                     ShapeText(in_shape), " dims={", StrJoin(red, ","), "}",

@@ -14,19 +14,6 @@ using autotune::Candidate;
 using autotune::CandidateBuffers;
 using autotune::Config;
 
-Config MakeConfig(const codegen::KernelConfig& c) {
-  return Config(std::string(kCodegenBackend), {{"config", c.ToString()}});
-}
-
-StatusOr<codegen::KernelConfig> ParseConfig(const Config& config) {
-  const nlohmann::json& p = config.params();
-  if (config.backend() != kCodegenBackend || !p.is_object() || !p.contains("config") ||
-      !p["config"].is_string()) {
-    return InvalidArgument("malformed codegen config ", config.ToString());
-  }
-  return codegen::KernelConfig::Parse(p["config"].get<std::string>());
-}
-
 // Fusions whose operands and results are arrays or tuples of arrays (the kernel's parameters
 // are one pointer per operand and per result leaf).
 bool Takes(const HloInstruction& instr) {
@@ -116,21 +103,21 @@ class CodegenBackend : public autotune::Backend {
     StatusOr<std::vector<codegen::KernelConfig>> configs = codegen::CandidateConfigs(instr, spec_);
     if (!configs.ok()) return std::vector<Config>{};
     std::vector<Config> out;
-    for (const codegen::KernelConfig& c : *configs) out.push_back(MakeConfig(c));
+    for (const codegen::KernelConfig& c : *configs) out.push_back(KernelConfigToConfig(c));
     if (options_.deterministic) out.resize(std::min<size_t>(out.size(), 1));
     return out;
   }
 
   StatusOr<Config> DefaultConfig(const HloInstruction& instr) override {
     KILN_ASSIGN_OR_RETURN(codegen::KernelConfig c, codegen::DefaultConfig(instr, spec_));
-    return MakeConfig(c);
+    return KernelConfigToConfig(c);
   }
 
   StatusOr<std::unique_ptr<Candidate>> Compile(const HloInstruction& instr,
                                                const Config& config) override {
     if (device_ == nullptr) return FailedPrecondition("codegen: no device to compile for");
     if (!nvrtc_) return FailedPrecondition("codegen: no NVRTC");
-    KILN_ASSIGN_OR_RETURN(codegen::KernelConfig kc, ParseConfig(config));
+    KILN_ASSIGN_OR_RETURN(codegen::KernelConfig kc, KernelConfigFromConfig(config));
     KILN_ASSIGN_OR_RETURN(codegen::KernelSpec spec, codegen::EmitKernel(instr, spec_, kc));
     NvrtcRequest r;
     r.source = spec.source;
@@ -153,7 +140,7 @@ class CodegenBackend : public autotune::Backend {
   }
 
   Status Apply(HloInstruction& instr, const Config& config) override {
-    KILN_RETURN_IF_ERROR(ParseConfig(config).status());
+    KILN_RETURN_IF_ERROR(KernelConfigFromConfig(config).status());
     return autotune::WriteConfigToBackendConfig(instr, config);
   }
 
@@ -171,13 +158,6 @@ std::unique_ptr<autotune::Backend> CreateCodegenBackend(codegen::DeviceSpec spec
                                                         std::shared_ptr<NvrtcCompiler> nvrtc,
                                                         const autotune::BackendOptions& options) {
   return std::make_unique<CodegenBackend>(std::move(spec), device, std::move(nvrtc), options);
-}
-
-StatusOr<codegen::KernelConfig> TunedKernelConfig(const HloInstruction& instr) {
-  if (instr.backend_config().empty()) return codegen::KernelConfig{};
-  StatusOr<Config> config = autotune::ReadConfigFromBackendConfig(instr);
-  if (!config.ok() || config->backend() != kCodegenBackend) return codegen::KernelConfig{};
-  return ParseConfig(*config);
 }
 
 }  // namespace kiln::cuda

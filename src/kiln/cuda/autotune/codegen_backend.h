@@ -11,6 +11,9 @@
 //   Apply       WriteConfigToBackendConfig: the fusion's backend_config {"autotune": ...}, which
 //               the GPU compiler's thunk emitter reads (TunedKernelConfig) when it emits the
 //               fusion's kernel
+// The config format (kCodegenBackend, KernelConfigToConfig / KernelConfigFromConfig) and
+// TunedKernelConfig live with the compiler's autotuning step (cuda/compiler/gpu_autotune.h,
+// included here), since the thunk emitter reads them and the compiler includes no backend.
 // Generated kernels can be wrong (CanProduceWrongResults): with no trusted backend for a
 // fusion, the autotuner checks every candidate against the default config's outputs.
 // Listing configs needs no device; Compile does.
@@ -21,21 +24,15 @@
 #include "kiln/autotune/backend.h"
 #include "kiln/codegen/device_spec.h"
 #include "kiln/codegen/kernel_spec.h"
+#include "kiln/cuda/compiler/gpu_autotune.h"
 #include "kiln/cuda/nvrtc_compiler.h"
 
 namespace kiln::cuda {
-
-inline constexpr std::string_view kCodegenBackend = "codegen";
 
 // `device` may be null (no Compile); `nvrtc` must outlive the backend (shared with others).
 std::unique_ptr<autotune::Backend> CreateCodegenBackend(codegen::DeviceSpec spec,
                                                         runtime::Device* device,
                                                         std::shared_ptr<NvrtcCompiler> nvrtc,
                                                         const autotune::BackendOptions& options);
-
-// The launch configuration the autotuner chose for `instr` (a fusion), or an empty config
-// (the emitter's default) when none was written or the choice is another backend's. Errors: a
-// malformed "codegen" choice.
-StatusOr<codegen::KernelConfig> TunedKernelConfig(const HloInstruction& instr);
 
 }  // namespace kiln::cuda

@@ -280,6 +280,8 @@ StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescript
   return backends;
 }
 
+autotune::BackendFactory CudaAutotuneFactory() { return CreateCudaBackends; }
+
 Status RegisterCudaAutotuneFactory(autotune::BackendFactoryRegistry& registry) {
   return registry.Register("cuda", CreateCudaBackends);
 }

@@ -22,14 +22,17 @@
 //             codegen::CandidateConfigs lists (codegen_backend.h). Needs NVRTC (else left out).
 // Every backend writes its choice with WriteConfigToBackendConfig, i.e. under "autotune" in the
 // call's JSON backend_config beside the GEMM/convolution config, where the GPU compiler's thunks
-// read it (library_calls.h: TunedGemmAlgorithm, TunedConvAlgorithm; codegen_backend.h:
-// TunedKernelConfig).
+// read it (cuda/compiler/library_calls.h: TunedGemmAlgorithm, TunedConvAlgorithm;
+// cuda/compiler/gpu_autotune.h: TunedKernelConfig).
+//
+// cuda/autotune is the room above cuda/compiler: the backends include the compiler's call formats
+// and the compiler takes them only as a factory (GpuCompileOptions::autotune.factory).
 #pragma once
 
 #include "kiln/autotune/backend.h"
-#include "kiln/cuda/autotune/library_calls.h"
 #include "kiln/cuda/compiler/conv_config.h"
 #include "kiln/cuda/compiler/gemm_config.h"
+#include "kiln/cuda/compiler/library_calls.h"
 
 namespace kiln::cuda {
 
@@ -37,6 +40,10 @@ namespace kiln::cuda {
 StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescription& target,
                                                    runtime::Device* device,
                                                    const autotune::BackendOptions& options);
+
+// The factory the GPU compiler uses on CUDA devices (GpuCompileOptions::autotune.factory,
+// cuda/compiler/gpu_autotune.h): CreateCudaBackends.
+autotune::BackendFactory CudaAutotuneFactory();
 
 // Registers CreateCudaBackends as the "cuda" platform's factory.
 Status RegisterCudaAutotuneFactory(autotune::BackendFactoryRegistry& registry);

@@ -7,10 +7,10 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/codegen/emitters.h"
-#include "kiln/cuda/autotune/library_calls.h"
 #include "kiln/cuda/compiler/epilogue_matching.h"
 #include "kiln/cuda/compiler/gemm_config.h"
 #include "kiln/cuda/compiler/gemm_rewriter.h"
+#include "kiln/cuda/compiler/library_calls.h"
 #include "kiln/cuda/cuda_device.h"
 #include "kiln/cuda/libs/gemm.h"
 #include "kiln/hlo/computation.h"

@@ -10,8 +10,8 @@
 
 #include "kiln/autotune/testing/test_util.h"
 #include "kiln/cuda/autotune/cuda_backends.h"
-#include "kiln/cuda/autotune/gpu_autotune.h"
 #include "kiln/cuda/compiler/gemm_config.h"
+#include "kiln/cuda/compiler/gpu_autotune.h"
 #include "kiln/cuda/compiler/gpu_compiler.h"
 #include "kiln/cuda/compiler/kernel_thunk.h"
 #include "kiln/cuda/compiler/library_call_expander.h"

@@ -9,9 +9,10 @@
 #include <gtest/gtest.h>
 
 #include "kiln/autotune/testing/test_util.h"
+#include "kiln/cuda/autotune/cuda_backends.h"
 #include "kiln/cuda/autotune/fission_backend.h"
-#include "kiln/cuda/autotune/gpu_autotune.h"
 #include "kiln/cuda/compiler/gemm_config.h"
+#include "kiln/cuda/compiler/gpu_autotune.h"
 #include "kiln/cuda/compiler/gpu_compiler.h"
 #include "kiln/cuda/compiler/gpu_executable.h"
 #include "kiln/cuda/compiler/kernel_thunk.h"

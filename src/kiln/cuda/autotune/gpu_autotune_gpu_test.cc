@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "kiln/autotune/testing/test_util.h"
+#include "kiln/cuda/autotune/cuda_backends.h"
 #include "kiln/cuda/compiler/gpu_compiler.h"
 #include "kiln/cuda/compiler/gpu_executable.h"
 #include "kiln/cuda/cuda_platform.h"

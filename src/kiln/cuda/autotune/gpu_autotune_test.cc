@@ -2,7 +2,7 @@
 // (grouping, tuning once, the cache making the second compile measure nothing), and the real
 // CUDA factory offline, whose forced choices must reach the thunks (GemmThunk's algorithm,
 // KernelThunk's launch configuration).
-#include "kiln/cuda/autotune/gpu_autotune.h"
+#include "kiln/cuda/compiler/gpu_autotune.h"
 
 #include <gtest/gtest.h>
 

@@ -10,6 +10,7 @@
 #include "kiln/eval/evaluator.h"
 #include "kiln/hlo/clone.h"
 #include "kiln/hlo/computation.h"
+#include "kiln/passes/thunk_util.h"
 
 namespace kiln::cuda {
 
@@ -142,15 +143,7 @@ Status ConditionalThunk::Execute(const ThunkExecuteParams& params) const {
   KILN_RETURN_IF_ERROR(params.stream->MemcpyDeviceToHost(host_.get().ptr, index, bytes));
   KILN_RETURN_IF_ERROR(params.stream->Synchronize());
   const int64_t n = static_cast<int64_t>(branches_.size());
-  int64_t branch;
-  const auto* p = static_cast<const uint8_t*>(host_.get().ptr);
-  if (index_type_ == PrimitiveType::kPred) {
-    branch = *p != 0 ? 0 : 1;
-  } else {
-    int32_t i;
-    std::memcpy(&i, p, sizeof i);
-    branch = (i < 0 || i >= n) ? n - 1 : i;
-  }
+  const int64_t branch = SelectConditionalBranch(index_type_, static_cast<const uint8_t*>(host_.get().ptr), n);
   if (branch < 0 || branch >= n) return Internal("conditional %", name(), " has no branch ", branch);
   KILN_RETURN_IF_ERROR(branches_[branch].Execute(params));
   for (const Copy& c : result_copies_[branch]) KILN_RETURN_IF_ERROR(CopySlice(params, c.src, c.dst));

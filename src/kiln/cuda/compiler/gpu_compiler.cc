@@ -11,7 +11,7 @@
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/algebraic_simplifier.h"
-#include "kiln/passes/buffer_assignment_checker.h"
+#include "kiln/passes/compile_tail.h"
 #include "kiln/passes/call_graph.h"
 #include "kiln/passes/compile_summary.h"
 #include "kiln/passes/fusion_passes.h"
@@ -157,34 +157,17 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   KILN_RETURN_IF_ERROR(pipeline.Run(*module).status());
 
   auto out = std::make_unique<CompiledGpuModule>();
-  std::vector<PassStats> steps = pipeline.stats();
-  auto step_start = std::chrono::steady_clock::now();
-  auto step_done = [&](std::string name) {
-    auto now = std::chrono::steady_clock::now();
-    PassStats st;
-    st.name = StrCat("gpu/", name);
-    st.seconds = std::chrono::duration<double>(now - step_start).count();
-    st.instructions_before = st.instructions_after = CountInstructions(*module);
-    steps.push_back(std::move(st));
-    step_start = now;
-  };
-  auto schedule = std::make_unique<HloSchedule>(options.memory_aware_schedule ? MemoryAwareSchedule(*module)
-                                                                              : PostOrderSchedule(*module));
-  KILN_RETURN_IF_ERROR(schedule->Verify(*module).WithContext("gpu compiler: schedule"));
-  step_done(options.memory_aware_schedule ? "memory-aware-schedule" : "post-order-schedule");
-  BufferAssignmentOptions bo;
-  bo.schedule = schedule.get();
-  bo.alignment = 256;
-  bo.use_donated_parameters = false;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<BufferAssignment> assignment, BufferAssignment::Run(*module, bo));
-  step_done("buffer-assignment");
-  if (options.check_buffer_assignment) {
-    BufferCheckOptions co;
-    co.schedule = schedule.get();
-    co.alignment = bo.alignment;
-    KILN_RETURN_IF_ERROR(VerifyBufferAssignment(*module, *assignment, co).WithContext("gpu compiler"));
-    step_done("buffer-assignment-checker");
-  }
+  // The steps after the pipeline (passes/compile_tail.h), timed like passes.
+  StepTimer timer(*module, "gpu", pipeline.stats());
+  CompileTailOptions tail;
+  tail.memory_aware_schedule = options.memory_aware_schedule;
+  tail.buffers.alignment = 256;
+  tail.buffers.use_donated_parameters = false;
+  tail.check_buffer_assignment = options.check_buffer_assignment;
+  tail.context = "gpu compiler";
+  KILN_ASSIGN_OR_RETURN(ScheduledModule scheduled, ScheduleAndAssignBuffers(*module, tail, timer));
+  std::unique_ptr<HloSchedule> schedule = std::move(scheduled.schedule);
+  std::unique_ptr<BufferAssignment> assignment = std::move(scheduled.assignment);
 
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<NvrtcCompiler> nvrtc, NvrtcCompiler::Create(options.nvrtc));
   const int threads = options.compile_threads > 0
@@ -198,11 +181,11 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   eo.pool = pool.get();
   eo.allow_host_fallback = options.allow_host_fallback;
   KILN_ASSIGN_OR_RETURN(EmittedThunks thunks, EmitGpuThunks(*module, *assignment, *schedule, eo));
-  step_done("thunk-emission");
+  timer.Done("thunk-emission");
   if (!options.kernel_dump_dir.empty())
     KILN_RETURN_IF_ERROR(codegen::DumpKernels(thunks.kernels, options.kernel_dump_dir));
 
-  out->stats.passes = std::move(steps);
+  out->stats.passes = timer.TakeSteps();
   out->stats.fusion_summary = FusionSummary(*module);
   out->stats.memory = assignment->stats();
   for (const GpuThunk* t : thunks.entry.Flatten()) {

@@ -16,7 +16,7 @@
 //   fusion                InstructionFusion + MultiOutputFusion with GpuFusionPolicy
 //   fusion-legalization   every fusion the kernel emitters turn down is undone and re-fused
 //                         without normalization fusion; what still fails is unfused
-//   autotune              only with GpuCompileOptions::autotune (cuda/autotune/gpu_autotune.h):
+//   autotune              only with GpuCompileOptions::autotune (gpu_autotune.h):
 //                         every GEMM / convolution call and fusion gets its measured (or
 //                         cached) implementation written into its backend_config
 //   dce
@@ -40,9 +40,9 @@
 
 #include "kiln/codegen/device_spec.h"
 #include "kiln/codegen/kernel_spec.h"
-#include "kiln/cuda/autotune/gpu_autotune.h"
 #include "kiln/cuda/compiler/conv_rewriter.h"
 #include "kiln/cuda/compiler/gemm_rewriter.h"
+#include "kiln/cuda/compiler/gpu_autotune.h"
 #include "kiln/cuda/compiler/gpu_fusion_policy.h"
 #include "kiln/cuda/compiler/gpu_thunk.h"
 #include "kiln/cuda/nvrtc_compiler.h"

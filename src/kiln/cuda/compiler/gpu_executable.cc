@@ -72,11 +72,24 @@ GpuExecutable::GpuExecutable(std::unique_ptr<CompiledGpuModule> compiled, CudaDe
 
 GpuExecutable::~GpuExecutable() {
   if (stream_) (void)stream_->Synchronize();
+  DestroyGraphs();
+}
+
+void GpuExecutable::DestroyGraphs() {
   auto api = LoadGraphApi(device_.api());
   if (api.ok()) {
-    if (graph_exec_) (*api)->cuGraphExecDestroy(graph_exec_);
-    if (graph_) (*api)->cuGraphDestroy(graph_);
+    for (CapturedGraph& g : graphs_) {
+      if (g.exec) (*api)->cuGraphExecDestroy(g.exec);
+      if (g.graph) (*api)->cuGraphDestroy(g.graph);
+    }
   }
+  graphs_.clear();
+}
+
+std::vector<void*> GpuExecutable::ParameterBases() const {
+  std::vector<void*> bases;
+  for (int64_t a : leaf_allocation_) bases.push_back(a >= 0 ? buffers_.bases[a].ptr : nullptr);
+  return bases;
 }
 
 StatusOr<std::unique_ptr<GpuExecutable>> GpuExecutable::Create(std::unique_ptr<CompiledGpuModule> compiled,
@@ -101,14 +114,16 @@ Status GpuExecutable::Initialize() {
   buffers_.bases.assign(ba.allocations().size(), {});
   parameter_leaves_.assign(ba.allocations().size(), {-1, {}});
   for (const BufferAllocation& a : ba.allocations()) {
-    if (a.size == 0) continue;
+    if (a.kind == BufferAllocation::Kind::kParameter) parameter_leaves_[a.index] = {a.parameter_number, a.parameter_index};
+    // Parameters are bound to the caller's memory (ExecuteBound) or get slots of their own
+    // when SetArguments first needs them.
+    if (a.size == 0 || a.kind == BufferAllocation::Kind::kParameter) continue;
     const char* tag = a.kind == BufferAllocation::Kind::kParameter ? "parameter"
                       : a.kind == BufferAllocation::Kind::kConstant ? "constant"
                                                                      : "arena";
     KILN_ASSIGN_OR_RETURN(runtime::OwnedDeviceMemory m,
                           runtime::OwnedDeviceMemory::Allocate(*allocator_, static_cast<uint64_t>(a.size), tag));
     buffers_.bases[a.index] = m.get();
-    if (a.kind == BufferAllocation::Kind::kParameter) parameter_leaves_[a.index] = {a.parameter_number, a.parameter_index};
     if (a.kind == BufferAllocation::Kind::kConstant && a.constant && a.constant->has_literal()) {
       const Literal& l = a.constant->literal();
       if (!a.constant->literal_elided() && l.size_bytes() > 0) {
@@ -138,6 +153,30 @@ Status GpuExecutable::Initialize() {
   }
   KILN_RETURN_IF_ERROR(stream_->Synchronize());
   result_shape_ = Logical(compiled_->module->entry_computation()->root_instruction()->shape());
+  // Argument leaves in order (parameters in order, each one's leaves in ArrayLeafIndices order).
+  const HloComputation* entry = compiled_->module->entry_computation();
+  for (int64_t p = 0; p < entry->num_parameters(); ++p)
+    for (const ShapeIndex& index : ArrayLeafIndices(entry->parameter_instruction(p)->shape())) {
+      int64_t alloc = -1;
+      for (size_t a = 0; a < parameter_leaves_.size(); ++a)
+        if (parameter_leaves_[a].first == p && parameter_leaves_[a].second == index) alloc = static_cast<int64_t>(a);
+      leaf_allocation_.push_back(alloc);
+    }
+  for (const BufferSlice& slice : ba.output_slices()) {
+    OutputPlacement o;
+    o.bytes = static_cast<uint64_t>(slice.size);
+    if (slice.valid()) {
+      const BufferAllocation& a = ba.allocations()[slice.allocation];
+      if (a.kind == BufferAllocation::Kind::kConstant) o.kind = OutputPlacement::Kind::kConstant;
+      if (a.kind == BufferAllocation::Kind::kParameter) {
+        o.kind = OutputPlacement::Kind::kParameter;
+        o.offset = static_cast<uint64_t>(slice.offset);
+        for (size_t k = 0; k < leaf_allocation_.size(); ++k)
+          if (leaf_allocation_[k] == slice.allocation) o.argument_leaf = static_cast<int64_t>(k);
+      }
+    }
+    output_placements_.push_back(o);
+  }
   graph_eligible_ = options_.use_cuda_graph && !compiled_->entry.SyncsHost();
   return OkStatus();
 }
@@ -154,6 +193,7 @@ Status GpuExecutable::SetArguments(std::span<const Literal> arguments) {
       return InvalidArgument("argument ", i, " has shape ", arguments[i].shape().ToString(false), ", parameter ", i,
                              " is ", want.ToString(false));
   }
+  KILN_RETURN_IF_ERROR(EnsureParameterSlots());
   for (size_t a = 0; a < parameter_leaves_.size(); ++a) {
     const auto& [p, index] = parameter_leaves_[a];
     if (p < 0 || buffers_.bases[a].is_null()) continue;
@@ -162,6 +202,54 @@ Status GpuExecutable::SetArguments(std::span<const Literal> arguments) {
     if (bytes > 0) KILN_RETURN_IF_ERROR(stream_->MemcpyHostToDevice(buffers_.bases[a], leaf->untyped_data(), bytes));
   }
   return stream_->Synchronize();
+}
+
+Status GpuExecutable::EnsureParameterSlots() {
+  const BufferAssignment& ba = *compiled_->assignment;
+  if (parameter_slots_.empty()) {
+    for (const BufferAllocation& a : ba.allocations()) {
+      if (a.kind != BufferAllocation::Kind::kParameter || a.size == 0) continue;
+      KILN_ASSIGN_OR_RETURN(runtime::OwnedDeviceMemory m,
+                            runtime::OwnedDeviceMemory::Allocate(*allocator_, static_cast<uint64_t>(a.size), "parameter"));
+      parameter_slots_.push_back(std::move(m));
+    }
+  }
+  size_t next = 0;
+  for (const BufferAllocation& a : ba.allocations())
+    if (a.kind == BufferAllocation::Kind::kParameter && a.size > 0) buffers_.bases[a.index] = parameter_slots_[next++].get();
+  return OkStatus();
+}
+
+Status GpuExecutable::ExecuteBound(std::span<const runtime::DeviceMemory> arguments,
+                                   std::span<const runtime::DeviceMemory> outputs, const GpuRunOptions& options) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (arguments.size() != leaf_allocation_.size())
+    return InvalidArgument(compiled_->module->name(), " takes ", leaf_allocation_.size(), " argument leaves, got ",
+                           arguments.size());
+  if (outputs.size() != output_placements_.size())
+    return InvalidArgument(compiled_->module->name(), " has ", output_placements_.size(), " output leaves, got ",
+                           outputs.size(), " destinations");
+  const BufferAssignment& ba = *compiled_->assignment;
+  for (size_t k = 0; k < arguments.size(); ++k) {
+    const int64_t a = leaf_allocation_[k];
+    if (a < 0) continue;
+    const uint64_t need = static_cast<uint64_t>(ba.allocations()[a].size);
+    if (need > 0 && (arguments[k].is_null() || arguments[k].size < need))
+      return InvalidArgument("argument leaf ", k, " of ", compiled_->module->name(), " needs ", need, " bytes of device memory");
+    buffers_.bases[a] = arguments[k];
+  }
+  KILN_RETURN_IF_ERROR(ExecuteLocked(options));
+  bool copied = false;
+  for (size_t j = 0; j < outputs.size(); ++j) {
+    if (outputs[j].is_null() || output_placements_[j].bytes == 0) continue;
+    runtime::DeviceMemory src = buffers_.Get(ba.output_slices()[j]);
+    const uint64_t bytes = output_placements_[j].bytes;
+    if (outputs[j].size < bytes) return InvalidArgument("output ", j, " needs ", bytes, " bytes");
+    KILN_RETURN_IF_ERROR(stream_->MemcpyDeviceToDevice(outputs[j], src, bytes));
+    copied = true;
+  }
+  if (copied) KILN_RETURN_IF_ERROR(stream_->Synchronize());
+  return OkStatus();
 }
 
 void GpuExecutable::SetSideStream(ThunkExecuteParams& p) const {
@@ -195,8 +283,13 @@ Status GpuExecutable::Capture() {
     g->cuGraphDestroy(graph);
     return inst;
   }
-  graph_ = graph;
-  graph_exec_ = exec;
+  if (graphs_.size() >= kMaxGraphs) {
+    g->cuGraphExecDestroy(graphs_.front().exec);
+    g->cuGraphDestroy(graphs_.front().graph);
+    graphs_.erase(graphs_.begin());
+  }
+  graphs_.push_back({ParameterBases(), graph, exec});
+  ++graphs_captured_;
   return OkStatus();
 }
 
@@ -209,8 +302,22 @@ Status GpuExecutable::ExecuteLocked(const GpuRunOptions& options) {
     KILN_ASSIGN_OR_RETURN(profiler_, ThunkProfiler::Create(device_));
   }
   if (options.profile) p.profiler = profiler_.get();
-  if (graph_eligible_ && !options.profile && eager_runs_ > 0 && !graph_exec_) {
+  // The graph of these parameter addresses, if one was captured (moved to the back: most
+  // recently used); Note [CUDA graphs of bound parameters].
+  CUgraphExec graph_exec = nullptr;
+  if (graph_eligible_ && !options.profile) {
+    const std::vector<void*> bases = ParameterBases();
+    for (size_t i = 0; i < graphs_.size(); ++i)
+      if (graphs_[i].parameter_bases == bases) {
+        std::rotate(graphs_.begin() + static_cast<std::ptrdiff_t>(i), graphs_.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                    graphs_.end());
+        graph_exec = graphs_.back().exec;
+        break;
+      }
+  }
+  if (graph_eligible_ && !options.profile && eager_runs_ > 0 && !graph_exec) {
     Status s = Capture();
+    if (s.ok()) graph_exec = graphs_.back().exec;
     if (!s.ok()) {
       KILN_LOG(Warning) << "cuda: CUDA graph capture of " << compiled_->module->name()
                         << " failed, running without graphs: " << s.message();
@@ -230,11 +337,11 @@ Status GpuExecutable::ExecuteLocked(const GpuRunOptions& options) {
     if (!workspace_.is_null()) KILN_RETURN_IF_ERROR(stream_->Memset8(workspace_, 0xff));
   }
   KILN_RETURN_IF_ERROR(stream_->RecordEvent(*start_));
-  if (graph_exec_ && !options.profile) {
+  if (graph_exec) {
     KILN_ASSIGN_OR_RETURN(const GraphApi* g, LoadGraphApi(device_.api()));
     CUstream s = static_cast<CudaStream*>(stream_.get())->handle();
     KILN_RETURN_IF_ERROR(device_.Activate());
-    KILN_RETURN_IF_ERROR(CuStatus(device_.api(), g->cuGraphLaunch(graph_exec_, s), "cuGraphLaunch"));
+    KILN_RETURN_IF_ERROR(CuStatus(device_.api(), g->cuGraphLaunch(graph_exec, s), "cuGraphLaunch"));
   } else {
     KILN_RETURN_IF_ERROR(compiled_->entry.Execute(p));
     ++eager_runs_;

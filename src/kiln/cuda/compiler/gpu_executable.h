@@ -20,7 +20,19 @@
 //
 // Runs: Run() copies the arguments in, executes, and copies the result out. Benchmarks call
 // SetArguments once, then Execute repeatedly (device work + synchronize; results stay on the
-// device), then FetchResult. Runs of one executable are serialized by a mutex.
+// device), then FetchResult. The public API's buffers (cuda/backend) take the other way,
+// ExecuteBound: the parameters are bound to the caller's device memory (no copy), and the
+// outputs the caller asks for are copied out of the arena into its memory. Parameter slots of
+// the executable's own are allocated only when SetArguments first needs them. Runs of one
+// executable are serialized by a mutex.
+//
+// Note [CUDA graphs of bound parameters]
+//   A captured graph bakes in every address it touches, the parameters' included. Each
+//   captured graph is therefore kept with the parameter addresses it was captured with;
+//   a run whose bound addresses match one of them replays it, a run with new addresses
+//   captures a new graph (at most kMaxGraphs are kept, the least recently used goes). A caller
+//   that passes the same buffers run after run (a benchmark, a training loop over donated
+//   state that the buffer assignment places back in the same memory) captures once.
 #pragma once
 
 #include <cuda.h>
@@ -66,13 +78,32 @@ class GpuExecutable {
   StatusOr<Literal> Run(std::span<const Literal> arguments, const GpuRunOptions& options = {});
 
   Status SetArguments(std::span<const Literal> arguments);
+
+  // Where each output leaf lives after a run.
+  struct OutputPlacement {
+    enum class Kind { kArena, kConstant, kParameter } kind = Kind::kArena;
+    int64_t argument_leaf = -1;  // kParameter: the argument leaf whose memory holds it
+    uint64_t offset = 0;         // kParameter: byte offset into that argument
+    uint64_t bytes = 0;
+  };
+  const std::vector<OutputPlacement>& output_placements() const { return output_placements_; }
+  // Number of argument leaves (entry parameters' array leaves in order).
+  size_t argument_leaf_count() const { return leaf_allocation_.size(); }
+  // Binds the parameters to `arguments` (one device range per argument leaf, at least as large
+  // as the leaf), runs, and copies every output j whose outputs[j] is not null into it (the
+  // copy is not part of last_device_ms). The caller's memory must stay valid for the run; a
+  // donated argument may be written (Note [CUDA graphs of bound parameters]).
+  Status ExecuteBound(std::span<const runtime::DeviceMemory> arguments, std::span<const runtime::DeviceMemory> outputs,
+                      const GpuRunOptions& options = {});
   // Runs the module on the arguments set last and waits for the device.
   Status Execute(const GpuRunOptions& options = {});
   StatusOr<Literal> FetchResult();
 
   // Device time of the last Execute (events around it), milliseconds.
   double last_device_ms() const { return last_device_ms_; }
-  bool graph_captured() const { return graph_exec_ != nullptr; }
+  bool graph_captured() const { return !graphs_.empty(); }
+  // Graphs captured so far (one per distinct set of bound parameter addresses).
+  int64_t graphs_captured() const { return graphs_captured_; }
   // Pairs of the entry sequence that run concurrently on the side stream.
   int64_t side_stream_pairs() const { return side_pairs_; }
   bool graph_eligible() const { return graph_eligible_; }
@@ -91,6 +122,10 @@ class GpuExecutable {
   Status Initialize();
   Status ExecuteLocked(const GpuRunOptions& options);
   Status Capture();
+  Status EnsureParameterSlots();
+  void DestroyGraphs();
+  // The parameter bases a graph is keyed by.
+  std::vector<void*> ParameterBases() const;
 
   std::unique_ptr<CompiledGpuModule> compiled_;
   CudaDevice& device_;
@@ -106,13 +141,22 @@ class GpuExecutable {
   BufferAllocations buffers_;
   runtime::DeviceMemory workspace_;
   std::vector<std::pair<int64_t, ShapeIndex>> parameter_leaves_;  // per allocation (-1: none)
+  std::vector<int64_t> leaf_allocation_;  // argument leaf -> allocation (-1: none)
+  std::vector<runtime::OwnedDeviceMemory> parameter_slots_;  // SetArguments' own (lazily)
+  std::vector<OutputPlacement> output_placements_;
   Shape result_shape_;
 
   std::mutex mu_;
   bool graph_eligible_ = false;
   int eager_runs_ = 0;
-  CUgraph graph_ = nullptr;
-  CUgraphExec graph_exec_ = nullptr;
+  struct CapturedGraph {
+    std::vector<void*> parameter_bases;
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+  };
+  static constexpr size_t kMaxGraphs = 4;
+  std::vector<CapturedGraph> graphs_;  // most recently used last
+  int64_t graphs_captured_ = 0;
   double last_device_ms_ = 0;
   std::unique_ptr<ThunkProfiler> profiler_;
 };

@@ -1,7 +1,7 @@
 // Thunks that call the vendor-library layer (src/kiln/cuda/libs): GEMMs on cuBLASLt,
 // convolutions on cuDNN, sorts and top-k on kiln's sort kernels, FFTs on cuFFT.
 //
-// Each builds its library descriptor at compile time (cuda/autotune/library_calls.h), creates
+// Each builds its library descriptor at compile time (library_calls.h), creates
 // the plan and picks the algorithm in Initialize -- the autotuner's choice when the call carries
 // one (`tuned`: a cuBLAS algorithm id runs on cuBLAS, a cuBLASLt or cuDNN algorithm with its
 // workspace as measured), else the library's heuristic favourite -- and only enqueues in

@@ -6,15 +6,16 @@
 #include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
 #include "kiln/codegen/emitters.h"
-#include "kiln/cuda/autotune/codegen_backend.h"
-#include "kiln/cuda/autotune/library_calls.h"
 #include "kiln/cuda/compiler/control_flow_thunks.h"
 #include "kiln/cuda/compiler/conv_config.h"
 #include "kiln/cuda/compiler/gemm_config.h"
+#include "kiln/cuda/compiler/gpu_autotune.h"
 #include "kiln/cuda/compiler/kernel_thunk.h"
+#include "kiln/cuda/compiler/library_calls.h"
 #include "kiln/cuda/compiler/library_thunks.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/fusion_utils.h"
+#include "kiln/passes/thunk_util.h"
 
 namespace kiln::cuda {
 
@@ -89,12 +90,7 @@ class Emitter {
   };
 
   StatusOr<BufferSlice> Slice(const HloInstruction& instr, const ShapeIndex& index = {}) {
-    KILN_ASSIGN_OR_RETURN(BufferSlice s, assignment_.GetSlice(instr, index));
-    const auto& allocs = assignment_.allocations();
-    if (s.allocation < 0 || s.allocation >= static_cast<int64_t>(allocs.size()) || s.offset < 0 ||
-        s.offset + s.size > allocs[s.allocation].size)
-      return Internal("slice ", s.ToString(), " of %", instr.name(), " lies outside its allocation");
-    return s;
+    return CheckedSlice(assignment_, instr, index);
   }
 
   StatusOr<std::vector<BufferSlice>> Leaves(const HloInstruction& instr) {
@@ -106,15 +102,7 @@ class Emitter {
     return out;
   }
 
-  StatusOr<bool> IsView(const HloInstruction& instr) {
-    if (instr.opcode() != HloOpcode::kReshape) return false;
-    for (const ShapeIndex& leaf : ArrayLeafIndices(instr.shape())) {
-      KILN_ASSIGN_OR_RETURN(BufferSlice a, Slice(instr, leaf));
-      KILN_ASSIGN_OR_RETURN(BufferSlice b, Slice(*instr.operand(0), leaf));
-      if (a != b) return false;
-    }
-    return true;
-  }
+  StatusOr<bool> IsView(const HloInstruction& instr) { return IsBufferView(assignment_, instr); }
 
   StatusOr<How> Classify(const HloInstruction& instr) {
     switch (instr.opcode()) {
@@ -166,7 +154,7 @@ class Emitter {
       switch (how) {
         case How::kKernel: {
           Pending p{instr, {}, {}, false, ""};
-          // The autotuner's launch configuration, when it chose one (codegen_backend.h); scatters
+          // The autotuner's launch configuration, when it chose one (gpu_autotune.h); scatters
           // in the mode ScatterModeFor picks.
           KILN_ASSIGN_OR_RETURN(codegen::KernelConfig tuned, TunedKernelConfig(*instr));
           auto emit = [&](const codegen::KernelConfig& config) {

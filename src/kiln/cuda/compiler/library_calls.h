@@ -1,6 +1,6 @@
-// The GPU compiler's library calls (__kiln$gemm, __kiln$conv; cuda/compiler/gemm_config.h,
-// conv_config.h) seen by the vendor-library layer, in one place for the thunks and the
-// autotuning backends:
+// The GPU compiler's library calls (__kiln$gemm, __kiln$conv; gemm_config.h, conv_config.h)
+// seen by the vendor-library layer, in one place for the thunks and the autotuning backends
+// (cuda/autotune/cuda_backends.h, which include it from the room above):
 //   - the library descriptors of a call (GemmDescForCall, ConvDescForCall);
 //   - the autotuner's configs of the library backends, both ways: an algorithm as a Config
 //     (what the backends list and the cache stores) and a Config as the algorithm a thunk runs

@@ -1,8 +1,9 @@
 // The differential suite: every case kiln knows, run on every available compiled backend and
-// compared with the reference evaluator on the same inputs.
+// compared with the reference evaluator on the same inputs -- all through the public API
+// (api/client.h): the oracle is the "interpreter" device, the backends under test the others.
 //
-//   Backends   every backend RegisterBuiltinBackends registers except the interpreter (today:
-//              cpu; cuda and rocm join when they register and see a device).
+//   Backends   every backend the Client has except the interpreter (cpu; cuda and rocm where
+//              they are built and see a device).
 //   Cases      TestData/<case>   $KILN_SOURCE_DIR/tests/data/<case>/ (module.hlo, inputs in0.. of
 //                                case.npz), the linear-algebra custom-call cases (linalg_*_cpu_*,
 //                                linalg_*_cuda_*) included: backends run them on the host
@@ -14,7 +15,7 @@
 //                                (MakeRandomArguments, seed 42)
 // Tolerances: BackendTolerance (src/kiln/eval/tolerance.h) -- exact for integers and pred.
 // Autotuning: KILN_DIFFERENTIAL_AUTOTUNE=on|exhaustive compiles every case with the autotuner
-// (the --autotune flags of autotune_options.h; the cuda backend tunes, the others ignore them),
+// (CompileOptions::autotune; the cuda backend tunes, the others ignore it),
 // with a cache in a fresh temporary directory per process (removed at exit), so every distinct
 // instruction is measured once per process and nothing is read from an earlier run.
 // KILN_DIFFERENTIAL_AUTOTUNE_BACKENDS=NAME[,NAME...] restricts tuning to those backends (the
@@ -33,46 +34,44 @@
 #include <string>
 #include <vector>
 
+#include "kiln/api/client.h"
 #include "kiln/base/strings.h"
 #include "kiln/eval/compare.h"
-#include "kiln/eval/evaluator.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/npy_literal.h"
-#include "kiln/hlo/parser.h"
 #include "kiln/hlo/random_literal.h"
-#include "kiln/tools/autotune_options.h"
-#include "kiln/tools/backend_registry.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
 
-// The backends under test, created once.
-const BackendRegistry& Registry() {
-  static const BackendRegistry* r = [] {
-    auto* registry = new BackendRegistry();
-    RegisterBuiltinBackends(*registry);
-    return registry;
+// The client, created once (never destroyed: executables of the last test may still hold
+// device memory at exit, and the driver may be shut down by then).
+const Client& TheClient() {
+  static const Client* c = [] {
+    auto client = Client::Create();
+    if (!client.ok()) {
+      ADD_FAILURE() << "Client::Create: " << client.status().message();
+      std::abort();
+    }
+    return client->release();
   }();
-  return *r;
+  return *c;
 }
 
 std::vector<std::string> BackendsUnderTest() {
   std::vector<std::string> out;
-  for (Backend* b : Registry().backends()) {
-    if (b->name() == "interpreter") continue;
-    auto devices = b->Devices();
-    if (devices.ok() && !devices->empty()) out.emplace_back(b->name());
-  }
+  for (const PlatformInfo& p : TheClient().Platforms())
+    if (p.built && p.name != "interpreter" && !p.devices.empty()) out.push_back(p.name);
   return out;
 }
 
-// The autotuning flags KILN_DIFFERENTIAL_AUTOTUNE* ask for, or null (no tuning). The cache
+// The autotuning settings KILN_DIFFERENTIAL_AUTOTUNE* ask for (level off: no tuning). The cache
 // directory is created on first use and removed when the process exits.
-const AutotuneFlags* DifferentialAutotuneFlags() {
+const autotune::AutotuneSettings& DifferentialAutotuneSettings() {
   struct TunedFlags {
-    AutotuneFlags flags;
+    autotune::AutotuneSettings flags;
     bool on = false;
     ~TunedFlags() {
       std::error_code ec;
@@ -81,6 +80,7 @@ const AutotuneFlags* DifferentialAutotuneFlags() {
   };
   static TunedFlags* const tuned = [] {
     static TunedFlags t;
+    t.flags.level = "off";
     const char* level = std::getenv("KILN_DIFFERENTIAL_AUTOTUNE");
     if (level == nullptr || *level == '\0' || std::string(level) == "off") return &t;
     t.flags.level = level;  // MakeAutotuneOptions rejects a bad level: every case then fails, naming it
@@ -97,7 +97,7 @@ const AutotuneFlags* DifferentialAutotuneFlags() {
     t.on = true;
     return &t;
   }();
-  return tuned->on ? &tuned->flags : nullptr;
+  return tuned->flags;
 }
 
 enum class Inputs { kNpz, kRandom };
@@ -191,11 +191,22 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
   return info.param.c.name + "_" + info.param.backend;
 }
 
+// Compiles the case's module for `device` through the public API and runs it on `args`.
+StatusOr<Literal> CompileAndRun(const HloModule& module, const std::string& device, const CompileOptions& options,
+                                std::span<const Literal> args, bool* tf32) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, TheClient().Compile(module, device, options));
+  if (tf32) *tf32 = exe->RunsF32ProductsInTf32();
+  ExecuteOptions eo;
+  eo.poison = true;  // an element no kernel writes comes back as NaN
+  return exe->Run(args, eo);
+}
+
 void RunDifferential(const Param& p) {
   if (p.c.name == "no_cases") GTEST_SKIP() << "no data: " << p.c.module.string();
-  Backend* backend = Registry().Find(p.backend);
-  ASSERT_NE(backend, nullptr) << "no compiled backend registered and present";
-  auto module = ParseHloModuleFile(p.c.module.string());
+  ASSERT_NE(p.backend, "none") << "no compiled backend registered and present";
+  ParseModuleOptions po;
+  po.verify = false;  // what a backend cannot take fails in its Compile, naming the backend
+  auto module = ParseModuleFile(p.c.module.string(), po);
   ASSERT_TRUE(module.ok()) << module.status().message();
   const HloComputation* entry = (*module)->entry_computation();
   ASSERT_NE(entry, nullptr);
@@ -213,20 +224,22 @@ void RunDifferential(const Param& p) {
     for (const HloInstruction* prm : entry->parameter_instructions()) shapes.push_back(prm->shape());
     args = MakeRandomArguments(shapes, /*seed=*/42);
   }
-  EvaluatorOptions eo;
-  eo.max_loop_iterations = 1 << 20;
-  Evaluator evaluator(eo);
-  auto expected = evaluator.Run(**module, args);
+  CompileOptions reference;
+  reference.verify = false;
+  reference.flags["interpreter_max_loop_iterations"] = "1048576";
+  auto expected = CompileAndRun(**module, "interpreter", reference, args, nullptr);
   ASSERT_TRUE(expected.ok()) << "reference: " << expected.status().message();
-  BackendRunOptions ro;
-  ro.threads = 2;
-  ro.autotune = DifferentialAutotuneFlags();
-  auto actual = backend->Run(**module, args, ro);
+  CompileOptions options;
+  options.verify = false;
+  options.threads = 2;
+  options.autotune = DifferentialAutotuneSettings();
+  bool tf32 = false;
+  auto actual = CompileAndRun(**module, p.backend, options, args, &tf32);
   ASSERT_TRUE(actual.ok()) << p.backend << ": " << actual.status().message();
   CompareOptions co;
   co.backend_vs_evaluator = true;
   // Backends that run f32 products in TF32 (cuda, as XLA) are held to the TF32 tolerance there.
-  co.reference_tf32 = backend->RunsF32ProductsInTf32(**module);
+  co.reference_tf32 = tf32;
   Comparison cmp = CompareLiterals(*actual, *expected, co);
   EXPECT_TRUE(cmp.ok()) << p.backend << " vs evaluator on " << p.c.module.string() << ":\n" << cmp.ToString();
 }

@@ -1,4 +1,4 @@
-#include "kiln/cuda/autotune/library_calls.h"
+#include "kiln/cuda/compiler/library_calls.h"
 
 #include "kiln/base/strings.h"
 #include "kiln/cuda/compiler/conv_config.h"

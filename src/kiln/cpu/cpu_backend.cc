@@ -1,0 +1,256 @@
+#include "kiln/cpu/cpu_backend.h"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "kiln/autotune/autotuner.h"
+#include "kiln/autotune/host_backends.h"
+#include "kiln/autotune/settings.h"
+#include "kiln/base/strings.h"
+#include "kiln/cpu/executable.h"
+#include "kiln/runtime/host/host_platform.h"
+#include "kiln/passes/module_clone.h"
+
+namespace kiln::cpu {
+
+namespace {
+
+constexpr std::string_view kPlatform = "cpu";
+
+struct FlagSpec {
+  std::string_view name;
+  std::string_view help;
+};
+constexpr FlagSpec kFlagSpecs[] = {
+    {"cpu_row_tiling", "on|off|force  run chains of row-local fusions tile by tile (force: every chain, small tiles)"},
+    {"cpu_row_tile_bytes", "N  working set of one row tile (default 524288)"},
+    {"cpu_gemm_kernel", "kiln|eigen  f32 GEMMs on kiln's kernels where they measured faster, or all on Eigen (default kiln)"},
+    {"cpu_gemm_pool", "shared|separate  Eigen's contractions on the executable's pool or a second one (default shared)"},
+    {"cpu_expr_chains", "on|off  fuse chains of elementwise ops into one block op (default on)"},
+    {"cpu_conv", "auto|im2col  f32 convolutions without im2col where that pays, or all im2col + GEMM (default auto)"},
+};
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (StartsWith(line, "model name")) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) return std::string(StripWhitespace(line.substr(colon + 1)));
+    }
+  return "host CPU";
+}
+
+Status CheckOrdinal(int ordinal) {
+  if (ordinal != 0) return InvalidArgument("the cpu backend has one device (0), not ", ordinal);
+  return OkStatus();
+}
+
+StatusOr<int64_t> PositiveInt(std::string_view name, std::string_view v) {
+  int64_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || p != v.data() + v.size() || n < 1)
+    return InvalidArgument(name, ": expected a positive integer, got '", v, "'");
+  return n;
+}
+
+class CpuBackendExecutable final : public Executable {
+ public:
+  CpuBackendExecutable(const HloModule& module, std::unique_ptr<CpuExecutable> exe, CompileReport report)
+      : Executable(std::string(kPlatform), 0, module, std::move(report)), exe_(std::move(exe)) {}
+
+  StatusOr<std::unique_ptr<Buffer>> BufferFromLiteral(const Literal& literal) override {
+    if (!literal.shape().IsArray()) return InvalidArgument("a buffer holds one array, not ", literal.shape().ToString(false));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b, HostBuffer::Copy(literal.untyped_data(), literal.size_bytes(),
+                                                                          literal.shape(), std::string(kPlatform), 0));
+    return std::unique_ptr<Buffer>(std::move(b));
+  }
+
+  std::string RunReport() const override {
+    std::string s = StrCat(exe_->memory_stats().ToString(), "\nthreads: ", exe_->num_threads(), "\n");
+    if (profiled_) s += exe_->ProfileReport();
+    return s;
+  }
+  std::vector<std::pair<std::string, double>> Metrics() const override {
+    std::vector<std::pair<std::string, double>> m = Executable::Metrics();
+    m.emplace_back("threads", double(exe_->num_threads()));
+    return m;
+  }
+
+ protected:
+  StatusOr<std::vector<std::unique_ptr<Buffer>>> ExecuteImpl(std::span<Buffer* const> arguments,
+                                                              const ExecuteOptions& options) override {
+    std::vector<void*> raw(arguments.size());
+    for (size_t i = 0; i < arguments.size(); ++i) raw[i] = arguments[i]->opaque_pointer();
+    CpuRunOptions ro;
+    ro.profile = options.profile;
+    profiled_ |= options.profile;
+    KILN_ASSIGN_OR_RETURN(ExecutionOutput run, exe_->ExecuteRowMajor(raw, ro));
+    // Results that took over a donated argument keep that argument's memory alive.
+    std::vector<std::shared_ptr<void>> donated_memory(arguments.size());
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      if (!donated()[i]) continue;
+      donated_memory[i] = arguments[i]->memory_owner();
+      arguments[i]->MarkDonated(StrCat("donated to ", module_name()));
+    }
+    std::vector<std::unique_ptr<Buffer>> out;
+    if (options.discard_results) return out;
+    auto shared_run = std::make_shared<ExecutionOutput>(std::move(run));
+    const std::vector<ArrayView>& views = shared_run->outputs();
+    for (size_t j = 0; j < views.size(); ++j) {
+      const Shape& shape = result_shapes()[j];
+      const ExecutionOutput::Source source = shared_run->source(j);
+      const int64_t arg = shared_run->source_argument(j);
+      if (source == ExecutionOutput::Source::kRun) {
+        out.push_back(std::make_unique<HostBuffer>(shape, std::string(kPlatform), 0, views[j].data, shared_run));
+      } else if (source == ExecutionOutput::Source::kArgument && arg >= 0 && donated_memory[arg]) {
+        out.push_back(std::make_unique<HostBuffer>(shape, std::string(kPlatform), 0, views[j].data, donated_memory[arg]));
+      } else {
+        // A constant or a parameter returned as is: the result gets its own copy.
+        KILN_ASSIGN_OR_RETURN(uint64_t bytes, BufferBytes(shape));
+        KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b,
+                              HostBuffer::Copy(views[j].data, bytes, shape, std::string(kPlatform), 0));
+        out.push_back(std::move(b));
+      }
+    }
+    return out;
+  }
+
+ private:
+  std::unique_ptr<CpuExecutable> exe_;
+  bool profiled_ = false;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  std::string_view name() const override { return kPlatform; }
+  std::string_view description() const override { return "compiled for the host CPU: fused kernels on a thread pool"; }
+  StatusOr<std::vector<DeviceInfo>> Devices() const override {
+    unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+    return std::vector<DeviceInfo>{{0, "host", StrCat(CpuModelName(), ", ", cores, " threads")}};
+  }
+  std::string flag_help() const override { return CpuFlagHelp(); }
+
+  StatusOr<std::unique_ptr<Executable>> Compile(const HloModule& module, const CompileOptions& options) override {
+    KILN_RETURN_IF_ERROR(CheckOrdinal(options.device_ordinal));
+    CpuCompileOptions co;
+    co.threads = options.threads;
+    co.dump_dir = options.dump_dir;
+    co.verify_input = options.verify;
+    KILN_RETURN_IF_ERROR(ApplyCpuFlags(options.flags, &co));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutable> exe, CpuCompiler::Compile(CloneModule(module), co));
+    const CpuCompileStats& st = exe->compile_stats();
+    CompileReport report;
+    report.target = StrCat("host (", exe->num_threads(), " threads)");
+    report.compile_seconds = st.compile_seconds;
+    report.memory = st.memory;
+    report.details = st.ToString();
+    report.thunk_listing = exe->ThunkListing();
+    report.summary = StrCat("compiled ", module.name(), " in ", RoundTripDouble(std::round(st.compile_seconds * 1e5) / 100),
+                            " ms: ", st.thunks, " thunks (", st.kernel_thunks, " kernels), ", st.threads, " threads\n",
+                            st.memory.ToString(), "\n");
+    return std::unique_ptr<Executable>(new CpuBackendExecutable(module, std::move(exe), std::move(report)));
+  }
+
+  // The host autotuner over the module as written (autotune/host_backends.h: a tiled GEMM and
+  // the evaluator for dots and convolutions), on the runtime's host platform. The cpu compiler
+  // does not read these choices yet; `kiln tune --device cpu` fills the cache and reports them.
+  StatusOr<CompileReport> Tune(const HloModule& module, const CompileOptions& options) override {
+    KILN_RETURN_IF_ERROR(CheckOrdinal(options.device_ordinal));
+    KILN_ASSIGN_OR_RETURN(autotune::AutotuneOptions ao, autotune::MakeAutotuneOptions(options.autotune));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Platform> host, runtime::CreateHostPlatform());
+    KILN_ASSIGN_OR_RETURN(runtime::Device * device, host->GetDevice(0));
+    autotune::BackendFactoryRegistry factories;
+    KILN_RETURN_IF_ERROR(autotune::RegisterHostAutotuneFactory(factories));
+    KILN_ASSIGN_OR_RETURN(autotune::BackendFactory factory, factories.Get("host"));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<autotune::Cache> cache, autotune::OpenAutotuneCache(options.autotune));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<autotune::Autotuner> tuner,
+                          autotune::Autotuner::Create(factory, device->description(), device, cache.get(), ao));
+    std::unique_ptr<HloModule> copy = CloneModule(module);
+    KILN_ASSIGN_OR_RETURN(autotune::AutotuneReport report, tuner->Run(*copy));
+    KILN_RETURN_IF_ERROR(autotune::WriteAutotuneJson(options.autotune, report));
+    CompileReport out;
+    out.target = StrCat("host (", device->description().name, ")");
+    out.summary = report.SummaryLine() + "\n";
+    out.autotune = std::make_shared<autotune::AutotuneReport>(std::move(report));
+    if (options.keep_compiled_module_text) out.compiled_module_text = copy->ToString();
+    return out;
+  }
+
+  StatusOr<std::unique_ptr<Buffer>> BufferFromHost(const void* data, uint64_t bytes, const Shape& shape,
+                                                   int ordinal) override {
+    KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b, HostBuffer::Copy(data, bytes, shape, std::string(kPlatform), 0));
+    return std::unique_ptr<Buffer>(std::move(b));
+  }
+
+  StatusOr<std::unique_ptr<Buffer>> BufferFromPointer(void* ptr, const Shape& shape, int ordinal,
+                                                      std::function<void()> release) override {
+    KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
+    KILN_RETURN_IF_ERROR(BufferBytes(shape).status());
+    if (ptr == nullptr) return InvalidArgument("BufferFromPointer: null pointer");
+    std::shared_ptr<void> owner(ptr, [release = std::move(release)](void*) {
+      if (release) release();
+    });
+    return std::unique_ptr<Buffer>(new HostBuffer(shape, std::string(kPlatform), 0, ptr, std::move(owner)));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateCpuBackend(const BackendFlags&) { return std::make_unique<CpuBackend>(); }
+
+Status ApplyCpuFlags(const BackendFlags& flags, CpuCompileOptions* options) {
+  std::vector<std::string_view> known;
+  for (const FlagSpec& f : kFlagSpecs) known.push_back(f.name);
+  KILN_RETURN_IF_ERROR(CheckBackendFlags(flags, "cpu_", known));
+  if (std::string_view v = FlagOr(flags, "cpu_row_tiling", ""); !v.empty()) {
+    if (v == "off" || v == "0") {
+      options->row_tiling = false;
+    } else if (v == "force") {
+      options->row_tiling = true;
+      options->row_tiling_options.min_chain_bytes = 0;
+      options->row_tiling_options.tile_bytes = 1024;
+    } else if (v == "on" || v == "1") {
+      options->row_tiling = true;
+    } else {
+      return InvalidArgument("cpu_row_tiling: expected on, off or force, got '", v, "'");
+    }
+  }
+  if (std::string_view v = FlagOr(flags, "cpu_row_tile_bytes", ""); !v.empty()) {
+    KILN_ASSIGN_OR_RETURN(options->row_tiling_options.tile_bytes, PositiveInt("cpu_row_tile_bytes", v));
+  }
+  // The kernels' A/B switches (CpuKernelOptions): each flag is one of two values, the first the
+  // default.
+  struct Choice {
+    std::string_view flag, first, second;
+    bool* field;
+    bool first_sets;  // the value the field takes for `first`
+  };
+  CpuKernelOptions& ko = options->kernel_options;
+  const Choice choices[] = {
+      {"cpu_gemm_kernel", "kiln", "eigen", &ko.gemm_kiln_kernels, true},
+      {"cpu_gemm_pool", "shared", "separate", &ko.gemm_separate_pool, false},
+      {"cpu_expr_chains", "on", "off", &ko.expr_chains, true},
+      {"cpu_conv", "auto", "im2col", &ko.conv_indirect, true},
+  };
+  for (const Choice& c : choices) {
+    std::string_view v = FlagOr(flags, c.flag, "");
+    if (v.empty()) continue;
+    if (c.first == "on" && (v == "1" || v == "0")) v = v == "1" ? "on" : "off";
+    if (v == c.first) *c.field = c.first_sets;
+    else if (v == c.second) *c.field = !c.first_sets;
+    else return InvalidArgument(c.flag, ": expected ", c.first, " or ", c.second, ", got '", v, "'");
+  }
+  return OkStatus();
+}
+
+std::string CpuFlagHelp() {
+  std::string s;
+  for (const FlagSpec& f : kFlagSpecs) s += StrCat(f.name, "=", f.help, "\n");
+  return s;
+}
+
+}  // namespace kiln::cpu

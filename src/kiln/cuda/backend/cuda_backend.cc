@@ -1,0 +1,455 @@
+#include "kiln/cuda/backend/cuda_backend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+
+#include "kiln/autotune/settings.h"
+#include "kiln/base/strings.h"
+#include "kiln/codegen/device_spec.h"
+#include "kiln/cuda/autotune/cuda_backends.h"
+#include "kiln/cuda/compiler/gpu_compiler.h"
+#include "kiln/cuda/compiler/gpu_executable.h"
+#include "kiln/cuda/cuda_platform.h"
+#include "kiln/cuda/library_loader.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/passes/module_clone.h"
+#include "kiln/runtime/bfc_allocator.h"
+
+namespace kiln::cuda {
+
+namespace {
+
+constexpr std::string_view kPlatform = "cuda";
+
+struct FlagSpec {
+  std::string_view name;
+  std::string_view help;
+};
+constexpr FlagSpec kFlagSpecs[] = {
+    {"cuda_gemm_epilogue", "0|1  fuse bias/activation epilogues into cuBLASLt (default 1)"},
+    {"cuda_conv_epilogue", "0|1  fuse epilogues into cuDNN convolutions (default 1)"},
+    {"cuda_conv_backward", "0|1  gradient convolutions on cuDNN's backward calls (default 1)"},
+    {"cuda_graph", "0|1  replay runs as CUDA graphs (default 1)"},
+    {"cuda_side_stream", "0|1  run independent library call / kernel pairs on two streams (default 1)"},
+    // Platform-level (ClientOptions::flags, read when the backend is created; see CreateCudaBackend).
+    {"cuda_driver_library", "PATH  the CUDA driver to load (platform-level; default libcuda.so.1)"},
+    {"cuda_nvrtc_library", "PATH  NVRTC to load (platform-level; default libnvrtc.so.<CUDA major>)"},
+    {"cuda_cublas_library", "PATH  cuBLAS to load (platform-level; default libcublas.so.<CUDA major>)"},
+    {"cuda_cublaslt_library", "PATH  cuBLASLt to load (platform-level; default libcublasLt.so.<CUDA major>)"},
+    {"cuda_cufft_library", "PATH  cuFFT to load (platform-level; default libcufft.so.<cuFFT major>)"},
+    {"cuda_cudnn_library", "PATH  cuDNN to load (platform-level; default libcudnn.so.<cuDNN major>)"},
+    {"cuda_nccl_library", "PATH  NCCL to load (platform-level; default libnccl.so.2)"},
+    {"cuda_include_dir", "DIR  CUDA headers for NVRTC (platform-level; default $CUDA_HOME/include, /usr/local/cuda/include)"},
+};
+
+StatusOr<bool> BoolFlag(const BackendFlags& flags, std::string_view name, bool fallback) {
+  std::string_view v = FlagOr(flags, name, "");
+  if (v.empty()) return fallback;
+  if (v == "0" || v == "off" || v == "false") return false;
+  if (v == "1" || v == "on" || v == "true") return true;
+  return InvalidArgument(name, ": expected 0 or 1, got '", v, "'");
+}
+
+// The process's CUDA platform, created on first use (the result, success or failure, is kept).
+// Never destroyed: at exit the driver may already be shut down, and releasing the device's
+// context then only produces errors.
+StatusOr<runtime::Platform*> Platform() {
+  static std::mutex mu;
+  static runtime::Platform* platform = nullptr;
+  static Status error;
+  static bool tried = false;
+  std::lock_guard<std::mutex> lock(mu);
+  if (!tried) {
+    tried = true;
+    auto p = CreateCudaPlatform();
+    if (p.ok()) platform = p->release();
+    else error = p.status();
+  }
+  if (!platform) return error;
+  return platform;
+}
+
+StatusOr<CudaDevice*> Device(int ordinal) {
+  KILN_ASSIGN_OR_RETURN(runtime::Platform * p, Platform());
+  KILN_ASSIGN_OR_RETURN(runtime::Device * d, p->GetDevice(ordinal));
+  return static_cast<CudaDevice*>(d);
+}
+
+// What the buffers of one device share: the device, a BFC allocator, and a stream for copies.
+struct DeviceContext {
+  CudaDevice* device = nullptr;
+  std::unique_ptr<runtime::BfcAllocator> allocator;
+  std::unique_ptr<runtime::Stream> stream;
+  std::mutex mu;  // guards `stream`
+};
+
+// One allocation of a buffer: freed to the context's allocator when the last owner goes.
+struct DeviceAllocation {
+  std::shared_ptr<DeviceContext> context;
+  runtime::OwnedDeviceMemory memory;
+};
+
+// External memory (BufferFromPointer): `release` when the last owner goes.
+struct ExternalMemory {
+  std::shared_ptr<DeviceContext> context;
+  std::function<void()> release;
+  ~ExternalMemory() {
+    if (release) release();
+  }
+};
+
+class CudaBuffer final : public Buffer {
+ public:
+  CudaBuffer(Shape shape, int ordinal, void* ptr, std::shared_ptr<void> owner, std::shared_ptr<DeviceContext> context)
+      : Buffer(std::move(shape), std::string(kPlatform), ordinal, ptr, std::move(owner)), context_(std::move(context)) {}
+  bool on_host() const override { return false; }
+
+ private:
+  Status CopyToHostImpl(void* dst, uint64_t bytes) const override {
+    std::lock_guard<std::mutex> lock(context_->mu);
+    KILN_RETURN_IF_ERROR(context_->stream->MemcpyDeviceToHost(dst, {opaque_pointer(), bytes}, bytes));
+    return context_->stream->Synchronize();
+  }
+  std::shared_ptr<DeviceContext> context_;
+};
+
+// The contexts of the devices, made on first use.
+class DeviceContexts {
+ public:
+  StatusOr<std::shared_ptr<DeviceContext>> Get(int ordinal) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ordinal < 0) return InvalidArgument("cuda: bad device ordinal ", ordinal);
+    if (static_cast<size_t>(ordinal) < contexts_.size() && contexts_[ordinal]) return contexts_[ordinal];
+    KILN_ASSIGN_OR_RETURN(CudaDevice * device, Device(ordinal));
+    auto c = std::make_shared<DeviceContext>();
+    c->device = device;
+    runtime::BfcOptions bo;
+    bo.name = "cuda-buffers";
+    KILN_ASSIGN_OR_RETURN(c->allocator, runtime::CreateBfcDeviceAllocator(*device, bo));
+    KILN_ASSIGN_OR_RETURN(c->stream, device->CreateStream({}));
+    if (contexts_.size() <= static_cast<size_t>(ordinal)) contexts_.resize(ordinal + 1);
+    contexts_[ordinal] = c;
+    return c;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::shared_ptr<DeviceContext>> contexts_;
+};
+
+// Fresh device memory for a buffer of `bytes` (at least one byte, so the pointer is never null).
+StatusOr<std::shared_ptr<DeviceAllocation>> Allocate(const std::shared_ptr<DeviceContext>& c, uint64_t bytes,
+                                                     std::string_view tag) {
+  auto a = std::make_shared<DeviceAllocation>();
+  a->context = c;
+  KILN_ASSIGN_OR_RETURN(a->memory, runtime::OwnedDeviceMemory::Allocate(*c->allocator, std::max<uint64_t>(bytes, 1), tag));
+  return a;
+}
+
+bool RunsF32InTf32(const HloModule& module) {
+  for (const HloComputation* c : module.computations())
+    for (const HloInstruction* i : c->instructions()) {
+      if (i->opcode() != HloOpcode::kDot && i->opcode() != HloOpcode::kConvolution) continue;
+      const PrimitiveType t = i->operand(0)->shape().element_type();
+      if (t != PrimitiveType::kF32 && t != PrimitiveType::kC64) continue;
+      bool highest = false;
+      for (Precision p : i->attrs().precision_config.operand_precision) highest |= p == Precision::kHighest;
+      if (!highest) return true;
+    }
+  return false;
+}
+
+std::string Ms(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", ms);
+  return buf;
+}
+
+std::string HostFallbackLine(const std::map<std::string, int64_t>& fallbacks) {
+  if (fallbacks.empty()) return "";
+  std::string s = "on the host (evaluator):";
+  for (const auto& [k, n] : fallbacks) s += StrCat(" ", k, " x", n);
+  return s + "\n";
+}
+
+class CudaExecutable final : public Executable {
+ public:
+  // `exe` null: compiled without a device (can_execute() is false).
+  CudaExecutable(const HloModule& module, int ordinal, std::unique_ptr<GpuExecutable> exe,
+                 std::shared_ptr<DeviceContext> context, CompileReport report, bool tf32)
+      : Executable(std::string(kPlatform), ordinal, module, std::move(report)),
+        exe_(std::move(exe)),
+        context_(std::move(context)),
+        tf32_(tf32) {}
+
+  bool can_execute() const override { return exe_ != nullptr; }
+  bool RunsF32ProductsInTf32() const override { return tf32_; }
+
+  StatusOr<std::unique_ptr<Buffer>> BufferFromLiteral(const Literal& literal) override {
+    if (!context_) return FailedPrecondition("cuda: compiled without a device");
+    if (!literal.shape().IsArray()) return InvalidArgument("a buffer holds one array, not ", literal.shape().ToString(false));
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> a, Allocate(context_, literal.size_bytes(), "argument"));
+    {
+      std::lock_guard<std::mutex> lock(context_->mu);
+      if (literal.size_bytes() > 0)
+        KILN_RETURN_IF_ERROR(context_->stream->MemcpyHostToDevice(a->memory.get(), literal.untyped_data(), literal.size_bytes()));
+      KILN_RETURN_IF_ERROR(context_->stream->Synchronize());
+    }
+    void* ptr = a->memory.get().ptr;
+    return std::unique_ptr<Buffer>(new CudaBuffer(literal.shape(), device_ordinal(), ptr, std::move(a), context_));
+  }
+
+  std::string RunReport() const override {
+    if (!exe_) return "compiled without a device: nothing ran\n";
+    std::string s;
+    if (!device_ms_.empty()) {
+      std::vector<double> v = device_ms_;
+      std::sort(v.begin(), v.end());
+      const double median = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      s += StrCat("device time (events): median ", Ms(median), " ms  min ", Ms(v.front()), " ms  max ", Ms(v.back()),
+                  " ms (all ", v.size(), " runs)\n");
+    }
+    s += StrCat("cuda graph: ", exe_->graph_captured() ? "captured" : exe_->graph_eligible() ? "eligible, not yet" : "no",
+                exe_->graphs_captured() > 1 ? StrCat(" (", exe_->graphs_captured(), " captures: the arguments moved)") : "",
+                profiled_ ? " (profiling runs eagerly)" : "", "\n");
+    s += exe_->compiled().stats.memory.ToString() + "\n";
+    if (exe_->compiled().stats.autotune) s += exe_->compiled().stats.autotune->SummaryLine() + "\n";
+    s += HostFallbackLine(exe_->compiled().stats.host_fallbacks);
+    if (profiled_) {
+      s += exe_->ProfileReport();
+      if (!trace_path_.empty()) {
+        Status t = exe_->WriteChromeTrace(trace_path_);
+        s += t.ok() ? StrCat("chrome trace: ", trace_path_, "\n") : StrCat("chrome trace failed: ", t.message(), "\n");
+      }
+    }
+    return s;
+  }
+
+ protected:
+  StatusOr<std::vector<std::unique_ptr<Buffer>>> ExecuteImpl(std::span<Buffer* const> arguments,
+                                                              const ExecuteOptions& options) override {
+    std::vector<runtime::DeviceMemory> args(arguments.size());
+    for (size_t i = 0; i < arguments.size(); ++i) args[i] = {arguments[i]->opaque_pointer(), arguments[i]->size_bytes()};
+    const auto& placements = exe_->output_placements();
+    // Each result gets its own memory, except one the module places in a donated argument,
+    // which takes that argument's memory over.
+    std::vector<runtime::DeviceMemory> dst(placements.size());
+    std::vector<std::shared_ptr<void>> owners(placements.size());
+    std::vector<void*> pointers(placements.size(), nullptr);
+    if (!options.discard_results) {
+      for (size_t j = 0; j < placements.size(); ++j) {
+        const GpuExecutable::OutputPlacement& o = placements[j];
+        if (o.kind == GpuExecutable::OutputPlacement::Kind::kParameter && o.argument_leaf >= 0 &&
+            donated()[o.argument_leaf]) {
+          Buffer* a = arguments[o.argument_leaf];
+          owners[j] = a->memory_owner();
+          pointers[j] = static_cast<char*>(a->opaque_pointer()) + o.offset;
+          continue;
+        }
+        KILN_ASSIGN_OR_RETURN(uint64_t bytes, BufferBytes(result_shapes()[j]));
+        KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> a, Allocate(context_, bytes, "result"));
+        dst[j] = a->memory.get();
+        pointers[j] = dst[j].ptr;
+        owners[j] = std::move(a);
+      }
+    }
+    GpuRunOptions ro;
+    ro.profile = options.profile;
+    ro.poison = options.poison;
+    profiled_ |= options.profile;
+    if (!options.trace_path.empty()) trace_path_ = options.trace_path;
+    KILN_RETURN_IF_ERROR(exe_->ExecuteBound(args, dst, ro));
+    device_ms_.push_back(exe_->last_device_ms());
+    for (size_t i = 0; i < arguments.size(); ++i)
+      if (donated()[i]) arguments[i]->MarkDonated(StrCat("donated to ", module_name()));
+    std::vector<std::unique_ptr<Buffer>> out;
+    if (options.discard_results) return out;
+    for (size_t j = 0; j < placements.size(); ++j)
+      out.push_back(std::make_unique<CudaBuffer>(result_shapes()[j], device_ordinal(), pointers[j], std::move(owners[j]),
+                                                 context_));
+    return out;
+  }
+
+ private:
+  std::unique_ptr<GpuExecutable> exe_;
+  std::shared_ptr<DeviceContext> context_;
+  bool tf32_ = false;
+  bool profiled_ = false;
+  std::string trace_path_;
+  std::vector<double> device_ms_;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  std::string_view name() const override { return kPlatform; }
+  std::string_view description() const override {
+    return "NVIDIA GPUs: generated CUDA kernels (NVRTC), cuBLASLt GEMMs, cuDNN convolutions, CUDA graphs";
+  }
+  std::string flag_help() const override { return CudaFlagHelp(); }
+
+  StatusOr<std::vector<DeviceInfo>> Devices() const override {
+    KILN_ASSIGN_OR_RETURN(runtime::Platform * p, Platform());
+    std::vector<DeviceInfo> out;
+    for (int i = 0; i < p->device_count(); ++i) {
+      KILN_ASSIGN_OR_RETURN(runtime::Device * d, p->GetDevice(i));
+      const runtime::DeviceDescription& dd = d->description();
+      out.push_back({i, dd.name,
+                     StrCat("compute capability ", dd.compute_capability(), ", ", dd.multiprocessor_count, " SMs, ",
+                            HumanBytes(dd.memory_bytes))});
+    }
+    return out;
+  }
+
+  StatusOr<std::unique_ptr<Executable>> Compile(const HloModule& module, const CompileOptions& options) override {
+    KILN_ASSIGN_OR_RETURN(Compiled c, CompileModule(module, options));
+    std::unique_ptr<GpuExecutable> exe;
+    std::shared_ptr<DeviceContext> context;
+    if (c.device != nullptr) {
+      KILN_ASSIGN_OR_RETURN(context, contexts_.Get(options.device_ordinal));
+      GpuExecutableOptions eo;
+      KILN_ASSIGN_OR_RETURN(eo.use_cuda_graph, BoolFlag(options.flags, "cuda_graph", true));
+      KILN_ASSIGN_OR_RETURN(eo.use_side_stream, BoolFlag(options.flags, "cuda_side_stream", true));
+      KILN_ASSIGN_OR_RETURN(exe, GpuExecutable::Create(std::move(c.compiled), *c.device, eo));
+    }
+    return std::unique_ptr<Executable>(
+        new CudaExecutable(module, options.device_ordinal, std::move(exe), std::move(context), std::move(c.report),
+                           RunsF32InTf32(module)));
+  }
+
+  StatusOr<CompileReport> Tune(const HloModule& module, const CompileOptions& options) override {
+    KILN_ASSIGN_OR_RETURN(CudaDevice * device, Device(options.device_ordinal));
+    (void)device;  // tuning measures on the device: without one, fail here, saying why
+    KILN_ASSIGN_OR_RETURN(Compiled c, CompileModule(module, options));
+    if (!c.report.autotune) return FailedPrecondition("cuda: no autotuning step ran for ", module.name(), " (tuning is off)");
+    return std::move(c.report);
+  }
+
+  StatusOr<std::unique_ptr<Buffer>> BufferFromHost(const void* data, uint64_t bytes, const Shape& shape,
+                                                   int ordinal) override {
+    KILN_ASSIGN_OR_RETURN(uint64_t want, BufferBytes(shape));
+    if (bytes != want) return InvalidArgument("a buffer of ", shape.ToString(false), " takes ", want, " bytes, got ", bytes);
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceContext> c, contexts_.Get(ordinal));
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> a, Allocate(c, bytes, "buffer"));
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (bytes > 0) KILN_RETURN_IF_ERROR(c->stream->MemcpyHostToDevice(a->memory.get(), data, bytes));
+      KILN_RETURN_IF_ERROR(c->stream->Synchronize());
+    }
+    void* ptr = a->memory.get().ptr;
+    return std::unique_ptr<Buffer>(new CudaBuffer(shape, ordinal, ptr, std::move(a), c));
+  }
+
+  StatusOr<std::unique_ptr<Buffer>> BufferFromPointer(void* ptr, const Shape& shape, int ordinal,
+                                                      std::function<void()> release) override {
+    KILN_RETURN_IF_ERROR(BufferBytes(shape).status());
+    if (ptr == nullptr) return InvalidArgument("BufferFromPointer: null device pointer");
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceContext> c, contexts_.Get(ordinal));
+    auto owner = std::make_shared<ExternalMemory>();
+    owner->context = c;
+    owner->release = std::move(release);
+    return std::unique_ptr<Buffer>(new CudaBuffer(shape, ordinal, ptr, std::move(owner), c));
+  }
+
+ private:
+  struct Compiled {
+    std::unique_ptr<CompiledGpuModule> compiled;
+    CudaDevice* device = nullptr;  // null: compiled for the preset
+    CompileReport report;
+  };
+
+  // The GPU compiler on `module` for the device (or the sm_90 preset without one), with the
+  // autotuning step where the settings and a device allow it.
+  StatusOr<Compiled> CompileModule(const HloModule& module, const CompileOptions& options) {
+    KILN_RETURN_IF_ERROR(CheckBackendFlags(options.flags, "cuda_", FlagNames()));
+    Compiled out;
+    codegen::DeviceSpec spec;
+    if (auto d = Device(options.device_ordinal); d.ok()) {
+      out.device = *d;
+      spec = codegen::DeviceSpec::FromDescription(out.device->description());
+      out.report.target = StrCat(out.device->description().name, " (", spec.arch(), ")");
+    } else {
+      KILN_ASSIGN_OR_RETURN(spec, codegen::DeviceSpec::FromPreset("sm_90"));
+      out.report.target = StrCat("sm_90 preset (no device: ", d.status().message(), ")");
+    }
+    GpuCompileOptions o;
+    o.device = spec;
+    o.verify_input = options.verify;
+    o.dump_dir = options.dump_dir;
+    o.kernel_dump_dir = options.kernel_dump_dir;
+    KILN_ASSIGN_OR_RETURN(o.gemm.fuse_epilogues, BoolFlag(options.flags, "cuda_gemm_epilogue", true));
+    KILN_ASSIGN_OR_RETURN(o.conv.fuse_epilogues, BoolFlag(options.flags, "cuda_conv_epilogue", true));
+    KILN_ASSIGN_OR_RETURN(o.conv.backward_convolutions, BoolFlag(options.flags, "cuda_conv_backward", true));
+    // The autotuning step: with a device, and settings that ask for tuning. The cache must
+    // outlive the compile only.
+    std::unique_ptr<autotune::Cache> cache;
+    if (out.device != nullptr && options.autotune.enabled()) {
+      KILN_ASSIGN_OR_RETURN(autotune::AutotuneOptions ao, autotune::MakeAutotuneOptions(options.autotune));
+      KILN_ASSIGN_OR_RETURN(cache, autotune::OpenAutotuneCache(options.autotune));
+      o.autotune.factory = CudaAutotuneFactory();
+      o.autotune.target = out.device->description();
+      o.autotune.device = out.device;
+      o.autotune.cache = cache.get();
+      o.autotune.options = std::move(ao);
+    }
+    KILN_ASSIGN_OR_RETURN(out.compiled, GpuCompiler::Compile(CloneModule(module), o));
+    const GpuCompileStats& st = out.compiled->stats;
+    if (st.autotune) KILN_RETURN_IF_ERROR(autotune::WriteAutotuneJson(options.autotune, *st.autotune));
+    CompileReport& r = out.report;
+    r.compile_seconds = st.compile_seconds;
+    r.memory = st.memory;
+    r.autotune = st.autotune;
+    for (const auto& [k, n] : st.host_fallbacks) r.host_fallbacks.emplace_back(k, n);
+    r.details = StrCat("target: ", r.target, "\n", st.ToString());
+    r.thunk_listing = out.compiled->ThunkListing();
+    r.summary = StrCat("target: ", r.target, "\n", st.autotune ? st.autotune->SummaryLine() + "\n" : "", "compiled ",
+                       module.name(), " in ", RoundTripDouble(std::round(st.compile_seconds * 1e5) / 100), " ms: ",
+                       st.thunks, " thunks, ", st.kernels, " kernels (", st.kernels_from_cache, " from the NVRTC cache)\n",
+                       st.memory.ToString(), "\n", HostFallbackLine(st.host_fallbacks),
+                       options.kernel_dump_dir.empty() ? "" : StrCat("kernel sources in ", options.kernel_dump_dir, "\n"));
+    if (options.keep_compiled_module_text) r.compiled_module_text = out.compiled->module->ToString();
+    return out;
+  }
+
+  static std::vector<std::string_view> FlagNames() {
+    std::vector<std::string_view> names;
+    for (const FlagSpec& f : kFlagSpecs) names.push_back(f.name);
+    return names;
+  }
+
+  DeviceContexts contexts_;
+};
+
+}  // namespace
+
+// The platform-level flags (cuda_*_library, cuda_include_dir) set the process's CudaLibraryPaths
+// (library_loader.h) -- those given; the others keep their value. Each library is loaded once
+// per process, on first use, so they take effect when given before that: to the first Client's
+// creation (ClientOptions::flags). Compile accepts and ignores them (they are in every
+// compile's flags too).
+std::unique_ptr<Backend> CreateCudaBackend(const BackendFlags& flags) {
+  CudaLibraryPaths paths = GetCudaLibraryPaths();
+  const std::pair<std::string_view, std::string*> fields[] = {
+      {"cuda_driver_library", &paths.driver}, {"cuda_nvrtc_library", &paths.nvrtc},
+      {"cuda_cublas_library", &paths.cublas}, {"cuda_cublaslt_library", &paths.cublaslt},
+      {"cuda_cufft_library", &paths.cufft},   {"cuda_cudnn_library", &paths.cudnn},
+      {"cuda_nccl_library", &paths.nccl},     {"cuda_include_dir", &paths.include_dir},
+  };
+  bool given = false;
+  for (const auto& [name, field] : fields)
+    if (std::string_view v = FlagOr(flags, name, ""); !v.empty()) {
+      *field = std::string(v);
+      given = true;
+    }
+  if (given) SetCudaLibraryPaths(paths);
+  return std::make_unique<CudaBackend>();
+}
+
+std::string CudaFlagHelp() {
+  std::string s;
+  for (const FlagSpec& f : kFlagSpecs) s += StrCat(f.name, "=", f.help, "\n");
+  return s;
+}
+
+}  // namespace kiln::cuda

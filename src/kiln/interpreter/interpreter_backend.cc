@@ -1,0 +1,126 @@
+#include "kiln/interpreter/interpreter_backend.h"
+
+#include <charconv>
+#include <chrono>
+
+#include "kiln/base/strings.h"
+#include "kiln/eval/evaluator.h"
+#include "kiln/hlo/verifier.h"
+#include "kiln/passes/module_clone.h"
+
+namespace kiln::interpreter {
+
+namespace {
+
+constexpr std::string_view kPlatform = "interpreter";
+constexpr std::string_view kFlags[] = {"interpreter_max_loop_iterations"};
+
+Status CheckOrdinal(int ordinal) {
+  if (ordinal != 0) return InvalidArgument("the interpreter has one device (0), not ", ordinal);
+  return OkStatus();
+}
+
+class InterpreterExecutable final : public Executable {
+ public:
+  InterpreterExecutable(std::unique_ptr<HloModule> module, EvaluatorOptions options, CompileReport report)
+      : Executable(std::string(kPlatform), 0, *module, std::move(report)), module_(std::move(module)), options_(options) {}
+
+  StatusOr<std::unique_ptr<Buffer>> BufferFromLiteral(const Literal& literal) override {
+    if (!literal.shape().IsArray()) return InvalidArgument("a buffer holds one array, not ", literal.shape().ToString(false));
+    return std::unique_ptr<Buffer>(HostBuffer::FromLiteral(literal, std::string(kPlatform), 0));
+  }
+
+ protected:
+  StatusOr<std::vector<std::unique_ptr<Buffer>>> ExecuteImpl(std::span<Buffer* const> arguments,
+                                                              const ExecuteOptions& options) override {
+    // Rebuild each parameter (tuples from their leaves) as the evaluator takes literals.
+    std::vector<Literal> leaves;
+    for (Buffer* b : arguments) {
+      KILN_ASSIGN_OR_RETURN(Literal l, b->ToLiteral());
+      leaves.push_back(std::move(l));
+    }
+    const HloComputation* entry = module_->entry_computation();
+    std::vector<Literal> params;
+    for (int64_t p = 0; p < num_parameters(); ++p) {
+      const int64_t first = first_leaf_of_parameter(p);
+      const int64_t end = p + 1 < num_parameters() ? first_leaf_of_parameter(p + 1) : static_cast<int64_t>(leaves.size());
+      std::vector<Literal> mine(std::make_move_iterator(leaves.begin() + first), std::make_move_iterator(leaves.begin() + end));
+      Shape logical = entry->parameter_instruction(p)->shape();
+      logical.clear_layout();
+      KILN_ASSIGN_OR_RETURN(Literal param, NestLiterals(std::move(mine), logical));
+      params.push_back(std::move(param));
+    }
+    EvaluatorOptions eo = options_;
+    eo.rng_seed = options.seed;
+    Evaluator evaluator(eo);
+    KILN_ASSIGN_OR_RETURN(Literal result, evaluator.Run(*module_, params));
+    for (size_t i = 0; i < arguments.size(); ++i)
+      if (donated()[i]) arguments[i]->MarkDonated(StrCat("donated to ", module_name()));
+    std::vector<std::unique_ptr<Buffer>> out;
+    if (options.discard_results) return out;
+    for (Literal& leaf : FlattenLiteral(result))
+      out.push_back(HostBuffer::FromLiteral(std::move(leaf), std::string(kPlatform), 0));
+    return out;
+  }
+
+ private:
+  std::unique_ptr<HloModule> module_;
+  EvaluatorOptions options_;
+};
+
+class InterpreterBackend final : public Backend {
+ public:
+  std::string_view name() const override { return kPlatform; }
+  std::string_view description() const override { return "the reference evaluator (host)"; }
+  StatusOr<std::vector<DeviceInfo>> Devices() const override {
+    return std::vector<DeviceInfo>{{0, "host", "runs every op exactly, one thread, slowly"}};
+  }
+  std::string flag_help() const override {
+    return "interpreter_max_loop_iterations=N  fail a while loop after N iterations (default: no limit)\n";
+  }
+
+  StatusOr<std::unique_ptr<Executable>> Compile(const HloModule& module, const CompileOptions& options) override {
+    KILN_RETURN_IF_ERROR(CheckOrdinal(options.device_ordinal));
+    KILN_RETURN_IF_ERROR(CheckBackendFlags(options.flags, "interpreter_", kFlags));
+    EvaluatorOptions eo;
+    if (std::string_view v = FlagOr(options.flags, "interpreter_max_loop_iterations", ""); !v.empty()) {
+      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), eo.max_loop_iterations);
+      if (ec != std::errc() || p != v.data() + v.size() || eo.max_loop_iterations < 1)
+        return InvalidArgument("interpreter_max_loop_iterations: expected a positive integer, got '", v, "'");
+    }
+    if (module.entry_computation() == nullptr) return InvalidArgument("module ", module.name(), " has no entry computation");
+    if (options.verify) KILN_RETURN_IF_ERROR(VerifyModule(module));
+    auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<HloModule> copy = CloneModule(module);
+    CompileReport report;
+    report.target = "host";
+    report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.summary = StrCat("the interpreter compiles nothing: it evaluates ", module.name(), " on every run\n");
+    report.details = report.summary;
+    return std::unique_ptr<Executable>(new InterpreterExecutable(std::move(copy), eo, std::move(report)));
+  }
+
+  StatusOr<std::unique_ptr<Buffer>> BufferFromHost(const void* data, uint64_t bytes, const Shape& shape,
+                                                   int ordinal) override {
+    KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b, HostBuffer::Copy(data, bytes, shape, std::string(kPlatform), 0));
+    return std::unique_ptr<Buffer>(std::move(b));
+  }
+
+  StatusOr<std::unique_ptr<Buffer>> BufferFromPointer(void* ptr, const Shape& shape, int ordinal,
+                                                      std::function<void()> release) override {
+    KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
+    KILN_RETURN_IF_ERROR(BufferBytes(shape).status());
+    if (ptr == nullptr) return InvalidArgument("BufferFromPointer: null pointer");
+    std::shared_ptr<void> owner(ptr, [release = std::move(release)](void*) {
+      if (release) release();
+    });
+    return std::unique_ptr<Buffer>(new HostBuffer(shape, std::string(kPlatform), 0, ptr, std::move(owner)));
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CreateInterpreterBackend(const BackendFlags&) { return std::make_unique<InterpreterBackend>(); }
+
+}  // namespace kiln::interpreter

@@ -1,0 +1,2 @@
+#pragma once
+#include "kiln/cuda/libs/gemm.h"

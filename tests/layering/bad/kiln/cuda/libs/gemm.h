@@ -1,0 +1,3 @@
+#pragma once
+#include "kiln/cuda/driver.h"
+#include "kiln/cuda/libs/gemm_desc.h"

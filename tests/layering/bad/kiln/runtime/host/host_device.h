@@ -1,0 +1,3 @@
+#pragma once
+  #  include "kiln/runtime/device.h"
+#include "kiln/base/status.h"

@@ -1,0 +1,3 @@
+#include "kiln/cuda/compiler/compiler.h"
+#include "kiln/cuda/driver.h"
+#include "kiln/runtime/device.h"

@@ -1,0 +1,3 @@
+#pragma once
+#include "kiln/base/status.h"
+#include "kiln/runtime/device.h"
