@@ -146,7 +146,10 @@ TEST(FissionGpuTest, CandidatesAreListedMeasuredAndTheTunedModuleIsRight) {
       for (const autotune::CandidateRecord& r : g.candidates) {
         if (r.config.backend() != kFissionBackend) continue;
         ++listed;
-        valid += r.valid();
+        // Measured: it compiled, ran clean of its redzones and was timed. A split GEMM is often
+        // more than too_slow_factor behind cuBLASLt's fused epilogue, so "too slow" counts too
+        // (the profiler stops timing it after the first run); which verdict it gets is timing.
+        valid += r.valid() || r.measurement.verdict == autotune::Verdict::kTooSlow;
       }
     }
     EXPECT_GT(listed, 0) << report->ToJson().dump(1);
