@@ -22,16 +22,25 @@ StatusOr<std::unique_ptr<Buffer>> Backend::BufferFromPointer(void*, const Shape&
   return Unimplemented("the ", name(), " backend cannot wrap external memory");
 }
 
-Status CheckBackendFlags(const BackendFlags& flags, std::string_view prefix, std::span<const std::string_view> known) {
+Status CheckBackendFlags(const BackendFlags& flags, std::string_view prefix, std::span<const FlagSpec> known) {
   for (const auto& [name, value] : flags) {
     if (!StartsWith(name, prefix)) continue;
     bool found = false;
-    for (std::string_view k : known) found |= k == name;
-    if (!found)
+    for (const FlagSpec& k : known) found |= k.name == name;
+    if (!found) {
+      std::vector<std::string_view> names;
+      for (const FlagSpec& k : known) names.push_back(k.name);
       return InvalidArgument("unknown flag '", name, "' (", prefix, "* flags: ",
-                             known.empty() ? std::string("none") : StrJoin(known, ", "), ")");
+                             names.empty() ? std::string("none") : StrJoin(names, ", "), ")");
+    }
   }
   return OkStatus();
+}
+
+std::string FlagHelp(std::span<const FlagSpec> specs) {
+  std::string s;
+  for (const FlagSpec& f : specs) s += StrCat(f.name, "=", f.help, "\n");
+  return s;
 }
 
 std::string_view FlagOr(const BackendFlags& flags, std::string_view name, std::string_view fallback) {

@@ -74,10 +74,16 @@ class Backend {
                                                               std::function<void()> release);
 };
 
+// One flag a backend takes: its name and "VALUES  meaning" (Backend::flag_help lines).
+struct FlagSpec {
+  std::string_view name;
+  std::string_view help;
+};
 // Checks flags against a backend's known names: those starting with `prefix` ("cpu_") must be
 // in `known`; InvalidArgument lists the known ones otherwise.
-Status CheckBackendFlags(const BackendFlags& flags, std::string_view prefix,
-                         std::span<const std::string_view> known);
+Status CheckBackendFlags(const BackendFlags& flags, std::string_view prefix, std::span<const FlagSpec> known);
+// "name=help" lines, the Backend::flag_help text of `specs`.
+std::string FlagHelp(std::span<const FlagSpec> specs);
 // The value of flag `name`, or `fallback`.
 std::string_view FlagOr(const BackendFlags& flags, std::string_view name, std::string_view fallback);
 

@@ -66,7 +66,7 @@ TEST(FlattenLiteralTest, RoundTrip) {
 }
 
 TEST(BackendFlagsTest, UnknownNamesOfTheBackendFail) {
-  constexpr std::string_view kKnown[] = {"cpu_row_tiling"};
+  constexpr FlagSpec kKnown[] = {{"cpu_row_tiling", "on|off  x"}};
   BackendFlags flags{{"cpu_row_tiling", "0"}, {"cuda_graph", "0"}};
   EXPECT_TRUE(CheckBackendFlags(flags, "cpu_", kKnown).ok());  // cuda_* is not ours
   flags["cpu_typo"] = "1";
@@ -76,6 +76,7 @@ TEST(BackendFlagsTest, UnknownNamesOfTheBackendFail) {
   EXPECT_NE(s.message().find("cpu_row_tiling"), std::string::npos);
   EXPECT_EQ(FlagOr(flags, "cuda_graph", "1"), "0");
   EXPECT_EQ(FlagOr(flags, "cuda_side_stream", "1"), "1");
+  EXPECT_EQ(FlagHelp(kKnown), "cpu_row_tiling=on|off  x\n");
 }
 
 }  // namespace

@@ -72,6 +72,16 @@ StatusOr<std::unique_ptr<HostBuffer>> HostBuffer::Copy(const void* data, uint64_
   return std::make_unique<HostBuffer>(std::move(shape), std::move(platform), ordinal, p, std::move(owner));
 }
 
+StatusOr<std::unique_ptr<HostBuffer>> HostBuffer::Wrap(void* ptr, Shape shape, std::string platform, int ordinal,
+                                                       std::function<void()> release) {
+  KILN_RETURN_IF_ERROR(BufferBytes(shape).status());
+  if (ptr == nullptr) return InvalidArgument("BufferFromPointer: null pointer");
+  std::shared_ptr<void> owner(ptr, [release = std::move(release)](void*) {
+    if (release) release();
+  });
+  return std::make_unique<HostBuffer>(std::move(shape), std::move(platform), ordinal, ptr, std::move(owner));
+}
+
 Status HostBuffer::CopyToHostImpl(void* dst, uint64_t bytes) const {
   std::memcpy(dst, opaque_pointer(), bytes);
   return OkStatus();

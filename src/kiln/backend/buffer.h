@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -100,6 +101,11 @@ class HostBuffer final : public Buffer {
   // Copies `bytes` bytes from `data` into fresh 64-byte-aligned memory.
   static StatusOr<std::unique_ptr<HostBuffer>> Copy(const void* data, uint64_t bytes, Shape shape,
                                                     std::string platform, int ordinal);
+  // Wraps host memory the caller owns (BufferFromPointer of the host backends): `release`
+  // (may be empty) runs once the buffer and every result sharing the memory are gone.
+  // InvalidArgument for a null pointer or a shape that is no buffer's.
+  static StatusOr<std::unique_ptr<HostBuffer>> Wrap(void* ptr, Shape shape, std::string platform, int ordinal,
+                                                    std::function<void()> release);
   bool on_host() const override { return true; }
 
  private:

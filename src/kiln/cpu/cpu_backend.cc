@@ -19,10 +19,6 @@ namespace {
 
 constexpr std::string_view kPlatform = "cpu";
 
-struct FlagSpec {
-  std::string_view name;
-  std::string_view help;
-};
 constexpr FlagSpec kFlagSpecs[] = {
     {"cpu_row_tiling", "on|off|force  run chains of row-local fusions tile by tile (force: every chain, small tiles)"},
     {"cpu_row_tile_bytes", "N  working set of one row tile (default 524288)"},
@@ -189,12 +185,9 @@ class CpuBackend final : public Backend {
   StatusOr<std::unique_ptr<Buffer>> BufferFromPointer(void* ptr, const Shape& shape, int ordinal,
                                                       std::function<void()> release) override {
     KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
-    KILN_RETURN_IF_ERROR(BufferBytes(shape).status());
-    if (ptr == nullptr) return InvalidArgument("BufferFromPointer: null pointer");
-    std::shared_ptr<void> owner(ptr, [release = std::move(release)](void*) {
-      if (release) release();
-    });
-    return std::unique_ptr<Buffer>(new HostBuffer(shape, std::string(kPlatform), 0, ptr, std::move(owner)));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b,
+                          HostBuffer::Wrap(ptr, shape, std::string(kPlatform), 0, std::move(release)));
+    return std::unique_ptr<Buffer>(std::move(b));
   }
 };
 
@@ -203,9 +196,7 @@ class CpuBackend final : public Backend {
 std::unique_ptr<Backend> CreateCpuBackend(const BackendFlags&) { return std::make_unique<CpuBackend>(); }
 
 Status ApplyCpuFlags(const BackendFlags& flags, CpuCompileOptions* options) {
-  std::vector<std::string_view> known;
-  for (const FlagSpec& f : kFlagSpecs) known.push_back(f.name);
-  KILN_RETURN_IF_ERROR(CheckBackendFlags(flags, "cpu_", known));
+  KILN_RETURN_IF_ERROR(CheckBackendFlags(flags, "cpu_", kFlagSpecs));
   if (std::string_view v = FlagOr(flags, "cpu_row_tiling", ""); !v.empty()) {
     if (v == "off" || v == "0") {
       options->row_tiling = false;
@@ -247,10 +238,6 @@ Status ApplyCpuFlags(const BackendFlags& flags, CpuCompileOptions* options) {
   return OkStatus();
 }
 
-std::string CpuFlagHelp() {
-  std::string s;
-  for (const FlagSpec& f : kFlagSpecs) s += StrCat(f.name, "=", f.help, "\n");
-  return s;
-}
+std::string CpuFlagHelp() { return FlagHelp(kFlagSpecs); }
 
 }  // namespace kiln::cpu

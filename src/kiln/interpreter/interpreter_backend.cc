@@ -13,7 +13,8 @@ namespace kiln::interpreter {
 namespace {
 
 constexpr std::string_view kPlatform = "interpreter";
-constexpr std::string_view kFlags[] = {"interpreter_max_loop_iterations"};
+constexpr FlagSpec kFlags[] = {
+    {"interpreter_max_loop_iterations", "N  fail a while loop after N iterations (default: no limit)"}};
 
 Status CheckOrdinal(int ordinal) {
   if (ordinal != 0) return InvalidArgument("the interpreter has one device (0), not ", ordinal);
@@ -76,7 +77,7 @@ class InterpreterBackend final : public Backend {
     return std::vector<DeviceInfo>{{0, "host", "runs every op exactly, one thread, slowly"}};
   }
   std::string flag_help() const override {
-    return "interpreter_max_loop_iterations=N  fail a while loop after N iterations (default: no limit)\n";
+    return FlagHelp(kFlags);
   }
 
   StatusOr<std::unique_ptr<Executable>> Compile(const HloModule& module, const CompileOptions& options) override {
@@ -110,12 +111,9 @@ class InterpreterBackend final : public Backend {
   StatusOr<std::unique_ptr<Buffer>> BufferFromPointer(void* ptr, const Shape& shape, int ordinal,
                                                       std::function<void()> release) override {
     KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
-    KILN_RETURN_IF_ERROR(BufferBytes(shape).status());
-    if (ptr == nullptr) return InvalidArgument("BufferFromPointer: null pointer");
-    std::shared_ptr<void> owner(ptr, [release = std::move(release)](void*) {
-      if (release) release();
-    });
-    return std::unique_ptr<Buffer>(new HostBuffer(shape, std::string(kPlatform), 0, ptr, std::move(owner)));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b,
+                          HostBuffer::Wrap(ptr, shape, std::string(kPlatform), 0, std::move(release)));
+    return std::unique_ptr<Buffer>(std::move(b));
   }
 };
 

@@ -23,10 +23,6 @@ namespace {
 
 constexpr std::string_view kPlatform = "cuda";
 
-struct FlagSpec {
-  std::string_view name;
-  std::string_view help;
-};
 constexpr FlagSpec kFlagSpecs[] = {
     {"cuda_gemm_epilogue", "0|1  fuse bias/activation epilogues into cuBLASLt (default 1)"},
     {"cuda_conv_epilogue", "0|1  fuse epilogues into cuDNN convolutions (default 1)"},
@@ -362,7 +358,7 @@ class CudaBackend final : public Backend {
   // The GPU compiler on `module` for the device (or the sm_90 preset without one), with the
   // autotuning step where the settings and a device allow it.
   StatusOr<Compiled> CompileModule(const HloModule& module, const CompileOptions& options) {
-    KILN_RETURN_IF_ERROR(CheckBackendFlags(options.flags, "cuda_", FlagNames()));
+    KILN_RETURN_IF_ERROR(CheckBackendFlags(options.flags, "cuda_", kFlagSpecs));
     Compiled out;
     codegen::DeviceSpec spec;
     if (auto d = Device(options.device_ordinal); d.ok()) {
@@ -412,12 +408,6 @@ class CudaBackend final : public Backend {
     return out;
   }
 
-  static std::vector<std::string_view> FlagNames() {
-    std::vector<std::string_view> names;
-    for (const FlagSpec& f : kFlagSpecs) names.push_back(f.name);
-    return names;
-  }
-
   DeviceContexts contexts_;
 };
 
@@ -446,10 +436,6 @@ std::unique_ptr<Backend> CreateCudaBackend(const BackendFlags& flags) {
   return std::make_unique<CudaBackend>();
 }
 
-std::string CudaFlagHelp() {
-  std::string s;
-  for (const FlagSpec& f : kFlagSpecs) s += StrCat(f.name, "=", f.help, "\n");
-  return s;
-}
+std::string CudaFlagHelp() { return FlagHelp(kFlagSpecs); }
 
 }  // namespace kiln::cuda
