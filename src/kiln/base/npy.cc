@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -343,9 +344,33 @@ std::string SerializeNpy(const NpyArray& array) {
 }
 
 StatusOr<std::string> ReadFileToString(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (ec || !fs::exists(st)) return NotFound("cannot open ", path, ": no such file");
+  if (fs::is_directory(st)) return InvalidArgument(path, " is a directory, not a file");
+  // Regular files and pipes (`<(...)` on a shell); never devices such as /dev/zero, which read
+  // forever.
+  if (!fs::is_regular_file(st) && !fs::is_fifo(st))
+    return InvalidArgument(path, " is not a regular file (a device or socket)");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot open ", path, ": ", std::strerror(errno));
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string data;
+  try {
+    if (fs::is_regular_file(st)) {
+      const uintmax_t size = fs::file_size(path, ec);
+      if (ec) return DataLoss("cannot size ", path, ": ", ec.message());
+      data.resize(static_cast<size_t>(size));
+      in.read(data.data(), static_cast<std::streamsize>(size));
+      if (static_cast<uintmax_t>(in.gcount()) != size) return DataLoss("error reading ", path, " (it shrank while read?)");
+    } else {
+      data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of memory reading ", path);
+  } catch (const std::length_error&) {
+    return ResourceExhausted("out of memory reading ", path);
+  }
   if (in.bad()) return DataLoss("error reading ", path);
   return data;
 }

@@ -225,5 +225,24 @@ TEST(NpyTest, MalformedInputIsAnErrorNotACrash) {
   EXPECT_FALSE(big);
 }
 
+TEST(ReadFileToStringTest, OnlyFilesAndPipes) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  auto d = ReadFileToString(dir.string());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(d.status().message().find("is a directory"), std::string::npos);
+  auto z = ReadFileToString("/dev/zero");  // would read forever
+  ASSERT_FALSE(z.ok());
+  EXPECT_NE(z.status().message().find("not a regular file"), std::string::npos);
+  auto missing = ReadFileToString((dir / "kiln_no_such_file_here").string());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  const std::string path = (dir / "kiln_read_file_test.txt").string();
+  ASSERT_TRUE(WriteStringToFile(path, "abc").ok());
+  auto ok = ReadFileToString(path);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, "abc");
+  std::filesystem::remove(path);
+}
+
 }  // namespace
 }  // namespace kiln

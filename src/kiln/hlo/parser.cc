@@ -3,6 +3,8 @@
 // is declared in parser_internal.h.
 #include "kiln/hlo/parser.h"
 
+#include "kiln/base/npy.h"
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -621,13 +623,11 @@ StatusOr<std::unique_ptr<HloModule>> ParseHloModule(std::string_view text,
 
 StatusOr<std::unique_ptr<HloModule>> ParseHloModuleFile(const std::string& path,
                                                         ParseOptions options) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open HLO file ", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // A regular file or a pipe; a directory or a device is an error, not an endless read.
+  StatusOr<std::string> text = ReadFileToString(path);
+  if (!text.ok()) return text.status();
   if (options.filename == ParseOptions().filename) options.filename = path;
-  std::string text = ss.str();
-  return ParseHloModule(text, options);
+  return ParseHloModule(*text, options);
 }
 
 StatusOr<Shape> ParseShape(std::string_view text) {

@@ -67,6 +67,13 @@ check malformed 2 'malformed\.hlo:5:[0-9]+: ' -- "$KILN" run "$DATA/malformed.hl
 check malformed_caret 2 '^ +\^$' -- "$KILN" run "$DATA/malformed.hlo"
 check unverified 2 'inferred shape f32\[2\] of negate' -- "$KILN" run "$DATA/unverified.hlo"
 check missing_file 2 'cannot open' -- "$KILN" run "$TMP/none.hlo"
+# Not files: clear errors with exit 2, never an abort or an endless read.
+check module_is_directory 2 'is a directory' -- "$KILN" run "$TMP"
+check module_is_device 2 'not a regular file' -- "$KILN" run /dev/zero
+check inputs_is_directory 2 'is a directory' -- "$KILN" run "$DATA/small.hlo" --inputs "$TMP"
+check expected_is_device 2 'not a regular file' -- "$KILN" compare "$DATA/small.hlo" --expected /dev/zero
+check threads_out_of_range 2 'threads' -- "$KILN" run "$DATA/small.hlo" --threads 100000
+check threads_negative 2 'threads' -- "$KILN" run "$DATA/small.hlo" --threads -1
 
 # Devices.
 check device_not_built 2 "kiln: device 'rocm' is not built yet \(available: (cuda, )?cpu, interpreter\)" -- \
