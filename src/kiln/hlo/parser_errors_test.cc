@@ -55,6 +55,15 @@ TEST(ParserErrorsTest, MessagesWithPositionAndCaret) {
       {Entry("  ROOT c = f32[3] constant({1, 2})"),
        "t.hlo:3:28: expected 3 elements in dimension 0 of constant, found 2\n"
        "  ROOT c = f32[3] constant({1, 2})\n                           ^"},
+      {Entry("  ROOT p = f32[16777232,1099510579201] parameter(0)"),
+       "t.hlo:3:12: shape f32[16777232,1099510579201] has more elements than 64 bits count\n"
+       "  ROOT p = f32[16777232,1099510579201] parameter(0)\n           ^"},
+      {Entry("  ROOT p = f32[4294967296,4294967296,4] parameter(0)"),
+       "t.hlo:3:12: shape f32[4294967296,4294967296,4] has more elements than 64 bits count\n"
+       "  ROOT p = f32[4294967296,4294967296,4] parameter(0)\n           ^"},
+      {Entry("  ROOT p = f32[1099511627776,4194304] parameter(0)"),
+       "t.hlo:3:12: shape f32[1099511627776,4194304] takes more bytes than 64 bits count\n"
+       "  ROOT p = f32[1099511627776,4194304] parameter(0)\n           ^"},
       {Entry("  ROOT c = s8[] constant(300)"),
        "t.hlo:3:26: integer 300 out of range for s8\n  ROOT c = s8[] constant(300)\n                         ^"},
       {Entry("  ROOT c = pred[] constant(2)"),
@@ -159,8 +168,11 @@ TEST(ParserErrorsTest, DeepNestingIsAnErrorNotACrash) {
 }
 
 TEST(ParserErrorsTest, HugeShapesAndNumbersAreRejectedWithoutAllocating) {
-  EXPECT_NE(ParseError(Entry("  ROOT c = f32[1099511627776,1099511627776] constant({1})")).find(
+  EXPECT_NE(ParseError(Entry("  ROOT c = f32[1099511627776,4] constant({1})")).find(
                 "has more elements than the text"),
+            std::string::npos);
+  EXPECT_NE(ParseError(Entry("  ROOT c = f32[1099511627776,1099511627776] constant({1})")).find(
+                "has more elements than 64 bits count"),
             std::string::npos);
   EXPECT_NE(ParseError(Entry("  ROOT p = f32[2] parameter(9000000000000)")).find("too large"),
             std::string::npos);
