@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kiln/base/npy.h"
 #include "kiln/base/strings.h"
 #include "kiln/hlo/parser.h"
 #include "kiln/hlo/verifier.h"
@@ -10,13 +11,37 @@
 
 namespace kiln {
 
+namespace {
+
+// What the text probably is when it is not HLO text: a hint for the error message, or "".
+std::string NotHloHint(std::string_view text) {
+  const std::string_view head = text.substr(0, 4096);
+  for (char c : head.substr(0, 256))
+    if (c == '\0' || (static_cast<unsigned char>(c) < 0x09))
+      return "hint: this looks like a binary file (a serialized HloModuleProto?); kiln reads HLO text, "
+             "as `jax.jit(f).lower(...).as_text(dialect=\"hlo\")` or XLA's --xla_dump_hlo_as_text write it";
+  if (head.find("func.func") != std::string_view::npos || head.find("stablehlo.") != std::string_view::npos ||
+      head.find("module @") != std::string_view::npos)
+    return "hint: this looks like StableHLO / MLIR text; kiln reads HLO text: "
+           "`jax.jit(f).lower(...).as_text(dialect=\"hlo\")` (docs/cli.md)";
+  return "";
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<HloModule>> ParseModule(std::string_view text, std::string_view filename,
                                                  const ParseModuleOptions& options) {
   ParseOptions po;
   po.filename = std::string(filename);
   po.fill_elided_constants = options.fill_elided_constants;
   po.fill_seed = options.fill_seed;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, ParseHloModule(text, po));
+  StatusOr<std::unique_ptr<HloModule>> parsed = ParseHloModule(text, po);
+  if (!parsed.ok()) {
+    const std::string hint = NotHloHint(text);
+    if (hint.empty()) return parsed.status();
+    return Status(parsed.status().code(), StrCat(parsed.status().message(), "\n", hint));
+  }
+  std::unique_ptr<HloModule> module = std::move(parsed).value();
   if (options.verify) {
     Status s = VerifyModule(*module);
     if (!s.ok()) return InvalidArgument(filename, ": the module does not verify:\n", s.message());
@@ -25,11 +50,10 @@ StatusOr<std::unique_ptr<HloModule>> ParseModule(std::string_view text, std::str
 }
 
 StatusOr<std::unique_ptr<HloModule>> ParseModuleFile(const std::string& path, const ParseModuleOptions& options) {
-  ParseOptions po;
-  po.filename = path;
-  po.fill_elided_constants = options.fill_elided_constants;
-  po.fill_seed = options.fill_seed;
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, ParseHloModuleFile(path, po));
+  KILN_ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  ParseModuleOptions parse = options;
+  parse.verify = false;
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, ParseModule(text, path, parse));
   if (options.verify) {
     Status s = VerifyModule(*module);
     if (!s.ok()) return InvalidArgument(path, ": the module does not verify (--no-verify skips this):\n", s.message());
