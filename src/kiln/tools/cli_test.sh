@@ -74,6 +74,9 @@ check inputs_is_directory 2 'is a directory' -- "$KILN" run "$DATA/small.hlo" --
 check expected_is_device 2 'not a regular file' -- "$KILN" compare "$DATA/small.hlo" --expected /dev/zero
 check threads_out_of_range 2 'threads' -- "$KILN" run "$DATA/small.hlo" --threads 100000
 check threads_negative 2 'threads' -- "$KILN" run "$DATA/small.hlo" --threads -1
+check rtol_negative 2 'finite number' -- "$KILN" compare "$DATA/small.hlo" --rtol -1
+check rtol_nan 2 'finite number' -- "$KILN" compare "$DATA/small.hlo" --atol nan
+check expected_and_reference 2 'excludes' -- "$KILN" compare "$DATA/small.hlo" --expected x.npz --reference cpu
 # Not HLO text: the error says what it looks like and how to get HLO text.
 printf 'module @jit_f {\n  func.func public @main(%%arg0: tensor<2xf32>) -> tensor<2xf32> {\n' > "$TMP/stablehlo.mlir"
 check stablehlo_hint 2 'looks like StableHLO' -- "$KILN" run "$TMP/stablehlo.mlir"

@@ -1,5 +1,6 @@
 // kiln compare MODULE.hlo: run on a device and on a reference (or read expected outputs) and
 // compare every output within the tolerance of its type (src/kiln/eval/tolerance.h).
+#include <cmath>
 #include <iostream>
 #include <optional>
 
@@ -153,14 +154,29 @@ void AddCompareCommand(CLI::App& app, const Client& client, int* exit_code) {
       "compare", "Run a module on a device and a reference (or against stored outputs) and compare");
   cmd->add_option("module", flags->module, "HLO text file")->required();
   cmd->add_option("--device", flags->device, "device under test (default: the best available)");
-  cmd->add_option("--reference", flags->reference, "reference device")->capture_default_str();
+  CLI::Option* reference = cmd->add_option("--reference", flags->reference, "reference device")->capture_default_str();
   cmd->add_option("--expected", flags->expected,
                   ".npz with the expected outputs out0, out1, ... instead of a reference run; "
-                  "its in0, in1, ... are the inputs unless --inputs is given");
+                  "its in0, in1, ... are the inputs unless --inputs is given")
+      ->excludes(reference);
   cmd->add_option("--inputs", flags->inputs, ".npz with in0, in1, ... (default: random from --seed)");
   cmd->add_option("--seed", flags->seed, "seed of random inputs")->capture_default_str();
-  cmd->add_option("--rtol", flags->rtol, "relative tolerance for floating outputs (default: per type)");
-  cmd->add_option("--atol", flags->atol, "absolute tolerance for floating outputs (default: per type)");
+  // A tolerance is a finite number >= 0 (NaN would pass everything; a negative one nothing).
+  const auto tolerance = CLI::Validator(
+      [](std::string& v) -> std::string {
+        try {
+          size_t used = 0;
+          const double x = std::stod(v, &used);
+          if (used == v.size() && std::isfinite(x) && x >= 0) return "";
+        } catch (...) {
+        }
+        return "must be a finite number >= 0, not '" + v + "'";
+      },
+      "TOLERANCE");
+  cmd->add_option("--rtol", flags->rtol, "relative tolerance for floating outputs (default: per type)")
+      ->check(tolerance);
+  cmd->add_option("--atol", flags->atol, "absolute tolerance for floating outputs (default: per type)")
+      ->check(tolerance);
   cmd->add_flag("--reference-tf32", flags->reference_tf32,
                 "the expected f32 results were computed with TF32 dots (XLA on NVIDIA GPUs)");
   cmd->add_flag("--cast", flags->cast, "convert inputs that do not fit the parameter type exactly");
