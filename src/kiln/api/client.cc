@@ -1,6 +1,8 @@
 #include "kiln/api/client.h"
 
 #include <fstream>
+#include <new>
+#include <stdexcept>
 #include <sstream>
 
 #include "kiln/base/npy.h"
@@ -118,7 +120,13 @@ StatusOr<std::unique_ptr<Executable>> Client::Compile(const HloModule& module, s
   KILN_ASSIGN_OR_RETURN(DeviceSelection d, SelectDevice(device, /*require_device=*/false));
   options = WithClientFlags(std::move(options));
   options.device_ordinal = d.ordinal;
-  return d.backend->Compile(module, options);
+  try {
+    return d.backend->Compile(module, options);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of host memory compiling ", module.name(), " for ", DeviceName(d));
+  } catch (const std::length_error&) {
+    return ResourceExhausted("out of host memory compiling ", module.name(), " for ", DeviceName(d));
+  }
 }
 
 StatusOr<std::unique_ptr<Executable>> Client::CompileText(std::string_view hlo_text, std::string_view device,

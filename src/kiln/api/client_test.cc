@@ -104,6 +104,20 @@ TEST(ClientTest, UnknownFlagOfABackendFails) {
   EXPECT_TRUE(TheClient().CompileText(kIdentity, "cpu", o).ok());
 }
 
+TEST(ClientTest, OutOfMemoryIsAStatusNotAnAbort) {
+  // 4 TiB of f32: no host has it; the evaluator's allocation fails inside Execute.
+  auto exe = TheClient().CompileText(R"(HloModule huge
+ENTRY main {
+  ROOT i = f32[1099511627776] iota(), iota_dimension=0
+}
+)",
+                                     "interpreter");
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  auto out = (*exe)->Execute({});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kResourceExhausted) << out.status().message();
+}
+
 TEST(EnvironmentTest, FlagNamesOfTheHelp) {
   EXPECT_EQ(FlagNames("cpu_a=on|off  x\ncpu_b=N  y\n"), (std::vector<std::string>{"cpu_a", "cpu_b"}));
 }

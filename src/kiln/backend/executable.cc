@@ -1,5 +1,8 @@
 #include "kiln/backend/executable.h"
 
+#include <new>
+#include <stdexcept>
+
 #include "kiln/base/strings.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/module.h"
@@ -97,7 +100,15 @@ StatusOr<std::vector<std::unique_ptr<Buffer>>> Executable::Execute(std::span<Buf
         return InvalidArgument("arguments ", j, " and ", i, " of ", module_name_,
                                " are the same buffer, and one of them is donated");
   }
-  return ExecuteImpl(arguments, options);
+  // No exception leaves the library: an allocation the host cannot satisfy (a Literal or a
+  // vector deep in a backend) is a ResourceExhausted status, as the backends' own checks are.
+  try {
+    return ExecuteImpl(arguments, options);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of host memory running ", module_name_, " on ", platform_, ":", ordinal_);
+  } catch (const std::length_error&) {
+    return ResourceExhausted("out of host memory running ", module_name_, " on ", platform_, ":", ordinal_);
+  }
 }
 
 StatusOr<Literal> Executable::Run(std::span<const Literal> arguments, const ExecuteOptions& options) {
