@@ -1,4 +1,6 @@
 // kiln: the command-line tool. Subcommands live in their own files (commands.h).
+#include <new>
+
 #include <CLI/CLI.hpp>
 
 #include "kiln/api/client.h"
@@ -53,6 +55,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     // Help and --version are "errors" with exit code 0; everything else is a usage error.
     return app.exit(e) == 0 ? kiln::kExitOk : kiln::kExitUsage;
+  } catch (const std::bad_alloc&) {
+    // The tool's own allocations (random inputs, output summaries) of a module too large for
+    // this host; the library reports its own as ResourceExhausted statuses.
+    kiln::PrintError("out of host memory (the module's arrays do not fit in this machine's memory)");
+    return kiln::kExitFailure;
   }
   return exit_code;
 }
