@@ -146,6 +146,8 @@ Status HloParser::ParseHeader(HloModule* module) {
   lex_.Next();  // HloModule
   KILN_ASSIGN_OR_RETURN(std::string name, ParseName("module name"));
   module->set_name(name);
+  // Older XLA tests write a colon after the name ("HloModule axpy_module:"); XLA accepts it.
+  TryConsume(TokKind::kColon);
   HloModuleHeader& h = module->header();
   std::unordered_set<std::string> seen;
   while (TryConsume(TokKind::kComma)) {

@@ -1,4 +1,5 @@
 // HLO parser: literals (the values of constants) and deterministic filling of elided ones.
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <cmath>
@@ -314,6 +315,25 @@ StatusOr<Literal> HloParser::ParseLiteral(const Shape& shape, bool* elided) {
                    StrCat("a literal cannot have shape ", shape.ToString(), " (arrays and tuples only)"));
   if (shape.is_dynamic()) return Expected("a constant of static shape");
   int64_t count = SafeElementCount(shape);
+  // A scalar for an array shape fills every element, as XLA reads it (bf16[512,128]
+  // constant(0.)); the allocation is bounded so that a typo cannot ask for terabytes.
+  if (shape.rank() > 0 && lex_.PeekKind() != TokKind::kLbrace) {
+    const size_t at = lex_.NextTokenOffset();
+    constexpr int64_t kMaxBroadcastBytes = int64_t{1} << 34;
+    const int64_t width = PrimitiveByteWidth(shape.element_type());
+    if (count < 0 || count > kMaxBroadcastBytes / std::max<int64_t>(width, 1))
+      return ErrorAt(at, StrCat("a scalar constant of shape ", shape.ToString(), " would take more than ",
+                                kMaxBroadcastBytes, " bytes"));
+    Literal scalar(Shape(shape.element_type(), {}));
+    ElementParser one(this, &scalar);
+    KILN_RETURN_IF_ERROR(one.Parse(0));
+    Literal lit(Shape(shape.element_type(), shape.dimensions()));
+    if (shape.has_layout()) lit.set_layout(shape.layout());
+    const size_t bytes = scalar.size_bytes();
+    uint8_t* dst = lit.untyped_data();
+    for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * bytes, scalar.untyped_data(), bytes);
+    return lit;
+  }
   // Every element takes at least one character, so the text bounds the count (this keeps
   // absurd shapes from allocating).
   size_t remaining = lex_.text().size() - std::min(lex_.text().size(), lex_.NextTokenOffset());

@@ -51,6 +51,21 @@ ENTRY e {
   EXPECT_EQ(e->root_instruction()->shape().ToString(), "f32[2]{0}");
 }
 
+TEST(ParserTest, WhatOlderXlaTestsWrite) {
+  // A colon after the module name, and a scalar for an array constant (every element).
+  auto m = Parse(R"(HloModule axpy_module:
+ENTRY e {
+  ROOT c = bf16[3,2] constant(1.5)
+})");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->name(), "axpy_module");
+  const Literal& c = m->entry_computation()->root_instruction()->literal();
+  ASSERT_EQ(c.element_count(), 6);
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(c.GetAsDouble(i), 1.5);
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT c = f32[1099511627776] constant(0)\n}\n").find("would take more"),
+            std::string::npos);
+}
+
 TEST(ParserTest, PercentNamesSignatureAndCalledComputations) {
   auto m = Parse(R"(HloModule m, is_scheduled=true
 
