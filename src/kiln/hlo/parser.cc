@@ -462,6 +462,10 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
 
   // Called computations in role order (see instruction.h).
   HloInstruction* target = p.async_wrapped ? p.async_wrapped.get() : instr;
+  // A dot without dimension numbers is XLA's default: no batch and no contracting dimensions
+  // (an outer product). Every later stage finds them present.
+  if (target->opcode() == HloOpcode::kDot && !target->attrs().dot_dimension_numbers)
+    target->attrs().dot_dimension_numbers.emplace();
   std::vector<NameRef> refs;
   if (called.condition || called.body) {
     if (!called.condition || !called.body)

@@ -823,3 +823,24 @@ ENTRY main {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// Modules XLA verifies and runs must verify here too.
+TEST(VerifierTest, WhatXlaAcceptsVerifies) {
+  // after-all joining arrays, not only tokens (the add-dependency style of ordering).
+  EXPECT_EQ(Verify("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  t = token[] after-all(a, a)\n"
+                   "  ROOT n = f32[2] negate(a)\n}\n"),
+            "OK");
+  // A dot without dimension numbers: an outer product.
+  EXPECT_EQ(Verify("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  b = f32[3] parameter(1)\n"
+                   "  ROOT d = f32[2,3] dot(a, b)\n}\n"),
+            "OK");
+  EXPECT_NE(Verify("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  b = f32[3] parameter(1)\n"
+                   "  ROOT d = f32[3,2] dot(a, b)\n}\n"),
+            "OK");  // the outer product's shape is still checked
+}
+
+}  // namespace
+}  // namespace kiln
