@@ -249,6 +249,28 @@ TEST_P(DeviceTest, ExternalMemoryIsReleasedOnce) {
                                              GetParam()).ok());
 }
 
+TEST_P(DeviceTest, StatefulRngStartsFromTheSeed) {
+  auto exe = TheClient().CompileText(R"(HloModule rng_state
+ENTRY main {
+  a = u64[2] rng-get-and-update-state(), delta=4
+  b = u64[2] rng-get-and-update-state(), delta=4, control-predecessors={a}
+  ROOT t = (u64[2], u64[2]) tuple(a, b)
+}
+)",
+                                     GetParam());
+  ASSERT_TRUE(exe.ok()) << exe.status().message();
+  ExecuteOptions o;
+  o.seed = 42;
+  for (int run = 0; run < 2; ++run) {  // every run starts from the seed
+    auto out = (*exe)->Run({}, o);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    uint64_t a = out->tuple_element(0).Get<uint64_t>({0}), b = out->tuple_element(1).Get<uint64_t>({0});
+    EXPECT_EQ(std::min(a, b), 42u);  // each op sees the state once, advanced by the other's delta
+    EXPECT_EQ(std::max(a, b), 46u);
+    EXPECT_EQ(out->tuple_element(0).Get<uint64_t>({1}), 0u);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, DeviceTest, ::testing::ValuesIn(Devices()),
                          [](const auto& info) { return info.param; });
 

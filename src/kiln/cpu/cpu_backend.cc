@@ -82,6 +82,7 @@ class CpuBackendExecutable final : public Executable {
     for (size_t i = 0; i < arguments.size(); ++i) raw[i] = arguments[i]->opaque_pointer();
     CpuRunOptions ro;
     ro.profile = options.profile;
+    ro.seed = options.seed;
     profiled_ |= options.profile;
     KILN_ASSIGN_OR_RETURN(ExecutionOutput run, exe_->ExecuteRowMajor(raw, ro));
     // Results that took over a donated argument keep that argument's memory alive.

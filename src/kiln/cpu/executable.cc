@@ -283,7 +283,9 @@ StatusOr<ExecutionOutput> CpuExecutable::ExecuteImpl(std::span<void* const> argu
   BufferAllocations buffers(std::move(memory));
   ExecutorOptions executor = parts_.executor;
   executor.sequential |= options.sequential;
+  std::atomic<uint64_t> rng_state(options.seed);
   ExecuteParams params;
+  params.rng_state = &rng_state;
   params.buffers = &buffers;
   params.pool = parts_.pool.get();
   params.profile = options.profile ? &profile_ : nullptr;

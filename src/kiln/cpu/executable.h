@@ -52,6 +52,9 @@ struct CpuRunOptions {
   bool profile = false;
   // Run the thunks one at a time in schedule order (kernels still use the pool).
   bool sequential = false;
+  // Seed of the stateful RNG ops (rng, rng-get-and-update-state), as the evaluator's
+  // EvaluatorOptions::rng_seed: each run starts from it.
+  uint64_t seed = 0;
 };
 
 // What compiling produced, for `kiln compile --stats`.

@@ -32,6 +32,8 @@
 //     concurrently on other threads, not as tasks of the kernel pool.
 #pragma once
 
+#include <atomic>
+
 #include <memory>
 #include <span>
 #include <string>
@@ -58,6 +60,8 @@ struct KernelContext {
   // array). Loop kernels then write them with streaming stores (Note [Streaming stores] in
   // kernels/loop_kernel.cc), as they do on their own for outputs of kStreamOutputBytes or more.
   bool stream_outputs = false;
+  // The run's state of the stateful RNG ops (ExecuteParams::rng_state); null: start from 0.
+  std::atomic<uint64_t>* rng_state = nullptr;
 };
 
 struct CpuKernelOptions {

@@ -61,6 +61,7 @@ Status KernelThunk::Execute(const ExecuteParams& params) const {
   }
   KernelContext ctx;
   ctx.pool = params.pool;
+  ctx.rng_state = params.rng_state;
   Status s = kernel_->Run(in_views, out_views, ctx);
   if (!s.ok()) return s.WithContext(StrCat("%", name()));
   return OkStatus();

@@ -81,6 +81,9 @@ struct ExecuteParams {
   ThreadPool* pool = nullptr;            // null: everything on the calling thread
   ThunkProfile* profile = nullptr;       // null: no profiling
   const ExecutorOptions* executor = nullptr;  // null: defaults
+  // The run's state of the stateful RNG ops (rng, rng-get-and-update-state), seeded by
+  // CpuRunOptions::seed; null: each op starts from 0.
+  std::atomic<uint64_t>* rng_state = nullptr;
 };
 
 class Thunk {

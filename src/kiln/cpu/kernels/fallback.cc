@@ -22,7 +22,7 @@ class EvaluatorFallbackKernel final : public CpuKernel {
   }
 
   Status Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
-             const KernelContext&) const override {
+             const KernelContext& ctx) const override {
     std::vector<Literal> operands;
     operands.reserve(operand_shapes_.size());
     size_t next = 0;
@@ -35,9 +35,22 @@ class EvaluatorFallbackKernel final : public CpuKernel {
     std::vector<const Literal*> ptrs;
     for (const Literal& l : operands) ptrs.push_back(&l);
     // A fresh evaluator per run: kernels are run concurrently, and the evaluator is not
-    // thread-safe. (The stateful `rng` op therefore restarts from the same seed each run.)
+    // thread-safe. The stateful RNG ops take the run's state from the context.
     Evaluator evaluator;
-    KILN_ASSIGN_OR_RETURN(Literal result, kernel_(instr_, ptrs, evaluator));
+    Literal result;
+    const bool stateful = instr_.opcode() == HloOpcode::kRng || instr_.opcode() == HloOpcode::kRngGetAndUpdateState;
+    if (stateful && ctx.rng_state != nullptr) {
+      // The run's RNG state: read, advance as the evaluator does, publish (retried if another
+      // kernel advanced it meanwhile), so ops see the state in some order, each exactly once.
+      uint64_t before = ctx.rng_state->load();
+      for (;;) {
+        evaluator.rng_state() = before;
+        KILN_ASSIGN_OR_RETURN(result, kernel_(instr_, ptrs, evaluator));
+        if (ctx.rng_state->compare_exchange_strong(before, evaluator.rng_state())) break;
+      }
+    } else {
+      KILN_ASSIGN_OR_RETURN(result, kernel_(instr_, ptrs, evaluator));
+    }
     size_t out_next = 0;
     KILN_RETURN_IF_ERROR(LiteralToViews(result, outputs, &out_next));
     if (out_next != outputs.size())

@@ -254,6 +254,7 @@ class CudaExecutable final : public Executable {
     GpuRunOptions ro;
     ro.profile = options.profile;
     ro.poison = options.poison;
+    ro.seed = options.seed;
     profiled_ |= options.profile;
     if (!options.trace_path.empty()) trace_path_ = options.trace_path;
     KILN_RETURN_IF_ERROR(exe_->ExecuteBound(args, dst, ro));

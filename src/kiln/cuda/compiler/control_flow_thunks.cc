@@ -219,8 +219,10 @@ Status HostThunk::Execute(const ThunkExecuteParams& params) const {
   KILN_RETURN_IF_ERROR(stream.Synchronize());
   EvaluatorOptions eo;
   eo.max_loop_iterations = -1;
+  if (params.rng_state) eo.rng_seed = *params.rng_state;
   Evaluator evaluator(eo);
   KILN_ASSIGN_OR_RETURN(Literal result, evaluator.Run(*module_, args));
+  if (params.rng_state) *params.rng_state = evaluator.rng_state();
   std::vector<ShapeIndex> leaves = ArrayLeafIndices(result.shape());
   if (leaves.size() != outputs_.size()) return Internal("host %", name(), ": result leaf count");
   for (size_t j = 0; j < leaves.size(); ++j) {

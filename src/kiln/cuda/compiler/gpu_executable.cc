@@ -294,7 +294,9 @@ Status GpuExecutable::Capture() {
 }
 
 Status GpuExecutable::ExecuteLocked(const GpuRunOptions& options) {
+  uint64_t rng_state = options.seed;
   ThunkExecuteParams p;
+  p.rng_state = &rng_state;
   p.buffers = &buffers_;
   p.stream = stream_.get();
   p.workspace = workspace_;

@@ -59,6 +59,9 @@ struct GpuExecutableOptions {
 };
 
 struct GpuRunOptions {
+  // Seed of the stateful RNG ops (rng, rng-get-and-update-state; they run on the host), as
+  // the evaluator's EvaluatorOptions::rng_seed: each run starts from it.
+  uint64_t seed = 0;
   // Record events around every thunk (no graph) for ProfileReport / WriteChromeTrace.
   bool profile = false;
   // Fill the arena and the workspace with 0xff bytes (NaN for every float type) before the

@@ -64,6 +64,9 @@ struct ThunkExecuteParams {
   // largest workspace_bytes() of the executable's thunks.
   runtime::DeviceMemory workspace;
   ThunkProfiler* profiler = nullptr;  // null: no profiling
+  // The run's state of the stateful RNG ops that run on the host (HostThunk), seeded by
+  // GpuRunOptions::seed; null: each starts from 0. Thunks run one after another: no atomics.
+  uint64_t* rng_state = nullptr;
 };
 
 class GpuThunk {
