@@ -453,7 +453,19 @@ Status Autotuner::Decide(Group& group, AutotuneReport& report) {
   CacheKey key = MakeCacheKey(target_, backends(), options_.deterministic, first);
   r.key_hash = key.Hash();
   if (cache_ != nullptr && cache_->readable()) {
-    if (std::optional<CacheEntry> hit = cache_->Lookup(key)) {
+    const uint64_t invalid_before = cache_->stats().invalid;
+    std::optional<CacheEntry> hit = cache_->Lookup(key);
+    const bool corrupt = cache_->stats().invalid != invalid_before;  // retuning replaces it
+    // A miss before the device lock is held may be an instruction another process is tuning
+    // right now: take the lock (measuring needs it anyway) and look again once it is held, so
+    // that two `kiln tune` runs on one cache never tune the same instruction twice. A hit
+    // never waits for the lock.
+    if (!hit && !corrupt && !single && device_ != nullptr && options_.lock_device && !lock_ &&
+        cache_->mode() != CacheMode::kRequireComplete) {
+      // A lock that cannot be had fails the measurement below, with its reason.
+      if (EnsureProfiler().ok()) hit = cache_->Lookup(key);
+    }
+    if (hit) {
       bool upgrade = options_.level == TuningLevel::kExhaustive && !hit->result.exhaustive &&
                      cache_->writable() && device_ != nullptr;
       if (!upgrade && FindBackend(hit->result.config.backend()) != nullptr) {

@@ -2,11 +2,14 @@
 // failure handling, grouping, the cache and its modes, forced/excluded/allowed backends,
 // determinism.
 #include "kiln/autotune/autotuner.h"
+#include "kiln/autotune/device_lock.h"
 
 #include <filesystem>
 #include <fstream>
 
 #include <gtest/gtest.h>
+
+#include <thread>
 
 #include "kiln/autotune/testing/fake_backend.h"
 #include "kiln/autotune/testing/test_util.h"
@@ -189,6 +192,35 @@ TEST_F(AutotunerTest, ASecondRunIsAllCacheHitsAndMeasuresNothing) {
   EXPECT_EQ(ref_->launch_calls(), 0);
   EXPECT_EQ(ChosenFor(*second, "m1"), FakeBackend::MakeConfig("gen", 4));
   EXPECT_GT(report.groups[0].time_us, 0);  // the cached measurement is reported
+}
+
+// Two tuners on one cache: the one that waited for the device lock looks again once it holds
+// it, and takes what the other stored meanwhile instead of measuring it again.
+TEST_F(AutotunerTest, AfterWaitingForTheLockTheCacheIsAskedAgain) {
+  auto cache = OpenCache();
+  KILN_ASSERT_OK_AND_ASSIGN(auto held, DeviceLock::Acquire(host_.device->description(), options_.lock));
+  BackendList waiting_backends = Backends();
+  FakeBackend* waiting_gen = gen_;
+  auto waiting_module = testing::ParseOrDie(kModule);
+  StatusOr<AutotuneReport> waited = Internal("not run");
+  KILN_ASSERT_OK_AND_ASSIGN(auto waiting_tuner, Autotuner::Create(std::move(waiting_backends),
+                                                                 host_.device->description(), host_.device,
+                                                                 cache.get(), options_));
+  std::thread waiter([&] { waited = waiting_tuner->Run(*waiting_module); });
+  // The waiter's first lookups (all misses) come within milliseconds; then it waits for the
+  // lock. The other tuner (here: one that takes no lock) fills the cache meanwhile.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  AutotuneOptions saved = options_;
+  options_.lock_device = false;
+  auto other = testing::ParseOrDie(kModule);
+  KILN_ASSERT_OK(Tune(*other, cache.get()));
+  options_ = saved;
+  held.reset();
+  waiter.join();
+  KILN_ASSERT_OK(waited.status());
+  EXPECT_EQ(waited->CountSource(ChoiceSource::kCache), 2);
+  EXPECT_EQ(waiting_gen->compile_calls(), 0);
+  EXPECT_EQ(ChosenFor(*waiting_module, "m1"), FakeBackend::MakeConfig("gen", 4));
 }
 
 TEST_F(AutotunerTest, RequireCompleteNamesWhatIsMissingAndNeedsNoDevice) {
