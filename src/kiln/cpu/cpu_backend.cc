@@ -8,6 +8,7 @@
 #include "kiln/autotune/autotuner.h"
 #include "kiln/autotune/host_backends.h"
 #include "kiln/autotune/settings.h"
+#include "kiln/backend/host_backend.h"
 #include "kiln/base/strings.h"
 #include "kiln/cpu/executable.h"
 #include "kiln/runtime/host/host_platform.h"
@@ -39,10 +40,6 @@ std::string CpuModelName() {
   return "host CPU";
 }
 
-Status CheckOrdinal(int ordinal) {
-  if (ordinal != 0) return InvalidArgument("the cpu backend has one device (0), not ", ordinal);
-  return OkStatus();
-}
 
 StatusOr<int64_t> PositiveInt(std::string_view name, std::string_view v) {
   int64_t n = 0;
@@ -120,9 +117,9 @@ class CpuBackendExecutable final : public Executable {
   bool profiled_ = false;
 };
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public HostBackend {
  public:
-  std::string_view name() const override { return kPlatform; }
+  CpuBackend() : HostBackend(std::string(kPlatform)) {}
   std::string_view description() const override { return "compiled for the host CPU: fused kernels on a thread pool"; }
   StatusOr<std::vector<DeviceInfo>> Devices() const override {
     unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -174,21 +171,6 @@ class CpuBackend final : public Backend {
     out.autotune = std::make_shared<autotune::AutotuneReport>(std::move(report));
     if (options.keep_compiled_module_text) out.compiled_module_text = copy->ToString();
     return out;
-  }
-
-  StatusOr<std::unique_ptr<Buffer>> BufferFromHost(const void* data, uint64_t bytes, const Shape& shape,
-                                                   int ordinal) override {
-    KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b, HostBuffer::Copy(data, bytes, shape, std::string(kPlatform), 0));
-    return std::unique_ptr<Buffer>(std::move(b));
-  }
-
-  StatusOr<std::unique_ptr<Buffer>> BufferFromPointer(void* ptr, const Shape& shape, int ordinal,
-                                                      std::function<void()> release) override {
-    KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b,
-                          HostBuffer::Wrap(ptr, shape, std::string(kPlatform), 0, std::move(release)));
-    return std::unique_ptr<Buffer>(std::move(b));
   }
 };
 

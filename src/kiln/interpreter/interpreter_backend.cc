@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 
+#include "kiln/backend/host_backend.h"
 #include "kiln/base/strings.h"
 #include "kiln/eval/evaluator.h"
 #include "kiln/hlo/verifier.h"
@@ -16,10 +17,6 @@ constexpr std::string_view kPlatform = "interpreter";
 constexpr FlagSpec kFlags[] = {
     {"interpreter_max_loop_iterations", "N  fail a while loop after N iterations (default: no limit)"}};
 
-Status CheckOrdinal(int ordinal) {
-  if (ordinal != 0) return InvalidArgument("the interpreter has one device (0), not ", ordinal);
-  return OkStatus();
-}
 
 class InterpreterExecutable final : public Executable {
  public:
@@ -69,9 +66,9 @@ class InterpreterExecutable final : public Executable {
   EvaluatorOptions options_;
 };
 
-class InterpreterBackend final : public Backend {
+class InterpreterBackend final : public HostBackend {
  public:
-  std::string_view name() const override { return kPlatform; }
+  InterpreterBackend() : HostBackend(std::string(kPlatform)) {}
   std::string_view description() const override { return "the reference evaluator (host)"; }
   StatusOr<std::vector<DeviceInfo>> Devices() const override {
     return std::vector<DeviceInfo>{{0, "host", "runs every op exactly, one thread, slowly"}};
@@ -99,21 +96,6 @@ class InterpreterBackend final : public Backend {
     report.summary = StrCat("the interpreter compiles nothing: it evaluates ", module.name(), " on every run\n");
     report.details = report.summary;
     return std::unique_ptr<Executable>(new InterpreterExecutable(std::move(copy), eo, std::move(report)));
-  }
-
-  StatusOr<std::unique_ptr<Buffer>> BufferFromHost(const void* data, uint64_t bytes, const Shape& shape,
-                                                   int ordinal) override {
-    KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b, HostBuffer::Copy(data, bytes, shape, std::string(kPlatform), 0));
-    return std::unique_ptr<Buffer>(std::move(b));
-  }
-
-  StatusOr<std::unique_ptr<Buffer>> BufferFromPointer(void* ptr, const Shape& shape, int ordinal,
-                                                      std::function<void()> release) override {
-    KILN_RETURN_IF_ERROR(CheckOrdinal(ordinal));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostBuffer> b,
-                          HostBuffer::Wrap(ptr, shape, std::string(kPlatform), 0, std::move(release)));
-    return std::unique_ptr<Buffer>(std::move(b));
   }
 };
 
