@@ -21,6 +21,7 @@
 #include "kiln/passes/simple_passes.h"
 #include "kiln/passes/simplification_pipeline.h"
 #include "kiln/passes/unfuse_all.h"
+#include "kiln/passes/while_loop_simplifier.h"
 
 namespace kiln::cpu {
 
@@ -90,6 +91,8 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   AddSimplificationPasses(pipeline, so);
   if (options.canonicalize_dots) pipeline.AddPass<DotTransposeFolding>();
   pipeline.AddPass<FlattenCallGraph>();
+  // Before fusion hides the loop counter (Note [Known trip counts]).
+  pipeline.AddPass<WhileTripCountAnnotator>();
   if (options.fusion) {
     pipeline.AddPass<FusionPass>(/*multi_output=*/false);
     pipeline.AddPass<FusionPass>(/*multi_output=*/true);

@@ -38,9 +38,9 @@ std::string CopyThunk::ToString() const {
 Status CopyThunk::Execute(const ExecuteParams& params) const { return CopySlice(params, src_, dst_); }
 
 WhileThunk::WhileThunk(std::string name, ThunkSequence condition, ThunkSequence body,
-                       BufferSlice predicate, WhileCopyPlan plan)
+                       BufferSlice predicate, WhileCopyPlan plan, std::optional<TripCount> trips)
     : Thunk(Kind::kWhile, std::move(name), {}, INT64_MAX), condition_(std::move(condition)),
-      body_(std::move(body)), predicate_(predicate), plan_(std::move(plan)) {
+      body_(std::move(body)), predicate_(predicate), plan_(std::move(plan)), trips_(trips) {
   std::vector<BufferUse> uses = condition_.CollectUses();
   std::vector<BufferUse> body_uses = body_.CollectUses();
   uses.insert(uses.end(), body_uses.begin(), body_uses.end());
@@ -76,9 +76,24 @@ std::string WhileThunk::ToString() const {
       per_bytes += plan_.state[j].size;
     }
   }
-  return StrCat("while %", name(), ": copies in ", in, in == 1 ? " leaf (" : " leaves (",
-                HumanBytes(in_bytes), "), per iteration ", per, per == 1 ? " leaf (" : " leaves (",
-                HumanBytes(per_bytes), ")");
+  return StrCat("while %", name(), trips_ ? StrCat(" (", trips_->trips, " trips, known)") : "", ": copies in ", in,
+                in == 1 ? " leaf (" : " leaves (", HumanBytes(in_bytes), "), per iteration ", per,
+                per == 1 ? " leaf (" : " leaves (", HumanBytes(per_bytes), ")");
+}
+
+Status WhileThunk::CopyBodyResults(const ExecuteParams& params) const {
+  const size_t n = plan_.leaves.size();
+  // Copies are simultaneous: sources that another copy overwrites were staged first.
+  for (size_t j = 0; j < n; ++j)
+    if (plan_.copy_body_result[j] && plan_.staging[j].valid())
+      KILN_RETURN_IF_ERROR(CopySlice(params, plan_.body_result[j], plan_.staging[j]));
+  for (size_t j = 0; j < n; ++j) {
+    if (!plan_.copy_body_result[j]) continue;
+    const BufferSlice& src = plan_.staging[j].valid() ? plan_.staging[j] : plan_.body_result[j];
+    if (!src.valid()) continue;
+    KILN_RETURN_IF_ERROR(CopySlice(params, src, plan_.state[j]));
+  }
+  return OkStatus();
 }
 
 Status WhileThunk::Execute(const ExecuteParams& params) const {
@@ -86,22 +101,22 @@ Status WhileThunk::Execute(const ExecuteParams& params) const {
   for (size_t j = 0; j < n; ++j)
     if (plan_.copy_init[j] && plan_.init[j].valid())
       KILN_RETURN_IF_ERROR(CopySlice(params, plan_.init[j], plan_.state[j]));
+  if (trips_) {
+    for (int64_t k = 0; k < trips_->trips; ++k) {
+      if (trips_->run_condition) KILN_RETURN_IF_ERROR(condition_.Execute(params));
+      KILN_RETURN_IF_ERROR(body_.Execute(params));
+      KILN_RETURN_IF_ERROR(CopyBodyResults(params));
+    }
+    if (trips_->run_condition) KILN_RETURN_IF_ERROR(condition_.Execute(params));
+    return OkStatus();
+  }
   KILN_ASSIGN_OR_RETURN(const uint8_t* pred, params.buffers->Get(predicate_));
   if (!pred) return Internal("cpu: while %", name(), " has no predicate buffer");
   for (;;) {
     KILN_RETURN_IF_ERROR(condition_.Execute(params));
     if (*pred == 0) break;
     KILN_RETURN_IF_ERROR(body_.Execute(params));
-    // Copies are simultaneous: sources that another copy overwrites were staged first.
-    for (size_t j = 0; j < n; ++j)
-      if (plan_.copy_body_result[j] && plan_.staging[j].valid())
-        KILN_RETURN_IF_ERROR(CopySlice(params, plan_.body_result[j], plan_.staging[j]));
-    for (size_t j = 0; j < n; ++j) {
-      if (!plan_.copy_body_result[j]) continue;
-      const BufferSlice& src = plan_.staging[j].valid() ? plan_.staging[j] : plan_.body_result[j];
-      if (!src.valid()) continue;
-      KILN_RETURN_IF_ERROR(CopySlice(params, src, plan_.state[j]));
-    }
+    KILN_RETURN_IF_ERROR(CopyBodyResults(params));
   }
   return OkStatus();
 }

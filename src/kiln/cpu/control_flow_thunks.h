@@ -14,6 +14,7 @@
 // Each reports the slices of its nested sequences as its own uses (thunk.h).
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "kiln/cpu/thunk_sequence.h"
@@ -36,8 +37,15 @@ class CopyThunk : public Thunk {
 class WhileThunk : public Thunk {
  public:
   // `predicate`: the slice of the condition's root.
+  // `trips`: the loop's known trip count (Note [Known trip counts] in
+  // passes/while_loop_simplifier.h): the body runs that many times and the condition only
+  // when `run_condition` (it has side effects; its result is not read).
+  struct TripCount {
+    int64_t trips = 0;
+    bool run_condition = false;
+  };
   WhileThunk(std::string name, ThunkSequence condition, ThunkSequence body, BufferSlice predicate,
-             WhileCopyPlan plan);
+             WhileCopyPlan plan, std::optional<TripCount> trips = std::nullopt);
   const ThunkSequence& condition() const { return condition_; }
   const ThunkSequence& body() const { return body_; }
   std::vector<const Thunk*> nested() const override;
@@ -49,6 +57,8 @@ class WhileThunk : public Thunk {
   ThunkSequence condition_, body_;
   BufferSlice predicate_;
   WhileCopyPlan plan_;
+  std::optional<TripCount> trips_;
+  Status CopyBodyResults(const ExecuteParams& params) const;
 };
 
 class ConditionalThunk : public Thunk {

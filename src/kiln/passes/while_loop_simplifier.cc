@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/base/strings.h"
 #include "kiln/hlo/clone.h"
 #include "kiln/hlo/module.h"
@@ -446,6 +448,52 @@ StatusOr<bool> WhileLoopSimplifier::Run(HloModule& module) {
     }
   }
   if (changed) module.RemoveUnreachableComputations();
+  return changed;
+}
+
+bool IsSideEffectFreeComputation(const HloComputation& c) { return IsPureComputation(&c); }
+
+std::optional<int64_t> KnownTripCount(const HloInstruction& while_instr) {
+  const BackendConfig& bc = while_instr.backend_config();
+  if (while_instr.opcode() != HloOpcode::kWhile || bc.empty()) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(bc.text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  auto k = j.find("known_trip_count");
+  if (k == j.end() || !k->is_object()) return std::nullopt;
+  auto n = k->find("n");
+  if (n == k->end()) return std::nullopt;
+  int64_t v = -1;
+  if (n->is_number_integer()) {
+    v = n->get<int64_t>();
+  } else if (n->is_string()) {  // XLA writes int64 fields as strings
+    const std::string& t = n->get_ref<const std::string&>();
+    if (t.empty() || t.size() > 18 || t.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    v = std::stoll(t);
+  }
+  if (v < 0) return std::nullopt;
+  return v;
+}
+
+void SetKnownTripCount(HloInstruction& while_instr, int64_t trips) {
+  BackendConfig& bc = while_instr.backend_config();
+  nlohmann::json j = bc.empty() ? nlohmann::json::object()
+                                : nlohmann::json::parse(bc.text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) j = nlohmann::json::object();
+  j["known_trip_count"] = {{"n", std::to_string(trips)}};
+  bc.text = j.dump();
+  bc.is_json = true;
+}
+
+StatusOr<bool> WhileTripCountAnnotator::Run(HloModule& module) {
+  bool changed = false;
+  for (HloComputation* c : module.computations())
+    for (HloInstruction* w : c->instructions()) {
+      if (w->opcode() != HloOpcode::kWhile) continue;
+      std::optional<int64_t> trips = ComputeWhileTripCount(*w);
+      if (!trips || KnownTripCount(*w) == trips) continue;
+      SetKnownTripCount(*w, *trips);
+      changed = true;
+    }
   return changed;
 }
 

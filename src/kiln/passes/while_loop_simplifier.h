@@ -42,6 +42,33 @@ namespace kiln {
 // around before the loop ends.
 std::optional<int64_t> ComputeWhileTripCount(const HloInstruction& while_instr);
 
+// Note [Known trip counts]
+//   A while whose trip count is known at compile time records it in its backend_config, in
+//   XLA's form ({"known_trip_count":{"n":"128"}}, other fields kept), so that it survives the
+//   passes that clone or fuse around the loop and shows in dumps. WhileTripCountAnnotator
+//   writes ComputeWhileTripCount's result there (overriding a recorded value it disagrees
+//   with); where the pattern does not match, a count XLA recorded is kept and trusted, as XLA
+//   does. The backends run such a loop without reading its predicate: the GPU backend
+//   without a host round trip per iteration (the whole loop inside one CUDA graph), the cpu
+//   backend without the condition's kernels. A loop whose condition has side effects still
+//   runs the condition every time (its result unread).
+
+// The trip count recorded in `while_instr`'s backend_config; nullopt when there is none, it is
+// malformed or negative.
+std::optional<int64_t> KnownTripCount(const HloInstruction& while_instr);
+// Records `trips` in `while_instr`'s backend_config (a JSON object; a non-JSON config is
+// replaced).
+void SetKnownTripCount(HloInstruction& while_instr, int64_t trips);
+
+// Whether nothing in `c` (or what it calls) has a side effect.
+bool IsSideEffectFreeComputation(const HloComputation& c);
+
+class WhileTripCountAnnotator : public HloPass {
+ public:
+  std::string_view name() const override { return "while-trip-count"; }
+  StatusOr<bool> Run(HloModule& module) override;
+};
+
 struct WhileLoopSimplifierOptions {
   bool remove_zero_trip_loops = true;
   bool inline_single_trip_loops = true;

@@ -121,6 +121,49 @@ ENTRY e {
   ExpectTrips(text, 6);
 }
 
+TEST(WhileTripCountTest, AnnotatorRecordsTheCountInXlaForm) {
+  auto m = ParseOrDie(CountingLoop("s32", "0", "10", "LT", "add", "3"));
+  HloInstruction* w = m->entry_computation()->root_instruction();
+  EXPECT_EQ(KnownTripCount(*w), std::nullopt);
+  WhileTripCountAnnotator pass;
+  auto changed = pass.Run(*m);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_TRUE(*changed);
+  EXPECT_EQ(KnownTripCount(*w), 4);
+  EXPECT_EQ(w->backend_config().text, R"({"known_trip_count":{"n":"4"}})");
+  // A second run changes nothing; other fields of a JSON config are kept.
+  EXPECT_FALSE(*pass.Run(*m));
+  w->backend_config().text = R"({"dynamic_variables":[],"known_trip_count":{"n":"9"}})";
+  EXPECT_TRUE(*pass.Run(*m));  // a recorded count that disagrees with the loop is corrected
+  EXPECT_EQ(w->backend_config().text, R"({"dynamic_variables":[],"known_trip_count":{"n":"4"}})");
+}
+
+TEST(WhileTripCountTest, RecordedCountsAreReadLikeXla) {
+  // Where the pattern does not match (the counter starts at a parameter), XLA's recorded
+  // count is kept and read; malformed or negative ones are ignored.
+  std::string t = CountingLoop("s32", "0", "10", "LT", "add", "1");
+  t.replace(t.find("z = s32[] constant(0)"), 21, "z = s32[] parameter(1)");
+  auto m = ParseOrDie(t);
+  HloInstruction* w = m->entry_computation()->root_instruction();
+  ASSERT_EQ(ComputeWhileTripCount(*w), std::nullopt);
+  struct Case {
+    const char* config;
+    std::optional<int64_t> trips;
+  };
+  for (const Case& c : {Case{R"({"known_trip_count":{"n":"128"}})", 128}, Case{R"({"known_trip_count":{"n":7}})", 7},
+                        Case{R"({"known_trip_count":{"n":"-3"}})", std::nullopt},
+                        Case{R"({"known_trip_count":{"n":"12x"}})", std::nullopt},
+                        Case{R"({"known_trip_count":{"n":"99999999999999999999"}})", std::nullopt},
+                        Case{R"({"known_trip_count":"4"})", std::nullopt}, Case{R"({"known_trip_count":)", std::nullopt},
+                        Case{R"(["n"])", std::nullopt}}) {
+    w->backend_config().text = c.config;
+    w->backend_config().is_json = true;
+    EXPECT_EQ(KnownTripCount(*w), c.trips) << c.config;
+    WhileTripCountAnnotator pass;
+    EXPECT_FALSE(*pass.Run(*m)) << c.config;  // nothing to compute: the recorded value stays
+  }
+}
+
 std::unique_ptr<HloModule> Simplify(std::string_view text, bool expect_changed = true) {
   WhileLoopSimplifier pass;
   return testing::RunPassAndCheck(pass, text, expect_changed);

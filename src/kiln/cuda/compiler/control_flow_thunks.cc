@@ -60,12 +60,33 @@ StatusOr<runtime::OwnedDeviceMemory> PinnedBytes(const ThunkInitParams& params, 
 // ---- WhileThunk ----
 
 WhileThunk::WhileThunk(std::string name, ThunkSequence condition, ThunkSequence body, BufferSlice predicate,
-                       WhileCopyPlan plan)
+                       WhileCopyPlan plan, std::optional<TripCount> trip_count)
     : GpuThunk(Kind::kWhile, std::move(name)),
       condition_(std::move(condition)),
       body_(std::move(body)),
       predicate_(predicate),
-      plan_(std::move(plan)) {}
+      plan_(std::move(plan)),
+      trip_count_(trip_count) {}
+
+bool WhileThunk::SyncsHost() const {
+  if (!trip_count_) return true;
+  return body_.SyncsHost() || (trip_count_->run_condition && condition_.SyncsHost());
+}
+
+int64_t WhileThunk::EnqueuedOps() const {
+  int64_t per_trip = body_.EnqueuedOps() + static_cast<int64_t>(plan_.leaves.size());
+  if (!trip_count_) return SaturatingAdd(condition_.EnqueuedOps(), per_trip);  // one trip's worth
+  if (trip_count_->run_condition) per_trip = SaturatingAdd(per_trip, condition_.EnqueuedOps());
+  return SaturatingAdd(SaturatingMul(per_trip, trip_count_->trips), static_cast<int64_t>(plan_.leaves.size()));
+}
+
+std::string WhileThunk::ToString() const {
+  std::string s = StrCat("while %", name());
+  if (trip_count_)
+    s += StrCat(" (", trip_count_->trips, " trips, known", trip_count_->run_condition ? "; condition run for its effects" : "",
+                ")");
+  return s;
+}
 
 std::vector<const GpuThunk*> WhileThunk::nested() const {
   std::vector<const GpuThunk*> out = Pointers(condition_);
@@ -83,10 +104,35 @@ Status WhileThunk::Initialize(const ThunkInitParams& params) {
   return OkStatus();
 }
 
+Status WhileThunk::CopyBodyResults(const ThunkExecuteParams& params) const {
+  const size_t n = plan_.leaves.size();
+  // Copies are simultaneous: sources another copy overwrites were staged first.
+  for (size_t j = 0; j < n; ++j)
+    if (plan_.copy_body_result[j] && plan_.staging[j].valid())
+      KILN_RETURN_IF_ERROR(CopySlice(params, plan_.body_result[j], plan_.staging[j]));
+  for (size_t j = 0; j < n; ++j) {
+    if (!plan_.copy_body_result[j]) continue;
+    const BufferSlice& src = plan_.staging[j].valid() ? plan_.staging[j] : plan_.body_result[j];
+    if (src.valid()) KILN_RETURN_IF_ERROR(CopySlice(params, src, plan_.state[j]));
+  }
+  return OkStatus();
+}
+
 Status WhileThunk::Execute(const ThunkExecuteParams& params) const {
   const size_t n = plan_.leaves.size();
   for (size_t j = 0; j < n; ++j)
     if (plan_.copy_init[j] && plan_.init[j].valid()) KILN_RETURN_IF_ERROR(CopySlice(params, plan_.init[j], plan_.state[j]));
+  if (trip_count_) {
+    // Known trip count: nothing is read back, the host never waits (a graph capture records
+    // every iteration).
+    for (int64_t k = 0; k < trip_count_->trips; ++k) {
+      if (trip_count_->run_condition) KILN_RETURN_IF_ERROR(condition_.Execute(params));
+      KILN_RETURN_IF_ERROR(body_.Execute(params));
+      KILN_RETURN_IF_ERROR(CopyBodyResults(params));
+    }
+    if (trip_count_->run_condition) KILN_RETURN_IF_ERROR(condition_.Execute(params));
+    return OkStatus();
+  }
   runtime::DeviceMemory pred = params.buffers->Get(predicate_);
   if (pred.is_null()) return Internal("while %", name(), " has no predicate buffer");
   auto* host = static_cast<volatile uint8_t*>(host_.get().ptr);
@@ -96,15 +142,7 @@ Status WhileThunk::Execute(const ThunkExecuteParams& params) const {
     KILN_RETURN_IF_ERROR(params.stream->Synchronize());
     if (*host == 0) break;
     KILN_RETURN_IF_ERROR(body_.Execute(params));
-    // Copies are simultaneous: sources another copy overwrites were staged first.
-    for (size_t j = 0; j < n; ++j)
-      if (plan_.copy_body_result[j] && plan_.staging[j].valid())
-        KILN_RETURN_IF_ERROR(CopySlice(params, plan_.body_result[j], plan_.staging[j]));
-    for (size_t j = 0; j < n; ++j) {
-      if (!plan_.copy_body_result[j]) continue;
-      const BufferSlice& src = plan_.staging[j].valid() ? plan_.staging[j] : plan_.body_result[j];
-      if (src.valid()) KILN_RETURN_IF_ERROR(CopySlice(params, src, plan_.state[j]));
-    }
+    KILN_RETURN_IF_ERROR(CopyBodyResults(params));
   }
   return OkStatus();
 }

@@ -4,7 +4,11 @@
 //                     copies, in-place buffers that need the operand's value first).
 //   WhileThunk        runs the condition's sequence, copies the predicate (one byte) into pinned
 //                     host memory, waits for the stream, and runs the body while it is true;
-//                     loop-state copies follow the buffer assignment's WhileCopyPlan.
+//                     loop-state copies follow the buffer assignment's WhileCopyPlan. A loop
+//                     with a known trip count (Note [Known trip counts] in
+//                     passes/while_loop_simplifier.h) runs its body that many times without
+//                     reading the predicate: it never makes the host wait, and is captured
+//                     into the executable's CUDA graph with everything else.
 //   ConditionalThunk  reads the predicate / branch index the same way and runs one branch, then
 //                     copies its root into the conditional's result where they differ.
 //   HostThunk         an instruction no device kernel or library implements (LAPACK-like custom
@@ -12,11 +16,12 @@
 //                     copies the operands to the host, evaluates the instruction with the
 //                     reference evaluator, copies the result back. Correct and slow; the
 //                     compiler warns once per opcode when it emits one.
-// The loop, branch and host thunks make the host wait (SyncsHost): an executable holding one is
-// never captured as a CUDA graph.
+// The branch and host thunks and loops of unknown trip count make the host wait (SyncsHost): an
+// executable holding one is never captured as a CUDA graph.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,17 +49,28 @@ Status CopySlice(const ThunkExecuteParams& params, const BufferSlice& src, const
 
 class WhileThunk : public GpuThunk {
  public:
+  struct TripCount {
+    int64_t trips = 0;
+    // Run the condition anyway (its result unread): it has side effects.
+    bool run_condition = false;
+  };
+  // `trip_count`: the loop's known trip count, or nullopt (the predicate is read every time).
   WhileThunk(std::string name, ThunkSequence condition, ThunkSequence body, BufferSlice predicate,
-             WhileCopyPlan plan);
+             WhileCopyPlan plan, std::optional<TripCount> trip_count = std::nullopt);
   Status Initialize(const ThunkInitParams& params) override;
   Status Execute(const ThunkExecuteParams& params) const override;
-  bool SyncsHost() const override { return true; }
+  bool SyncsHost() const override;
   std::vector<const GpuThunk*> nested() const override;
+  std::string ToString() const override;
+  int64_t EnqueuedOps() const override;
+  const std::optional<TripCount>& trip_count() const { return trip_count_; }
 
  private:
+  Status CopyBodyResults(const ThunkExecuteParams& params) const;
   ThunkSequence condition_, body_;
   BufferSlice predicate_;
   WhileCopyPlan plan_;
+  std::optional<TripCount> trip_count_;
   runtime::OwnedDeviceMemory host_;  // pinned: the predicate's byte
 };
 

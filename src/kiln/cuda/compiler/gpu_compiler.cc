@@ -20,6 +20,7 @@
 #include "kiln/passes/simple_passes.h"
 #include "kiln/passes/simplification_pipeline.h"
 #include "kiln/passes/unfuse_all.h"
+#include "kiln/passes/while_loop_simplifier.h"
 
 namespace kiln::cuda {
 
@@ -146,6 +147,8 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   pipeline.AddPass<CommonSubexpressionElimination>();
   pipeline.AddPass<DeadCodeElimination>();
   pipeline.AddPass<FlattenCallGraph>();
+  // Before fusion hides the loop counter (Note [Known trip counts]).
+  pipeline.AddPass<WhileTripCountAnnotator>();
   if (options.fusion) {
     pipeline.AddPass<FusionPass>(options.fusion_options, /*multi_output=*/false);
     pipeline.AddPass<FusionPass>(options.fusion_options, /*multi_output=*/true);

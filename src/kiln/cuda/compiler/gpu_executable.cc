@@ -177,7 +177,12 @@ Status GpuExecutable::Initialize() {
     }
     output_placements_.push_back(o);
   }
-  graph_eligible_ = options_.use_cuda_graph && !compiled_->entry.SyncsHost();
+  // Loops of known trip count are captured unrolled; a graph of more operations than this
+  // would take long to instantiate and much memory: such a module runs eagerly (still
+  // without host waits).
+  constexpr int64_t kMaxGraphOps = 1 << 17;
+  graph_eligible_ = options_.use_cuda_graph && !compiled_->entry.SyncsHost() &&
+                    compiled_->entry.EnqueuedOps() <= kMaxGraphOps;
   return OkStatus();
 }
 

@@ -7,8 +7,9 @@
 // thunk sequence can be replayed as a CUDA graph.
 //
 // Note [CUDA graph capture]
-//   An executable whose thunks never make the host wait (no while/conditional, no host
-//   fallback) is captured once as a CUDA graph and replayed: the first Execute runs the thunks
+//   An executable whose thunks never make the host wait (no conditional, no while of unknown
+//   trip count, no host fallback; loops of known trip count are captured unrolled, up to
+//   2^17 enqueued operations in all) is captured once as a CUDA graph and replayed: the first Execute runs the thunks
 //   eagerly (it creates library handles and anything else that is created lazily, which must
 //   not happen during capture); the second captures them on the run's stream in relaxed mode
 //   (cuStreamBeginCapture/EndCapture) and instantiates the graph; from then on Execute is one

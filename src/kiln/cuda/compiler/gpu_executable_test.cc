@@ -472,6 +472,88 @@ ENTRY e {
   ExpectClose(r);
 }
 
+// A scan-like loop: N trips of x <- x * 1.5 + y[i] (dynamic-slice of the stacked input by
+// the counter), with the bound `bound` (a constant, or parameter 2 when "p").
+std::string ScanLoop(const std::string& bound) {
+  const bool dynamic = bound == "p";
+  return StrCat(R"(HloModule scan
+cond {
+  s = (s32[], f32[16], f32[8,16], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  )", dynamic ? "n = s32[] get-tuple-element(s), index=3" : StrCat("n = s32[] constant(", bound, ")"), R"(
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[16], f32[8,16], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  v = f32[16] get-tuple-element(s), index=1
+  ys = f32[8,16] get-tuple-element(s), index=2
+  n = s32[] get-tuple-element(s), index=3
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  zero = s32[] constant(0)
+  y = f32[1,16] dynamic-slice(ys, i, zero), dynamic_slice_sizes={1,16}
+  yr = f32[16] reshape(y)
+  c = f32[] constant(1.5)
+  cb = f32[16] broadcast(c), dimensions={}
+  m = f32[16] multiply(v, cb)
+  v2 = f32[16] add(m, yr)
+  ROOT t = (s32[], f32[16], f32[8,16], s32[]) tuple(i2, v2, ys, n)
+}
+ENTRY e {
+  x = f32[16] parameter(0)
+  ys = f32[8,16] parameter(1)
+  )", dynamic ? "n = s32[] parameter(2)" : "n = s32[] constant(0)", R"(
+  zero = s32[] constant(0)
+  init = (s32[], f32[16], f32[8,16], s32[]) tuple(zero, x, ys, n)
+  w = (s32[], f32[16], f32[8,16], s32[]) while(init), condition=cond, body=body
+  ROOT v = f32[16] get-tuple-element(w), index=1
+})");
+}
+
+TEST(GpuExecutableTest, LoopOfKnownTripCountIsCapturedWithoutHostWaits) {
+  REQUIRE_DEVICE();
+  Result r = RunBoth(ScanLoop("8"), /*runs=*/3);
+  ExpectClose(r);
+  ASSERT_TRUE(r.exe);
+  const std::string listing = r.exe->compiled().ThunkListing();
+  EXPECT_NE(listing.find("(8 trips, known)"), std::string::npos) << listing;
+  EXPECT_TRUE(r.exe->graph_eligible()) << listing;
+  EXPECT_TRUE(r.exe->graph_captured()) << listing;
+}
+
+TEST(GpuExecutableTest, LoopOfDeviceTripCountStillRunsAndMatches) {
+  REQUIRE_DEVICE();
+  // The bound is an argument: random s32 (any sign; the loop runs min(max(n, 0), 8) times
+  // before the slice index clamps, which the evaluator follows too).
+  auto m = ParseHloModule(ScanLoop("p"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  std::vector<Shape> shapes;
+  for (const HloInstruction* p : (*m)->entry_computation()->parameter_instructions()) shapes.push_back(p->shape());
+  for (int32_t n : {0, 1, 5, 8}) {
+    std::vector<Literal> args = MakeRandomArguments(shapes, 7);
+    args[2] = Literal::CreateR0<int32_t>(PrimitiveType::kS32, n);
+    auto expected = EvaluateModule(**m, args);
+    ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+    auto clone = ParseHloModule(ScanLoop("p"));
+    ASSERT_TRUE(clone.ok());
+    GpuCompileOptions o;
+    o.device = codegen::DeviceSpec::FromDescription(TheDevice()->description());
+    auto compiled = GpuCompiler::Compile(std::move(*clone), o);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+    auto exe = GpuExecutable::Create(std::move(*compiled), *TheDevice());
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    EXPECT_FALSE((*exe)->graph_eligible());
+    GpuRunOptions ro;
+    ro.poison = true;
+    auto got = (*exe)->Run(args, ro);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    CompareOptions co;
+    co.backend_vs_evaluator = true;
+    EXPECT_TRUE(CompareLiterals(*got, *expected, co).ok()) << "n=" << n;
+  }
+}
+
 TEST(GpuExecutableTest, SortTopKAndHostFallback) {
   REQUIRE_DEVICE();
   Result r = RunBoth(R"(HloModule s

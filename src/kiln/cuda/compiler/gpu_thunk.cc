@@ -108,6 +108,12 @@ Status ThunkSequence::Execute(const ThunkExecuteParams& params) const {
   return OkStatus();
 }
 
+int64_t ThunkSequence::EnqueuedOps() const {
+  int64_t n = 0;
+  for (const auto& t : thunks_) n = SaturatingAdd(n, t->EnqueuedOps());
+  return n;
+}
+
 bool ThunkSequence::SyncsHost() const {
   for (const GpuThunk* t : Flatten())
     if (t->SyncsHost()) return true;

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/base/saturating.h"
 #include "kiln/base/status.h"
 #include "kiln/passes/buffer_assignment.h"
 #include "kiln/runtime/device_description.h"
@@ -98,6 +99,9 @@ class GpuThunk {
   virtual uint64_t workspace_bytes() const { return 0; }
   // Thunks owned by this one (control flow).
   virtual std::vector<const GpuThunk*> nested() const { return {}; }
+  // Operations one execution enqueues (kernels, library calls, copies; a loop of known trip
+  // count its body's times the trips): the size of a CUDA graph capturing it.
+  virtual int64_t EnqueuedOps() const { return 1; }
   // The device's peak rate (FLOP/s) for this thunk's arithmetic (0: no arithmetic worth a
   // roofline; the floor is then bytes / bandwidth). For profiles.
   virtual double PeakFlops(const runtime::DeviceDescription& device) const {
@@ -165,6 +169,7 @@ class ThunkSequence {
   int64_t PlanSideStream();
   int64_t side_pairs() const;
   bool SyncsHost() const;
+  int64_t EnqueuedOps() const;  // sum over the thunks (GpuThunk::EnqueuedOps)
   uint64_t WorkspaceBytes() const;  // max over the thunks, nested ones included
   // Every thunk, nested ones after their owner, depth first.
   std::vector<const GpuThunk*> Flatten() const;

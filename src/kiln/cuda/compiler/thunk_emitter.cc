@@ -16,6 +16,7 @@
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/fusion_utils.h"
 #include "kiln/passes/thunk_util.h"
+#include "kiln/passes/while_loop_simplifier.h"
 
 namespace kiln::cuda {
 
@@ -360,8 +361,11 @@ class Emitter {
         KILN_ASSIGN_OR_RETURN(ThunkSequence body, EmitComputation(*instr.while_body()));
         KILN_ASSIGN_OR_RETURN(BufferSlice pred, Slice(*instr.while_condition()->root_instruction()));
         KILN_ASSIGN_OR_RETURN(WhileCopyPlan plan, assignment_.GetWhileCopyPlan(instr));
+        std::optional<WhileThunk::TripCount> trips;
+        if (std::optional<int64_t> n = KnownTripCount(instr))
+          trips = WhileThunk::TripCount{*n, !IsSideEffectFreeComputation(*instr.while_condition())};
         out.push_back(std::make_unique<WhileThunk>(instr.name(), std::move(condition), std::move(body), pred,
-                                                   std::move(plan)));
+                                                   std::move(plan), trips));
         return OkStatus();
       }
       case How::kConditional: {
