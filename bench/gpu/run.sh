@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kiln vs XLA (JAX) vs PyTorch on the ten workloads of the shared bench suite, in one device call.
+# kiln vs XLA (JAX) vs PyTorch on the workloads of the shared bench suite (loops and attention included), in one device call.
 #
 #   bench/gpu/run.sh OUT_DIR [BUILD_DIR]
 #
@@ -31,7 +31,7 @@ for d in "$src/.device-deps/bench" "$src/../shared/bench"; do
   [ -z "$benchdir" ] && [ -f "$d/xla_workloads.py" ] && benchdir="$d"
 done
 [ -n "$benchdir" ] || { echo "no bench scripts (xla_workloads.py) found"; exit 1; }
-names="gemm_bf16 gemm_f32 mlp_bf16 transformer_bf16 resblock_bf16 resblock_f32 softmax_f32 layernorm_f32 mlp_train_f32"
+names="gemm_bf16 gemm_f32 mlp_bf16 transformer_bf16 resblock_bf16 resblock_f32 softmax_f32 layernorm_f32 mlp_train_f32 gru_scan_f32 train_loop_f32 gpt_scan_bf16 attention_bf16"
 [ -n "${KILN_BENCH_ONLY:-}" ] && names="${KILN_BENCH_ONLY//,/ }"
 csv="${names// /,}"
 

@@ -87,6 +87,7 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   // Before simplification, so that reciprocals of constants fold and CSE shares reciprocals.
   pipeline.AddPass<DivideByBroadcastToMultiply>();
   SimplificationOptions so;
+  so.hoist_scan_dots = true;
   so.canonicalize_dots = options.canonicalize_dots;
   AddSimplificationPasses(pipeline, so);
   if (options.canonicalize_dots) pipeline.AddPass<DotTransposeFolding>();

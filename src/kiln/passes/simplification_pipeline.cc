@@ -1,6 +1,7 @@
 #include "kiln/passes/simplification_pipeline.h"
 
 #include "kiln/passes/dot_canonicalizer.h"
+#include "kiln/passes/scan_dot_hoisting.h"
 #include "kiln/passes/simple_passes.h"
 
 namespace kiln {
@@ -15,6 +16,12 @@ void AddSimplificationPasses(HloPassPipeline& pipeline, const SimplificationOpti
   round->AddPass<DeadCodeElimination>();
   round->AddPass<WhileLoopSimplifier>(options.while_loop_simplifier);
   pipeline.AddPass(std::make_unique<HloPassFix>(std::move(round), options.max_iterations));
+  if (options.hoist_scan_dots) {
+    pipeline.AddPass<ScanDotHoisting>();
+    pipeline.AddPass<WhileLoopSimplifier>(options.while_loop_simplifier);
+    pipeline.AddPass<TupleSimplifier>();
+    pipeline.AddPass<DeadCodeElimination>();
+  }
   if (options.canonicalize_dots) {
     pipeline.AddPass<DotCanonicalizer>();
     pipeline.AddPass<AlgebraicSimplifier>(options.algebraic_simplifier);

@@ -4,9 +4,11 @@
 //   fixed point (HloPassFix, at most max_iterations rounds) of
 //     tuple-simplifier, algebraic-simplifier, constant-folding, cse, dce,
 //     while-loop-simplifier
+//   scan-dot-hoisting, while-loop-simplifier, tuple-simplifier, dce  (only with hoist_scan_dots)
 //   dot-canonicalizer, algebraic-simplifier, cse, dce  (only with canonicalize_dots)
 //
-// Every pass preserves the values the module computes exactly (see each pass's header), so a
+// Every pass preserves the values the module computes exactly (see each pass's header; the
+// hoisted scan dots compute the same sums of products in one GEMM), so a
 // module evaluates to the same results before and after (simplification_conformance_test
 // checks this on the shared bench and corpus modules). Running the pipeline a second time
 // changes nothing.
@@ -28,6 +30,10 @@ struct SimplificationOptions {
   // Also bring every dot into the canonical [B,M,K]x[B,K,N] form (dot_canonicalizer.h): what
   // GEMM-emitting backends want. Off by default: it adds transposes and reshapes.
   bool canonicalize_dots = false;
+  // After the fixed-point rounds: a scan's per-step dots with a loop-invariant weight done once
+  // before the loop (Note [Scan dot hoisting] in scan_dot_hoisting.h), then one more round of
+  // loop simplification to drop the state that fed them.
+  bool hoist_scan_dots = false;
 };
 
 // Appends the passes above to `pipeline` (the nested fixed-point pipeline inherits its

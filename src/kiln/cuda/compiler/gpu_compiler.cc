@@ -137,6 +137,7 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   pipeline.AddPass<UnfuseAll>();
   pipeline.AddPass<LayoutNormalization>();
   SimplificationOptions so;
+  so.hoist_scan_dots = true;
   so.canonicalize_dots = true;
   AddSimplificationPasses(pipeline, so);
   pipeline.AddPass<GemmRewriter>(options.gemm);
