@@ -81,6 +81,7 @@ StatusOr<bool> DotTransposeFolding::Run(HloModule& module) {
       swapped->AppendOperand(dot->operand(0));
       HloEditor editor(c);
       HloInstruction* added = editor.Add(std::move(swapped), dot);
+      MoveControlDependencies(t, added);
       KILN_RETURN_IF_ERROR(ReplaceInstruction(t, added));
       changed_here = true;
     }

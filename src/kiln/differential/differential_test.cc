@@ -8,7 +8,7 @@
 //                                case.npz), the linear-algebra custom-call cases (linalg_*_cpu_*,
 //                                linalg_*_cuda_*) included: backends run them on the host
 //              BenchSmall/<case> $KILN_SHARED_DIR/bench/suite/*_small/ (module.hlo + case.npz)
-//              BenchSmallOpt/<case>  the same cases' module.opt.hlo (XLA's GPU post-optimization
+//              BenchSmallOpt/<case>  the same cases' module.opt.hlo (or xla-optimized.hlo: XLA's GPU post-optimization
 //                                dump: fusions, bitcasts, layouts) with the same inputs -- those
 //                                without custom calls (cuDNN calls run on no kiln backend)
 //              XlaFuzz/<module>  $KILN_SHARED_DIR/corpus/xla-fuzz/*.hlo on seeded random inputs
@@ -154,7 +154,10 @@ std::vector<Case> FindBenchSmall() {
 std::vector<Case> FindBenchSmallOptimized() {
   std::vector<Case> v;
   for (Case c : FindBenchSmall()) {
-    c.module = c.module.parent_path() / "module.opt.hlo";
+    // module.opt.hlo; for the loop cases XLA's optimized module is xla-optimized.hlo (the
+    // shared suite is read-only: it is read under that name).
+    const fs::path dir = c.module.parent_path();
+    c.module = fs::exists(dir / "module.opt.hlo") ? dir / "module.opt.hlo" : dir / "xla-optimized.hlo";
     std::ifstream in(c.module);
     std::stringstream text;
     text << in.rdbuf();

@@ -3,6 +3,7 @@
 // Part 2 (buffer_packing.cc): live ranges, donated parameters, arena packing, the result.
 #include <algorithm>
 #include <cstddef>
+#include <unordered_set>
 
 #include "kiln/base/strings.h"
 #include "kiln/passes/buffer_assigner.h"
@@ -121,6 +122,34 @@ void BufferAssigner::AliasLeaves(const HloInstruction* instr, const HloInstructi
     SetPosition(instr, leaf, b);
   }
 }
+
+bool ReadsOperandElementwise(const HloInstruction& instr, int64_t k) {
+  const Shape& in = instr.operand(k)->shape();
+  if (!in.IsArray()) return false;
+  for (const ShapeIndex& leaf : ArrayLeafIndices(instr.shape()))
+    if (instr.shape().Subshape(leaf).dimensions() != in.dimensions()) return false;
+  if (instr.IsElementwise()) return instr.opcode() != HloOpcode::kMap || in.rank() == 0;
+  if (instr.opcode() != HloOpcode::kFusion || instr.attrs().fusion_kind != FusionKind::kLoop ||
+      instr.called_computations().empty() || !instr.fused_computation())
+    return false;
+  const HloComputation* f = instr.fused_computation();
+  if (k >= f->num_parameters()) return false;
+  std::vector<const HloInstruction*> work = {f->parameter_instruction(k)};
+  std::unordered_set<const HloInstruction*> seen;
+  while (!work.empty()) {
+    const HloInstruction* x = work.back();
+    work.pop_back();
+    if (!seen.insert(x).second) continue;
+    for (const HloInstruction* u : x->users()) {
+      const bool same_dims = u->shape().IsArray() && u->shape().dimensions() == in.dimensions();
+      if (u->opcode() == HloOpcode::kTuple && u->IsRoot()) continue;
+      if (!(u->IsElementwise() && u->opcode() != HloOpcode::kMap && same_dims)) return false;
+      work.push_back(u);
+    }
+  }
+  return true;
+}
+
 
 int64_t BufferAssigner::UseTime(const HloInstruction* user) const {
   auto it = use_time_.find(user);
@@ -353,9 +382,11 @@ Status BufferAssigner::VisitWhile(const HloInstruction* w) {
     for (int64_t st : info.state)
       if (Find(st) == r) return false;  // another state leaf (a permutation)
     int64_t def = INT64_MAX;
+    const HloInstruction* definer = nullptr;
     for (const PositionKey& p : positions_[r]) {
       int64_t d = def_time_.at(p.instr);
       if (d <= t_begin) return false;  // not defined inside the loop
+      if (d < def) definer = p.instr;
       def = std::min(def, d);
     }
     for (const PositionKey& p : positions_[s]) {
@@ -364,7 +395,13 @@ Status BufferAssigner::VisitWhile(const HloInstruction* w) {
         if (u == w) continue;
         if (u == body_root) return false;  // the old state is needed at the loop's end
         int64_t t = UseTime(u);
-        if (t < 0 || (t > t_begin && t >= def)) return false;
+        if (t < 0) return false;
+        if (t <= t_begin || t < def) continue;
+        // The definer itself may read the old state where it reads each element only to
+        // compute the same element (an elementwise update x -> f(x): Note [While loop buffers]).
+        if (!options_.elementwise_state_updates || t != def || u != definer) return false;
+        for (int64_t k = 0; k < u->operand_count(); ++k)
+          if (u->operand(k) == p.instr && !ReadsOperandElementwise(*u, k)) return false;
       }
     }
     return true;

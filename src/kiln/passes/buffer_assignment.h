@@ -50,7 +50,10 @@
 //       parameter's element, or updated it in place), and
 //     * leaves whose value the body computes into the state slice directly: the root leaf's
 //       buffer is defined in the body and every reader of the old state leaf runs before its
-//       definition (a loop counter i+1, an accumulator acc+x, ...).
+//       definition -- or, with BufferAssignmentOptions::elementwise_state_updates, is the
+//       defining instruction itself reading each element only to compute the same element
+//       (an elementwise op or loop fusion: a loop counter i+1, an accumulator acc+x, an RNN's
+//       new hidden state from the old one, ...).
 //   Copies are simultaneous: when a root leaf's source is another state slice that is itself
 //   overwritten (a permutation, e.g. swapping two state elements), the runtime first copies
 //   those sources into `staging` slices, then everything into the state. `WhileCopyPlan` lists
@@ -139,6 +142,14 @@ struct WhileCopyPlan {
   std::vector<BufferSlice> staging;
 };
 
+// Whether every element of `instr`'s result leaves is computed from the same element (same
+// index) of operand k and from no other element of it: an elementwise instruction, or a loop
+// fusion whose fused parameter k reaches the root only through elementwise instructions, with
+// every result leaf of k's dimensions. Such an instruction may write its result over operand k
+// (the loop-state updates of Note [While loop buffers]); kernels read each element before
+// they write it.
+bool ReadsOperandElementwise(const HloInstruction& instr, int64_t k);
+
 struct BufferAssignmentOptions {
   // Bytes of an array shape (default: dense, PrimitiveByteWidth per element).
   std::function<int64_t(const Shape&)> size_fn;
@@ -152,6 +163,11 @@ struct BufferAssignmentOptions {
   // buffers / receive body results directly. Off: every value gets its own buffer and loops
   // copy every leaf.
   bool in_place = true;
+  // With in_place: a loop's body may compute a state leaf over the old one when the
+  // instruction computing it reads that leaf elementwise (ReadsOperandElementwise), which
+  // saves the per-iteration copy. For backends whose kernels read every input element before
+  // writing the same output element (the GPU's); off for the others.
+  bool elementwise_state_updates = false;
   // Share arena bytes between values whose live ranges don't overlap (off: every value gets its
   // own bytes; for debugging).
   bool reuse_buffers = true;

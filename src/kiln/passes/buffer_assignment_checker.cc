@@ -283,19 +283,25 @@ class Checker {
 
   Status RunCompute(const HloInstruction* instr, const std::vector<ShapeIndex>& leaves) {
     std::vector<BufferSlice> inputs;
-    for (const HloInstruction* op : instr->operands())
+    std::vector<bool> elementwise;  // per input: the operand is read elementwise (may be overwritten)
+    for (int64_t k = 0; k < instr->operand_count(); ++k) {
+      const HloInstruction* op = instr->operand(k);
+      const bool ew = ReadsOperandElementwise(*instr, k);
       for (const ShapeIndex& l : ArrayLeafIndices(op->shape())) {
         KILN_RETURN_IF_ERROR(Read(instr, op, l));
         inputs.push_back(ValueOf(op, l).slice);
+        elementwise.push_back(ew);
       }
+    }
     std::vector<BufferSlice> outputs;
     for (const ShapeIndex& l : leaves) outputs.push_back(ba_.GetSlice(*instr, l).value());
     for (size_t i = 0; i < outputs.size(); ++i) {
       for (size_t j = i + 1; j < outputs.size(); ++j)
         if (outputs[i].Overlaps(outputs[j]))
           return Internal("buffer check: outputs of %", instr->name(), " overlap");
-      for (const BufferSlice& in : inputs)
-        if (outputs[i].Overlaps(in) && !(outputs[i] == in && IsInPlaceKind(instr->opcode())))
+      for (size_t k = 0; k < inputs.size(); ++k)
+        if (const BufferSlice& in = inputs[k];
+            outputs[i].Overlaps(in) && !(outputs[i] == in && (IsInPlaceKind(instr->opcode()) || elementwise[k])))
           return Internal("buffer check: output ", outputs[i].ToString(), " of %", instr->name(),
                           " overlaps its input ", in.ToString());
     }

@@ -363,6 +363,11 @@ TEST(BufferAssignmentTest, WhileLoopCopyPlan) {
   EXPECT_EQ(a.Slice("w", {3}), a.Slice("r"));
   // Body temporaries never overlap the state.
   for (size_t j = 0; j < 4; ++j) EXPECT_FALSE(a.Slice("e").Overlaps(p.state[j]));
+  // With elementwise state updates (the GPU's) i+1 would be computed over i, but the
+  // dynamic-update-slice reads i after it: still copied.
+  BufferAssignmentOptions ew;
+  ew.elementwise_state_updates = true;
+  EXPECT_TRUE(Assign(kLoop, ew).Plan("w").copy_body_result[0]);
   // With in-place updates off, every leaf is copied both ways.
   BufferAssignmentOptions o;
   o.in_place = false;
@@ -440,6 +445,46 @@ TEST(BufferAssignmentTest, WhileLoopPassThroughLeavesShareTheirInitBuffers) {
   // bytes of its own. The checker (in Assign) replays all of it.
   EXPECT_NE(a.Slice("upd"), a.Slice("e"));
   EXPECT_EQ(a.Slice("wx"), a.Slice("x"));
+}
+
+TEST(BufferAssignmentTest, ElementwiseStateUpdatesNeedNoCopies) {
+  // i1 = i + 1 reads i only to compute i1: with elementwise_state_updates it is computed over
+  // i (the checker accepts the overlap); without, it is copied back every iteration.
+  BufferAssignmentOptions ew;
+  ew.elementwise_state_updates = true;
+  auto a = Assign(kPassThroughLoop, ew);
+  WhileCopyPlan p = a.Plan("w");
+  EXPECT_FALSE(p.copy_body_result[0]);
+  EXPECT_EQ(a.Slice("i1"), p.state[0]);
+  EXPECT_TRUE(Assign(kPassThroughLoop).Plan("w").copy_body_result[0]);
+  // A fusion that reads the state through a broadcast or a slice is not elementwise in it.
+  auto m = ParseOrFail(R"(
+HloModule f
+fused {
+  p0 = f32[4] parameter(0)
+  p1 = f32[4] parameter(1)
+  r = f32[4] reverse(p0), dimensions={0}
+  ROOT a = f32[4] add(r, p1)
+}
+fused2 {
+  p0 = f32[4] parameter(0)
+  p1 = f32[4] parameter(1)
+  n = f32[4] negate(p0)
+  ROOT a = f32[4] multiply(n, p1)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] parameter(1)
+  f1 = f32[4] fusion(x, y), kind=kLoop, calls=fused
+  ROOT f2 = f32[4] fusion(f1, y), kind=kLoop, calls=fused2
+}
+)");
+  const HloInstruction* f2 = m->entry_computation()->root_instruction();
+  const HloInstruction* f1 = f2->operand(0);
+  EXPECT_FALSE(ReadsOperandElementwise(*f1, 0));
+  EXPECT_TRUE(ReadsOperandElementwise(*f1, 1));
+  EXPECT_TRUE(ReadsOperandElementwise(*f2, 0));
+  EXPECT_TRUE(ReadsOperandElementwise(*f2, 1));
 }
 
 TEST(BufferAssignmentTest, WhileLoopSwappingStateElementsStagesTheCopies) {

@@ -89,7 +89,11 @@ StatusOr<bool> CanonicalizeDot(HloEditor& editor, HloInstruction* dot) {
   clone->attrs().dot_dimension_numbers = canonical;
   HloInstruction* new_dot = editor.Add(std::move(clone), dot);
   KILN_ASSIGN_OR_RETURN(HloInstruction * result, editor.Reshape(new_dot, dot->shape(), dot));
-  if (!CanReplace(*dot, *result)) return false;
+  MoveControlDependencies(dot, result);
+  if (!CanReplace(*dot, *result)) {
+    MoveControlDependencies(result, dot);
+    return false;
+  }
   dot->ReplaceAllUsesWith(result);
   return true;
 }

@@ -450,9 +450,13 @@ StatusOr<HloInstruction*> MergeSiblingFusions(HloInstruction* a, HloInstruction*
 
 Status Unfuse(HloInstruction* fusion) {
   if (!IsFusion(*fusion)) return FailedPrecondition(fusion->name(), " is not a fusion");
-  if (!fusion->control_predecessors().empty() || !fusion->control_successors().empty())
-    return FailedPrecondition("cannot unfuse ", fusion->name(), ": it has control dependencies");
   HloComputation* parent = fusion->parent();
+  // Control dependencies carry over to every instruction of the body: what had to run before
+  // the fusion runs before each of them, what had to run after it after each (XLA's scheduled
+  // modules order loop bodies this way).
+  const std::vector<HloInstruction*> preds = fusion->control_predecessors();
+  const std::vector<HloInstruction*> succs = fusion->control_successors();
+  std::vector<HloInstruction*> clones;
   const HloComputation* c = fusion->fused_computation();
   std::unordered_map<const HloInstruction*, HloInstruction*> map;
   for (HloInstruction* x : c->MakeInstructionPostOrder()) {
@@ -466,6 +470,13 @@ Status Unfuse(HloInstruction* fusion) {
     for (HloInstruction* op : x->operands()) ops.push_back(map.at(op));
     map[x] = parent->AddInstruction(
         CloneInstruction(*x, x->shape(), ops, UniqueInstructionName(*parent, x->name())));
+    clones.push_back(map[x]);
+  }
+  fusion->DropAllControlDependencies();
+  for (HloInstruction* x : clones) {
+    if (x->opcode() == HloOpcode::kTuple) continue;  // a view of its elements, which carry them
+    for (HloInstruction* p : preds) p->AddControlDependencyTo(x);
+    for (HloInstruction* q : succs) x->AddControlDependencyTo(q);
   }
   HloInstruction* root = map.at(c->root_instruction());
   std::vector<HloInstruction*> dead;

@@ -236,6 +236,36 @@ TEST(FusionUtilsTest, UnfuseRestoresTheComputation) {
   ExpectSameResults(*before, *m);
 }
 
+TEST(FusionUtilsTest, UnfuseKeepsControlDependencies) {
+  // XLA's scheduled modules order loop bodies with control-predecessors: unfusing carries the
+  // fusion's edges over to every instruction it held.
+  auto m = ParseOrFail(R"(
+HloModule m
+fused {
+  p = f32[4] parameter(0)
+  n = f32[4] negate(p)
+  ROOT e = f32[4] exponential(n)
+}
+ENTRY main {
+  x = f32[4] parameter(0)
+  a = f32[4] abs(x)
+  f = f32[4] fusion(x), kind=kLoop, calls=fused, control-predecessors={a}
+  ROOT s = f32[4] sqrt(x), control-predecessors={f}
+}
+)");
+  auto before = CopyModule(*m);
+  HloInstruction* a = Find(*m, "a");
+  HloInstruction* s = Find(*m, "s");
+  ASSERT_TRUE(Unfuse(Find(*m, "f")).ok());
+  EXPECT_EQ(a->control_successors().size(), 2u);
+  EXPECT_EQ(s->control_predecessors().size(), 2u);
+  for (const HloInstruction* x : a->control_successors()) {
+    EXPECT_TRUE(x->opcode() == HloOpcode::kNegate || x->opcode() == HloOpcode::kExp) << x->name();
+    EXPECT_EQ(x->control_successors().size(), 1u);
+  }
+  ExpectSameResults(*before, *m);
+}
+
 TEST(FusionUtilsTest, RefusesParametersAndNonOperands) {
   auto m = ParseOrFail(R"(
 HloModule m

@@ -215,4 +215,15 @@ StatusOr<bool> RemoveDeadInstructions(HloComputation& computation) {
   return changed;
 }
 
+void MoveControlDependencies(HloInstruction* old, HloInstruction* replacement) {
+  if (old == replacement) return;
+  const std::vector<HloInstruction*> preds = old->control_predecessors();
+  const std::vector<HloInstruction*> succs = old->control_successors();
+  old->DropAllControlDependencies();
+  for (HloInstruction* p : preds)
+    if (p != replacement) p->AddControlDependencyTo(replacement);
+  for (HloInstruction* q : succs)
+    if (q != replacement) replacement->AddControlDependencyTo(q);
+}
+
 }  // namespace kiln

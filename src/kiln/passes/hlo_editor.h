@@ -95,6 +95,10 @@ bool CanReplace(const HloInstruction& old, const HloInstruction& replacement);
 // CanReplace (FailedPrecondition otherwise). `old` stays in the computation (dead) for DCE.
 Status ReplaceInstruction(HloInstruction* old, HloInstruction* replacement);
 
+// Moves `old`'s control dependencies to `replacement` (old's predecessors then run before it,
+// its successors after it); old is left with none. Nothing when they are the same instruction.
+void MoveControlDependencies(HloInstruction* old, HloInstruction* replacement);
+
 // `dims` with a default layout ({rank-1..0}) when `like` has a layout, none otherwise.
 Shape ArrayShapeLike(PrimitiveType type, std::vector<int64_t> dims, const Shape& like);
 

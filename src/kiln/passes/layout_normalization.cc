@@ -159,9 +159,7 @@ StatusOr<bool> LayoutNormalization::Run(HloModule& module) {
     for (HloInstruction* b : bitcasts) {
       KILN_ASSIGN_OR_RETURN(HloInstruction * replacement, RewriteBitcast(editor, b));
       if (replacement == b) continue;
-      if (!b->control_predecessors().empty() || !b->control_successors().empty())
-        return FailedPrecondition("layout normalization: bitcast %", b->name(),
-                                  " has control dependencies");
+      MoveControlDependencies(b, replacement);
       b->ReplaceAllUsesWith(replacement);
       KILN_RETURN_IF_ERROR(c->RemoveInstruction(b));
       changed = true;

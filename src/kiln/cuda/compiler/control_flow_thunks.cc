@@ -85,6 +85,13 @@ std::string WhileThunk::ToString() const {
   if (trip_count_)
     s += StrCat(" (", trip_count_->trips, " trips, known", trip_count_->run_condition ? "; condition run for its effects" : "",
                 ")");
+  int64_t copies = 0, bytes = 0;
+  for (size_t j = 0; j < plan_.leaves.size(); ++j)
+    if (plan_.copy_body_result[j] && plan_.body_result[j].valid()) {
+      ++copies;
+      bytes += plan_.state[j].size;
+    }
+  s += StrCat(": per iteration ", copies, copies == 1 ? " copy (" : " copies (", HumanBytes(bytes), ")");
   return s;
 }
 

@@ -95,6 +95,7 @@ Status EmitCall(HloInstruction* conv, const ConvConfig& c, const std::vector<Hlo
   }
   Shape result_shape = conv->shape();
   KILN_ASSIGN_OR_RETURN(v, ed.Transpose(v, Inverse(result_perm), &result_shape, conv));
+  MoveControlDependencies(conv, v);
   return ReplaceInstruction(conv, v);
 }
 
@@ -545,6 +546,7 @@ StatusOr<bool> RewriteConv(HloInstruction* conv, const ConvRewriterOptions& opti
   HloInstruction* added = ed.Add(std::move(call), conv);
   Shape result_shape = value->shape();
   KILN_ASSIGN_OR_RETURN(HloInstruction * y, ed.Transpose(added, Inverse(yp), &result_shape, conv));
+  MoveControlDependencies(value, y);
   KILN_RETURN_IF_ERROR(ReplaceInstruction(value, y));
   return true;
 }

@@ -391,6 +391,7 @@ StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& option
   gemm->frontend_attributes() = dot->frontend_attributes();
   gemm->set_name(UniqueInstructionName(*comp, "gemm"));
   HloInstruction* added = editor.Add(std::move(gemm), dot);
+  MoveControlDependencies(value, added);  // XLA's scheduled modules order loop bodies
   KILN_RETURN_IF_ERROR(ReplaceInstruction(value, added));
   return true;
 }

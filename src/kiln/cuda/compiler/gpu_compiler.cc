@@ -167,6 +167,7 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   tail.memory_aware_schedule = options.memory_aware_schedule;
   tail.buffers.alignment = 256;
   tail.buffers.use_donated_parameters = false;
+  tail.buffers.elementwise_state_updates = true;
   tail.check_buffer_assignment = options.check_buffer_assignment;
   tail.context = "gpu compiler";
   KILN_ASSIGN_OR_RETURN(ScheduledModule scheduled, ScheduleAndAssignBuffers(*module, tail, timer));
