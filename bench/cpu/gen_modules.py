@@ -1,7 +1,9 @@
 """Writes the CPU benchmark suite: bench/cpu/modules/<name>.hlo, HLO text as JAX lowers it.
 
 CPU-sized versions of ../shared/bench/suite (GEMM, MLP, transformer block, conv block, softmax,
-layernorm, MLP training step) plus an LSTM over a sequence (lax.scan -> while loop). The files
+layernorm, MLP training step) plus an LSTM over a sequence (lax.scan -> while loop) and the
+suite's loop and attention workloads at CPU size (GRU scan, layers in a scan, an SGD loop in
+fori_loop, causal attention). The files
 are checked in; rerun only to change the suite:
     python3 bench/cpu/gen_modules.py            # all
     python3 bench/cpu/gen_modules.py gemm_f32   # some (comma-separated)
@@ -82,6 +84,40 @@ def lstm(xs, h0, c0, wx, wh, b):
     return hs, h, c
 
 
+def gru(wx, wh, b, xs, h0):
+    def step(h, x):
+        zx = x @ wx + b
+        zh = h @ wh
+        H = h.shape[-1]
+        r = jax.nn.sigmoid(zx[:, :H] + zh[:, :H])
+        u = jax.nn.sigmoid(zx[:, H:2 * H] + zh[:, H:2 * H])
+        n = jnp.tanh(zx[:, 2 * H:] + r * zh[:, 2 * H:])
+        h = (1 - u) * n + u * h
+        return h, h
+    h, hs = lax.scan(step, h0, xs)
+    return hs, h
+
+
+def attention(q, k, v):
+    S, Dh = q.shape[-2], q.shape[-1]
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / np.float32(np.sqrt(Dh))
+    s = jnp.where(jnp.tril(jnp.ones((S, S), bool)), s, np.float32(-1e9))
+    return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, axis=-1), v)
+
+
+def gpt_scan(x, ln_g, ln_b, wqkv, wo, ln2_g, ln2_b, w1, w2):
+    def layer(h, p):
+        return transformer_block(h, *p, heads=4), None
+    h, _ = lax.scan(layer, x, (ln_g, ln_b, wqkv, wo, ln2_g, ln2_b, w1, w2))
+    return h
+
+
+def train_loop(x, y, w1, b1, w2, b2):
+    def body(_, p):
+        return mlp_train_step(x, y, *p)
+    return lax.fori_loop(0, 10, body, (w1, b1, w2, b2))
+
+
 def workloads():
     W = {}
     W["gemm_f32"] = (lambda a, b: a @ b, (spec(1024, 1024), spec(1024, 1024)))
@@ -101,6 +137,14 @@ def workloads():
     W["mlp_train_f32"] = (mlp_train_step, (spec(B, D), spec(B, D), spec(D, H), spec(H), spec(H, D), spec(D)))
     T, B, I, H = 64, 16, 128, 256
     W["lstm_f32"] = (lstm, (spec(T, B, I), spec(B, H), spec(B, H), spec(I, 4 * H), spec(H, 4 * H), spec(4 * H)))
+    T, B, I, H = 32, 16, 256, 256
+    W["gru_scan_f32"] = (gru, (spec(I, 3 * H), spec(H, 3 * H), spec(3 * H), spec(T, B, I), spec(B, H)))
+    L, B, S, D = 2, 1, 128, 256
+    W["gpt_scan_f32"] = (gpt_scan, (spec(B, S, D), spec(L, D), spec(L, D), spec(L, D, 3 * D), spec(L, D, D),
+                                    spec(L, D), spec(L, D), spec(L, D, 4 * D), spec(L, 4 * D, D)))
+    B, D, H = 128, 128, 512
+    W["train_loop_f32"] = (train_loop, (spec(B, D), spec(B, D), spec(D, H), spec(H), spec(H, D), spec(D)))
+    W["attention_f32"] = (attention, (spec(1, 4, 512, 64), spec(1, 4, 512, 64), spec(1, 4, 512, 64)))
     return W
 
 

@@ -19,7 +19,16 @@ namespace {
 // 16 f32 lanes (GCC/Clang vector extension: one zmm with AVX-512, two ymm with AVX2, ...).
 using V = float __attribute__((vector_size(64)));
 constexpr int kLanes = 16;
+// Rows of C a micro-kernel keeps in registers: 16 one-register accumulators with AVX-512's 32
+// zmm registers; without AVX-512 a V is two ymm registers of the 16 there are, so 6 rows (12
+// accumulators, B's two halves and a broadcast), the classic 6x16 AVX2 tile -- 16 rows spilled
+// the accumulators on every k (an LSTM step's 16x256x768 product ran at ~10 GFLOP/s on two
+// AVX2 cores). Groups of more rows read B once per group.
+#if defined(__AVX512F__)
 constexpr int kMR = 16;
+#else
+constexpr int kMR = 6;
+#endif
 constexpr int64_t kPrefetchRows = 8;  // most rows of a C tile: 16 accumulators of one vector each
 
 inline V Load(const float* p) {
@@ -45,6 +54,33 @@ inline V Fma(V a, V b, V c) {
 
 // C[MR, 16] (+)= Ap[k][MR] * Bp[k][16 of ldb]. Ap holds the MR rows of A interleaved by k;
 // each k reads one vector of B and MR broadcasts of A for MR multiply-adds.
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+// AVX2: the 16 columns as two ymm halves, written out (GCC lowers a 64-byte generic vector's
+// loads and stores through general registers and the stack without AVX-512: ~7 GFLOP/s).
+template <int MR>
+void MicroKernel(int64_t k, const float* __restrict ap, const float* __restrict bp, int64_t ldb,
+                 float* __restrict c, int64_t ldc, bool accumulate) {
+  __m256 lo[MR], hi[MR];
+  for (int i = 0; i < MR; ++i) {
+    lo[i] = accumulate ? _mm256_loadu_ps(c + i * ldc) : _mm256_setzero_ps();
+    hi[i] = accumulate ? _mm256_loadu_ps(c + i * ldc + 8) : _mm256_setzero_ps();
+  }
+  for (int64_t kk = 0; kk < k; ++kk) {
+    __builtin_prefetch(bp + (kk + kPrefetchRows) * ldb);
+    const __m256 b0 = _mm256_loadu_ps(bp + kk * ldb);
+    const __m256 b1 = _mm256_loadu_ps(bp + kk * ldb + 8);
+    for (int i = 0; i < MR; ++i) {
+      const __m256 a = _mm256_broadcast_ss(ap + kk * MR + i);
+      lo[i] = _mm256_fmadd_ps(a, b0, lo[i]);
+      hi[i] = _mm256_fmadd_ps(a, b1, hi[i]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    _mm256_storeu_ps(c + i * ldc, lo[i]);
+    _mm256_storeu_ps(c + i * ldc + 8, hi[i]);
+  }
+}
+#else
 template <int MR>
 void MicroKernel(int64_t k, const float* __restrict ap, const float* __restrict bp, int64_t ldb,
                  float* __restrict c, int64_t ldc, bool accumulate) {
@@ -59,6 +95,7 @@ void MicroKernel(int64_t k, const float* __restrict ap, const float* __restrict 
   }
   for (int i = 0; i < MR; ++i) Store(c + i * ldc, r[i]);
 }
+#endif
 
 using MicroFn = void (*)(int64_t, const float*, const float*, int64_t, float*, int64_t, bool);
 template <size_t... I>

@@ -28,6 +28,7 @@ constexpr FlagSpec kFlagSpecs[] = {
     {"cuda_conv_epilogue", "0|1  fuse epilogues into cuDNN convolutions (default 1)"},
     {"cuda_conv_backward", "0|1  gradient convolutions on cuDNN's backward calls (default 1)"},
     {"cuda_graph", "0|1  replay runs as CUDA graphs (default 1)"},
+    {"cuda_graph_conditionals", "0|1  loops of device-side trip count as CUDA graph conditional nodes (default 1)"},
     {"cuda_side_stream", "0|1  run independent library call / kernel pairs on two streams (default 1)"},
     // Platform-level (ClientOptions::flags, read when the backend is created; see CreateCudaBackend).
     {"cuda_driver_library", "PATH  the CUDA driver to load (platform-level; default libcuda.so.1)"},
@@ -308,6 +309,7 @@ class CudaBackend final : public Backend {
       GpuExecutableOptions eo;
       KILN_ASSIGN_OR_RETURN(eo.use_cuda_graph, BoolFlag(options.flags, "cuda_graph", true));
       KILN_ASSIGN_OR_RETURN(eo.use_side_stream, BoolFlag(options.flags, "cuda_side_stream", true));
+      KILN_ASSIGN_OR_RETURN(eo.use_graph_conditionals, BoolFlag(options.flags, "cuda_graph_conditionals", true));
       KILN_ASSIGN_OR_RETURN(exe, GpuExecutable::Create(std::move(c.compiled), *c.device, eo));
     }
     return std::unique_ptr<Executable>(

@@ -1,12 +1,18 @@
 #include "kiln/cuda/compiler/control_flow_thunks.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
 
+#include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
 #include "kiln/cuda/compiler/conv_config.h"
 #include "kiln/cuda/compiler/gemm_config.h"
 #include "kiln/cuda/compiler/library_call_expander.h"
 #include "kiln/cuda/cuda_device.h"
+#include "kiln/cuda/library_loader.h"
+#include "kiln/cuda/nvrtc_compiler.h"
 #include "kiln/eval/evaluator.h"
 #include "kiln/hlo/clone.h"
 #include "kiln/hlo/computation.h"
@@ -55,6 +61,91 @@ StatusOr<runtime::OwnedDeviceMemory> PinnedBytes(const ThunkInitParams& params, 
   return runtime::OwnedDeviceMemory::Allocate(params.device->pinned_host_allocator(), bytes, "control-flow predicate");
 }
 
+
+// ---- Device-side loops (Note [Device-side loops]) ----
+
+// The driver's conditional-node and linker functions (not in driver_api.h's list).
+struct ConditionalApi {
+  decltype(&::cuStreamGetCaptureInfo) cuStreamGetCaptureInfo = nullptr;
+  decltype(&::cuGraphConditionalHandleCreate) cuGraphConditionalHandleCreate = nullptr;
+  decltype(&::cuGraphAddNode) cuGraphAddNode = nullptr;
+  decltype(&::cuStreamBeginCaptureToGraph) cuStreamBeginCaptureToGraph = nullptr;
+  decltype(&::cuStreamEndCapture) cuStreamEndCapture = nullptr;
+  decltype(&::cuLinkCreate) cuLinkCreate = nullptr;
+  decltype(&::cuLinkAddData) cuLinkAddData = nullptr;
+  decltype(&::cuLinkAddFile) cuLinkAddFile = nullptr;
+  decltype(&::cuLinkComplete) cuLinkComplete = nullptr;
+  decltype(&::cuLinkDestroy) cuLinkDestroy = nullptr;
+};
+
+StatusOr<const ConditionalApi*> LoadConditionalApi(const DriverApi& api) {
+  static std::mutex mu;
+  static std::unique_ptr<ConditionalApi> loaded;
+  static Status error;
+  std::lock_guard<std::mutex> lock(mu);
+  if (loaded) return loaded.get();
+  if (!error.ok()) return error;
+  auto g = std::make_unique<ConditionalApi>();
+  Status s = [&]() -> Status {
+#define KILN_LOAD(name) KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(name), &g->name))
+    KILN_LOAD(cuStreamGetCaptureInfo);
+    KILN_LOAD(cuGraphConditionalHandleCreate);
+    KILN_LOAD(cuGraphAddNode);
+    KILN_LOAD(cuStreamBeginCaptureToGraph);
+    KILN_LOAD(cuStreamEndCapture);
+    KILN_LOAD(cuLinkCreate);
+    KILN_LOAD(cuLinkAddData);
+    KILN_LOAD(cuLinkAddFile);
+    KILN_LOAD(cuLinkComplete);
+    KILN_LOAD(cuLinkDestroy);
+#undef KILN_LOAD
+    return OkStatus();
+  }();
+  if (!s.ok()) {
+    error = s;
+    return s;
+  }
+  loaded = std::move(g);
+  return loaded.get();
+}
+
+// The toolkit's device runtime library (cudaGraphSetConditional lives there).
+std::string FindDeviceRuntime() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs;
+  for (const std::string& inc : FindToolkitIncludeDirs("")) {
+    dirs.push_back(fs::path(inc).parent_path() / "lib64");
+    dirs.push_back(fs::path(inc).parent_path() / "lib");
+  }
+  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(env); v && *v) dirs.push_back(fs::path(v) / "lib64");
+  dirs.push_back("/usr/local/cuda/lib64");
+  dirs.push_back("/usr/lib/x86_64-linux-gnu");
+  std::error_code ec;
+  for (const fs::path& d : dirs)
+    if (fs::is_regular_file(d / "libcudadevrt.a", ec)) return (d / "libcudadevrt.a").string();
+  return "";
+}
+
+}  // namespace
+
+StatusOr<std::string> CompileSetConditionKernel(NvrtcCompiler& nvrtc, const std::string& arch) {
+  NvrtcRequest r;
+  r.program_name = "kiln_set_while_condition.cu";
+  r.arch = arch;
+  r.options = {"-rdc=true"};
+  r.source = R"(
+extern "C" __device__ void cudaGraphSetConditional(unsigned long long handle, unsigned int value);
+extern "C" __global__ void kiln_set_while_condition(unsigned long long handle, const unsigned char* pred) {
+  cudaGraphSetConditional(handle, *pred != 0 ? 1u : 0u);
+}
+)";
+  KILN_ASSIGN_OR_RETURN(NvrtcProgram prog, nvrtc.Compile(r));
+  if (prog.cubin.empty()) return Internal("nvrtc: no cubin for the set-condition kernel");
+  return prog.cubin;
+}
+
+namespace {
 }  // namespace
 
 // ---- WhileThunk ----
@@ -69,7 +160,7 @@ WhileThunk::WhileThunk(std::string name, ThunkSequence condition, ThunkSequence 
       trip_count_(trip_count) {}
 
 bool WhileThunk::SyncsHost() const {
-  if (!trip_count_) return true;
+  if (!trip_count_) return !device_loop() || body_.SyncsHost() || condition_.SyncsHost();
   return body_.SyncsHost() || (trip_count_->run_condition && condition_.SyncsHost());
 }
 
@@ -85,6 +176,10 @@ std::string WhileThunk::ToString() const {
   if (trip_count_)
     s += StrCat(" (", trip_count_->trips, " trips, known", trip_count_->run_condition ? "; condition run for its effects" : "",
                 ")");
+  else
+    s += device_loop() ? " (trip count on the device: a conditional node in graphs)"
+         : device_loop_cubin_.empty() ? " (trip count on the device: predicate read on the host)"
+                                      : " (trip count on the device)";
   int64_t copies = 0, bytes = 0;
   for (size_t j = 0; j < plan_.leaves.size(); ++j)
     if (plan_.copy_body_result[j] && plan_.body_result[j].valid()) {
@@ -102,13 +197,129 @@ std::vector<const GpuThunk*> WhileThunk::nested() const {
   return out;
 }
 
+WhileThunk::~WhileThunk() {
+  if (api_ && set_module_) api_->cuModuleUnload(set_module_);
+}
+
 Status WhileThunk::Initialize(const ThunkInitParams& params) {
   KILN_RETURN_IF_ERROR(condition_.Initialize(params));
   KILN_RETURN_IF_ERROR(body_.Initialize(params));
   if (host_.get().is_null()) {
     KILN_ASSIGN_OR_RETURN(host_, PinnedBytes(params, 64));
   }
+  if (trip_count_ || set_condition_ || device_loop_cubin_.empty() || !params.graph_conditionals) return OkStatus();
+  // Note [Device-side loops]: link the set-condition kernel with the device runtime. Any
+  // failure leaves the loop on the host.
+  const DriverApi& api = params.device->api();
+  Status linked = [&]() -> Status {
+    int version = 0;
+    KILN_RETURN_IF_ERROR(CuStatus(api, api.cuDriverGetVersion(&version), "cuDriverGetVersion"));
+    if (version < 12040) return Unimplemented("the driver (CUDA ", version, ") has no conditional nodes (12.4)");
+    const std::string devrt = FindDeviceRuntime();
+    if (devrt.empty()) return NotFound("no libcudadevrt.a (the CUDA toolkit's device runtime) found");
+    KILN_ASSIGN_OR_RETURN(const ConditionalApi* g, LoadConditionalApi(api));
+    KILN_RETURN_IF_ERROR(params.device->Activate());
+    CUlinkState link = nullptr;
+    KILN_RETURN_IF_ERROR(CuStatus(api, g->cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
+    Status s = [&]() -> Status {
+      KILN_RETURN_IF_ERROR(CuStatus(api,
+                                    g->cuLinkAddData(link, CU_JIT_INPUT_CUBIN, device_loop_cubin_.data(),
+                                                     device_loop_cubin_.size(), "kiln_set_while_condition", 0,
+                                                     nullptr, nullptr),
+                                    "cuLinkAddData"));
+      KILN_RETURN_IF_ERROR(CuStatus(
+          api, g->cuLinkAddFile(link, CU_JIT_INPUT_LIBRARY, devrt.c_str(), 0, nullptr, nullptr), "cuLinkAddFile"));
+      void* image = nullptr;
+      size_t size = 0;
+      KILN_RETURN_IF_ERROR(CuStatus(api, g->cuLinkComplete(link, &image, &size), "cuLinkComplete"));
+      KILN_RETURN_IF_ERROR(
+          CuStatus(api, api.cuModuleLoadDataEx(&set_module_, image, 0, nullptr, nullptr), "cuModuleLoadDataEx"));
+      return CuStatus(api, api.cuModuleGetFunction(&set_condition_, set_module_, "kiln_set_while_condition"),
+                      "cuModuleGetFunction");
+    }();
+    g->cuLinkDestroy(link);
+    return s;
+  }();
+  if (!linked.ok()) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      KILN_LOG(Info) << "cuda: loops of device-side trip count read their predicate on the host: " << linked.message();
+    });
+    if (set_module_) api.cuModuleUnload(set_module_);
+    set_module_ = nullptr;
+    set_condition_ = nullptr;
+    return OkStatus();
+  }
+  api_ = &api;
+  context_ = params.device->context();
   return OkStatus();
+}
+
+Status WhileThunk::LaunchSetCondition(const ThunkExecuteParams& params, uint64_t handle) const {
+  runtime::DeviceMemory pred = params.buffers->Get(predicate_);
+  if (pred.is_null()) return Internal("while %", name(), " has no predicate buffer");
+  CUstream s = static_cast<CudaStream*>(params.stream)->handle();
+  unsigned long long h = handle;
+  CUdeviceptr p = reinterpret_cast<CUdeviceptr>(pred.ptr);
+  void* args[] = {&h, &p};
+  return CuStatus(*api_, api_->cuLaunchKernel(set_condition_, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr),
+                  "cuLaunchKernel(kiln_set_while_condition)");
+}
+
+Status WhileThunk::CaptureDeviceLoop(const ThunkExecuteParams& params) const {
+  KILN_ASSIGN_OR_RETURN(const ConditionalApi* g, LoadConditionalApi(*api_));
+  const DriverApi& api = *api_;
+  CUstream s = static_cast<CudaStream*>(params.stream)->handle();
+  CUstreamCaptureStatus status;
+  cuuint64_t id = 0;
+  CUgraph graph = nullptr;
+  const CUgraphNode* deps = nullptr;
+  const CUgraphEdgeData* edges = nullptr;
+  size_t ndeps = 0;
+  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuStreamGetCaptureInfo(s, &status, &id, &graph, &deps, &edges, &ndeps),
+                                "cuStreamGetCaptureInfo"));
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph) return Internal("while %", name(), ": the stream is not capturing");
+  CUgraphConditionalHandle handle = 0;
+  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuGraphConditionalHandleCreate(&handle, graph, context_, 0, 0),
+                                "cuGraphConditionalHandleCreate"));
+  // Before the loop (after Execute's init copies): the first condition, the handle set from it.
+  KILN_RETURN_IF_ERROR(condition_.Execute(params));
+  KILN_RETURN_IF_ERROR(LaunchSetCondition(params, handle));
+  // The WHILE node after them.
+  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuStreamGetCaptureInfo(s, &status, &id, &graph, &deps, &edges, &ndeps),
+                                "cuStreamGetCaptureInfo"));
+  CUgraphNodeParams np;
+  std::memset(&np, 0, sizeof(np));
+  np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  np.conditional.handle = handle;
+  np.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
+  np.conditional.size = 1;
+  np.conditional.ctx = context_;
+  CUgraphNode node = nullptr;
+  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuGraphAddNode(&node, graph, deps, edges, ndeps, &np), "cuGraphAddNode(while)"));
+  CUgraph body = np.conditional.phGraph_out[0];
+  // The stream's capture moves into the body graph and back after it.
+  CUgraph ended = nullptr;
+  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuStreamEndCapture(s, &ended), "cuStreamEndCapture"));
+  KILN_RETURN_IF_ERROR(CuStatus(api,
+                                g->cuStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
+                                "cuStreamBeginCaptureToGraph(body)"));
+  Status in_body = [&]() -> Status {
+    KILN_RETURN_IF_ERROR(body_.Execute(params));
+    KILN_RETURN_IF_ERROR(CopyBodyResults(params));
+    KILN_RETURN_IF_ERROR(condition_.Execute(params));
+    return LaunchSetCondition(params, handle);
+  }();
+  CUgraph body_ended = nullptr;
+  Status end_body = CuStatus(api, g->cuStreamEndCapture(s, &body_ended), "cuStreamEndCapture(body)");
+  // Resume the outer capture after the node even when the body failed, so that the caller's
+  // EndCapture finds the stream capturing.
+  Status resume = CuStatus(api,
+                           g->cuStreamBeginCaptureToGraph(s, ended, &node, nullptr, 1, CU_STREAM_CAPTURE_MODE_RELAXED),
+                           "cuStreamBeginCaptureToGraph(resume)");
+  KILN_RETURN_IF_ERROR(in_body);
+  KILN_RETURN_IF_ERROR(end_body);
+  return resume;
 }
 
 Status WhileThunk::CopyBodyResults(const ThunkExecuteParams& params) const {
@@ -140,6 +351,7 @@ Status WhileThunk::Execute(const ThunkExecuteParams& params) const {
     if (trip_count_->run_condition) KILN_RETURN_IF_ERROR(condition_.Execute(params));
     return OkStatus();
   }
+  if (params.capturing && device_loop()) return CaptureDeviceLoop(params);
   runtime::DeviceMemory pred = params.buffers->Get(predicate_);
   if (pred.is_null()) return Internal("while %", name(), " has no predicate buffer");
   auto* host = static_cast<volatile uint8_t*>(host_.get().ptr);

@@ -16,8 +16,23 @@
 //                     copies the operands to the host, evaluates the instruction with the
 //                     reference evaluator, copies the result back. Correct and slow; the
 //                     compiler warns once per opcode when it emits one.
-// The branch and host thunks and loops of unknown trip count make the host wait (SyncsHost): an
-// executable holding one is never captured as a CUDA graph.
+// The branch and host thunks make the host wait (SyncsHost): an executable holding one is never
+// captured as a CUDA graph. So do loops of unknown trip count, except as below.
+//
+// Note [Device-side loops]
+//   A loop whose trip count only the device knows becomes a CUDA graph conditional node of type
+//   WHILE when the executable is captured: before the node, the init copies, the condition and
+//   a one-thread kernel that sets the node's condition handle from the predicate byte
+//   (cudaGraphSetConditional, from the toolkit's device runtime: the kernel is compiled by
+//   NVRTC with -rdc at compile time and linked with libcudadevrt.a by the driver at
+//   Initialize); the node's body graph holds the body, the loop-state copies, the condition
+//   and the same kernel again. The stream's capture is switched to the body graph and back
+//   (cuStreamEndCapture / cuStreamBeginCaptureToGraph on the same stream, so the library
+//   handles bound to it stay right; nested loops do the same inside the body). Eager runs (the
+//   first, profiled ones) still read the predicate on the host. Needs CUDA >= 12.4 and a body
+//   that never waits on the host; without the device runtime (no libcudadevrt.a found), with
+//   the flag cuda_graph_conditionals=0, or when the link fails, the loop stays a host loop and
+//   the executable is not captured (one log line says why).
 #pragma once
 
 #include <memory>
@@ -25,7 +40,10 @@
 #include <string>
 #include <vector>
 
+#include <cuda.h>
+
 #include "kiln/cuda/compiler/gpu_thunk.h"
+#include "kiln/cuda/driver_api.h"
 #include "kiln/hlo/module.h"
 #include "kiln/runtime/allocator.h"
 
@@ -57,6 +75,10 @@ class WhileThunk : public GpuThunk {
   // `trip_count`: the loop's known trip count, or nullopt (the predicate is read every time).
   WhileThunk(std::string name, ThunkSequence condition, ThunkSequence body, BufferSlice predicate,
              WhileCopyPlan plan, std::optional<TripCount> trip_count = std::nullopt);
+  ~WhileThunk() override;
+  // The relocatable cubin of the set-condition kernel (Note [Device-side loops]); without it
+  // a loop of unknown trip count always reads its predicate on the host.
+  void set_device_loop_cubin(std::string cubin) { device_loop_cubin_ = std::move(cubin); }
   Status Initialize(const ThunkInitParams& params) override;
   Status Execute(const ThunkExecuteParams& params) const override;
   bool SyncsHost() const override;
@@ -64,15 +86,28 @@ class WhileThunk : public GpuThunk {
   std::string ToString() const override;
   int64_t EnqueuedOps() const override;
   const std::optional<TripCount>& trip_count() const { return trip_count_; }
+  // Whether the loop runs as a conditional node when captured.
+  bool device_loop() const { return set_condition_ != nullptr; }
 
  private:
   Status CopyBodyResults(const ThunkExecuteParams& params) const;
+  Status CaptureDeviceLoop(const ThunkExecuteParams& params) const;
+  Status LaunchSetCondition(const ThunkExecuteParams& params, uint64_t handle) const;
+  std::string device_loop_cubin_;
+  const DriverApi* api_ = nullptr;
+  CUmodule set_module_ = nullptr;
+  CUfunction set_condition_ = nullptr;
+  CUcontext context_ = nullptr;
   ThunkSequence condition_, body_;
   BufferSlice predicate_;
   WhileCopyPlan plan_;
   std::optional<TripCount> trip_count_;
   runtime::OwnedDeviceMemory host_;  // pinned: the predicate's byte
 };
+
+class NvrtcCompiler;
+// The relocatable cubin of the set-condition kernel for `arch` (Note [Device-side loops]).
+StatusOr<std::string> CompileSetConditionKernel(NvrtcCompiler& nvrtc, const std::string& arch);
 
 class ConditionalThunk : public GpuThunk {
  public:

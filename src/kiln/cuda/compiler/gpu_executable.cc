@@ -136,6 +136,7 @@ Status GpuExecutable::Initialize() {
   ThunkInitParams ip;
   ip.device = &device_;
   ip.stream = stream_.get();
+  ip.graph_conditionals = options_.use_cuda_graph && options_.use_graph_conditionals;
   KILN_RETURN_IF_ERROR(compiled_->entry.Initialize(ip));
   const uint64_t ws = compiled_->entry.WorkspaceBytes();
   if (ws > 0) {
@@ -274,6 +275,7 @@ Status GpuExecutable::Capture() {
   p.buffers = &buffers_;
   p.stream = stream_.get();
   p.workspace = workspace_;
+  p.capturing = true;
   SetSideStream(p);
   Status run = compiled_->entry.Execute(p);
   CUgraph graph = nullptr;

@@ -57,6 +57,10 @@ struct GpuExecutableOptions {
   // Run independent (library call, kernel) pairs of the entry sequence on two streams
   // (Note [Side stream] in gpu_thunk.h); graphs capture the fork and join.
   bool use_side_stream = true;
+  // Loops whose trip count is only known on the device run as CUDA graph conditional nodes
+  // inside the graph (Note [Device-side loops] in control_flow_thunks.h) where the driver and
+  // the toolkit's device runtime allow; off: they read their predicate on the host.
+  bool use_graph_conditionals = true;
 };
 
 struct GpuRunOptions {

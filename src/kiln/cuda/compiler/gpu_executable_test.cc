@@ -522,36 +522,42 @@ TEST(GpuExecutableTest, LoopOfKnownTripCountIsCapturedWithoutHostWaits) {
   EXPECT_TRUE(r.exe->graph_captured()) << listing;
 }
 
-TEST(GpuExecutableTest, LoopOfDeviceTripCountStillRunsAndMatches) {
+TEST(GpuExecutableTest, LoopOfDeviceTripCountRunsAsAConditionalNode) {
   REQUIRE_DEVICE();
-  // The bound is an argument: random s32 (any sign; the loop runs min(max(n, 0), 8) times
-  // before the slice index clamps, which the evaluator follows too).
+  // The bound is an argument: one executable runs it with several bounds, each three times (the
+  // first run eager, then captured -- with a conditional WHILE node where the device runtime
+  // allows, Note [Device-side loops] -- then the graph replayed with the new bound).
   auto m = ParseHloModule(ScanLoop("p"));
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   std::vector<Shape> shapes;
   for (const HloInstruction* p : (*m)->entry_computation()->parameter_instructions()) shapes.push_back(p->shape());
-  for (int32_t n : {0, 1, 5, 8}) {
-    std::vector<Literal> args = MakeRandomArguments(shapes, 7);
+  auto clone = ParseHloModule(ScanLoop("p"));
+  ASSERT_TRUE(clone.ok());
+  GpuCompileOptions o;
+  o.device = codegen::DeviceSpec::FromDescription(TheDevice()->description());
+  auto compiled = GpuCompiler::Compile(std::move(*clone), o);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  auto exe = GpuExecutable::Create(std::move(*compiled), *TheDevice());
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  const std::string listing = (*exe)->compiled().ThunkListing();
+  const bool device_loop = listing.find("a conditional node in graphs") != std::string::npos;
+  EXPECT_EQ((*exe)->graph_eligible(), device_loop) << listing;
+  for (int32_t n : {5, 0, 8, 1, 3}) {
+    std::vector<Literal> args = MakeRandomArguments(shapes, 7 + n);
     args[2] = Literal::CreateR0<int32_t>(PrimitiveType::kS32, n);
     auto expected = EvaluateModule(**m, args);
     ASSERT_TRUE(expected.ok()) << expected.status().ToString();
-    auto clone = ParseHloModule(ScanLoop("p"));
-    ASSERT_TRUE(clone.ok());
-    GpuCompileOptions o;
-    o.device = codegen::DeviceSpec::FromDescription(TheDevice()->description());
-    auto compiled = GpuCompiler::Compile(std::move(*clone), o);
-    ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
-    auto exe = GpuExecutable::Create(std::move(*compiled), *TheDevice());
-    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
-    EXPECT_FALSE((*exe)->graph_eligible());
-    GpuRunOptions ro;
-    ro.poison = true;
-    auto got = (*exe)->Run(args, ro);
-    ASSERT_TRUE(got.ok()) << got.status().ToString();
-    CompareOptions co;
-    co.backend_vs_evaluator = true;
-    EXPECT_TRUE(CompareLiterals(*got, *expected, co).ok()) << "n=" << n;
+    for (int run = 0; run < 3; ++run) {
+      GpuRunOptions ro;
+      ro.poison = true;
+      auto got = (*exe)->Run(args, ro);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      CompareOptions co;
+      co.backend_vs_evaluator = true;
+      EXPECT_TRUE(CompareLiterals(*got, *expected, co).ok()) << "n=" << n << " run " << run << "\n" << listing;
+    }
   }
+  if (device_loop) EXPECT_TRUE((*exe)->graph_captured()) << listing;
 }
 
 TEST(GpuExecutableTest, SortTopKAndHostFallback) {

@@ -51,6 +51,9 @@ struct BufferAllocations {
 struct ThunkInitParams {
   CudaDevice* device = nullptr;
   runtime::Stream* stream = nullptr;  // the stream runs will use (library handles bind to it)
+  // Loops of device-side trip count may become CUDA graph conditional nodes (Note [Device-side
+  // loops] in control_flow_thunks.h).
+  bool graph_conditionals = true;
 };
 
 struct ThunkExecuteParams {
@@ -68,6 +71,9 @@ struct ThunkExecuteParams {
   // The run's state of the stateful RNG ops that run on the host (HostThunk), seeded by
   // GpuRunOptions::seed; null: each starts from 0. Thunks run one after another: no atomics.
   uint64_t* rng_state = nullptr;
+  // The run is being captured into a CUDA graph (GpuExecutable::Capture): loops of device-side
+  // trip count build conditional nodes instead of reading their predicate.
+  bool capturing = false;
 };
 
 class GpuThunk {

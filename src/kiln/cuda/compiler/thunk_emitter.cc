@@ -364,8 +364,15 @@ class Emitter {
         std::optional<WhileThunk::TripCount> trips;
         if (std::optional<int64_t> n = KnownTripCount(instr))
           trips = WhileThunk::TripCount{*n, !IsSideEffectFreeComputation(*instr.while_condition())};
-        out.push_back(std::make_unique<WhileThunk>(instr.name(), std::move(condition), std::move(body), pred,
-                                                   std::move(plan), trips));
+        auto w = std::make_unique<WhileThunk>(instr.name(), std::move(condition), std::move(body), pred,
+                                              std::move(plan), trips);
+        if (!trips && options_.nvrtc) {
+          // Note [Device-side loops]: without the kernel the loop reads its predicate on the host.
+          StatusOr<std::string> cubin = CompileSetConditionKernel(*options_.nvrtc, options_.device.arch());
+          if (cubin.ok()) w->set_device_loop_cubin(std::move(*cubin));
+          else KILN_LOG(Info) << "cuda: no set-condition kernel (" << cubin.status().message() << ")";
+        }
+        out.push_back(std::move(w));
         return OkStatus();
       }
       case How::kConditional: {
