@@ -43,6 +43,8 @@ check tune_cold 0 'd1, d2 +dot +host_(gemm|eval)' -- \
     --dump-json "$TMP/tune.json" -o "$TMP/tuned.hlo"
 check tune_summary 0 'autotune: 3 instructions \(2 distinct\): 2 tuned' -- \
   "$KILN" tune "$M" --device host --autotune-cache "$TMP/cache2" --repetitions 1
+check tune_whole_program 0 'whole program: untuned [0-9.]+ ms, tuned [0-9.]+ ms' -- \
+  "$KILN" tune "$M" --device host --autotune-cache "$TMP/cache2" --repetitions 1 --whole-program-runs 3
 check dump_has_candidates 0 '"verdict": "ok"' -- cat "$TMP/tune.json"
 check tuned_module 0 'backend_config=\{"autotune"' -- cat "$TMP/tuned.hlo"
 check tuned_module_runs 0 'out0 f32\[64,16\]' -- "$KILN" run "$TMP/tuned.hlo" --device interpreter

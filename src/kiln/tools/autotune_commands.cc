@@ -183,6 +183,8 @@ struct TuneArgs {
   std::string output;
   int repetitions = 5;
   bool quiet = false;
+  // Time the whole program untuned and tuned after tuning (runs of each).
+  int whole_program_runs = 10;
 };
 
 // Progress on one terminal line: bar, counts, elapsed time, the instruction being tuned.
@@ -259,6 +261,34 @@ int Tune(TuneArgs& a, const Client& client) {
   }
   std::cout << report->SummaryLine() << "\n";
 
+  // Tuning measures each choice alone; the whole program decides. Both programs timed the way
+  // `kiln bench` does (the tuned one reads the cache just filled).
+  if (a.whole_program_runs > 0 && !report->groups.empty()) {
+    CompileOptions untuned = *options;
+    untuned.autotune.level = "off";
+    untuned.autotune.force.clear();
+    untuned.autotune.progress = nullptr;
+    untuned.keep_compiled_module_text = false;
+    CompileOptions with_cache = *options;
+    with_cache.autotune.cache_mode = "read-only";
+    with_cache.autotune.progress = nullptr;
+    with_cache.keep_compiled_module_text = false;
+    const std::string where = Client::DeviceName(*device);
+    auto t0 = TimeWholeProgram(client, **module, where, untuned, 42, 3, a.whole_program_runs);
+    auto t1 = TimeWholeProgram(client, **module, where, with_cache, 42, 3, a.whole_program_runs);
+    if (!t0.ok() || !t1.ok()) {
+      std::cout << "whole program: not timed (" << (t0.ok() ? t1.status() : t0.status()).message() << ")\n";
+    } else {
+      char line[160];
+      std::snprintf(line, sizeof(line), "whole program: untuned %.4f ms, tuned %.4f ms (%.2fx)", *t0, *t1,
+                    *t1 > 0 ? *t0 / *t1 : 0.0);
+      std::cout << line << "\n";
+      if (*t1 > *t0 * 1.02)
+        std::cout << "warning: the tuned program is slower than the untuned one: the choices were measured "
+                     "alone; run with --autotune off, or re-tune (`kiln cache clear`)\n";
+    }
+  }
+
   if (!a.dump_json.empty()) {
     if (Status s = WriteWholeFile(a.dump_json, report->ToJson().dump(1) + "\n"); !s.ok()) {
       return PrintError(s.message()), kExitFailure;
@@ -311,6 +341,9 @@ void AddTuneCommand(CLI::App& app, const Client& client, int* exit_code) {
   cmd->add_option("--repetitions", args->repetitions, "timed runs per candidate (median)")
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("-q,--quiet", args->quiet, "no progress bar");
+  cmd->add_option("--whole-program-runs", args->whole_program_runs,
+                  "after tuning, time the whole program untuned and tuned with this many runs each (0: skip)")
+      ->check(CLI::Range(0, 10000));
   cmd->callback([args, &client, exit_code] { *exit_code = Tune(*args, client); });
 }
 

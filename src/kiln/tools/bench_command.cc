@@ -224,6 +224,28 @@ int Bench(const BenchFlags& f, const Client& client) {
 
 }  // namespace
 
+StatusOr<double> TimeWholeProgram(const Client& client, const HloModule& module, const std::string& device,
+                                  const CompileOptions& options, uint64_t seed, int warmup, int iterations) {
+  InputOptions io;
+  io.seed = seed;
+  KILN_ASSIGN_OR_RETURN(std::vector<Literal> args, MakeInputs(module, io, nullptr));
+  KILN_ASSIGN_OR_RETURN(Prepared p, Prepared::Create(client, module, device, options, std::move(args)));
+  ExecuteOptions eo;
+  eo.seed = seed;
+  for (int i = 0; i < warmup; ++i) {
+    KILN_RETURN_IF_ERROR(p.Refill());
+    KILN_RETURN_IF_ERROR(p.Run(eo));
+  }
+  std::vector<double> ms;
+  for (int i = 0; i < std::max(1, iterations); ++i) {
+    KILN_RETURN_IF_ERROR(p.Refill());
+    auto start = std::chrono::steady_clock::now();
+    KILN_RETURN_IF_ERROR(p.Run(eo));
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  return Median(ms);
+}
+
 void AddBenchCommand(CLI::App& app, const Client& client, int* exit_code) {
   auto flags = std::make_shared<BenchFlags>();
   CLI::App* cmd = app.add_subcommand("bench", "Time the execution of a module (compiled and prepared once)");

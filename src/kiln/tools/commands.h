@@ -18,4 +18,10 @@ void AddCacheCommand(CLI::App& app, int* exit_code);                          //
 void AddCompileCommand(CLI::App& app, const Client& client, int* exit_code);  // compile_command.cc
 void AddBenchCommand(CLI::App& app, const Client& client, int* exit_code);    // bench_command.cc
 
+// Median wall milliseconds of `iterations` runs (after `warmup`) of `module` compiled with
+// `options` on `device`, on random inputs from `seed`, as `kiln bench` times them
+// (bench_command.cc; `kiln tune` compares the untuned and the tuned program with it).
+StatusOr<double> TimeWholeProgram(const Client& client, const HloModule& module, const std::string& device,
+                                  const CompileOptions& options, uint64_t seed, int warmup, int iterations);
+
 }  // namespace kiln
