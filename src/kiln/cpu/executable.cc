@@ -6,6 +6,7 @@
 #include <map>
 
 #include "kiln/base/strings.h"
+#include "kiln/cpu/control_flow_thunks.h"
 #include "kiln/hlo/computation.h"
 
 namespace kiln::cpu {
@@ -419,10 +420,23 @@ std::string CpuExecutable::ProfileReport(int64_t max_rows) const {
   for (int64_t r = 0; r < static_cast<int64_t>(ids.size()) && r < max_rows; ++r) {
     int64_t i = ids[r];
     double ms = profile_.nanos(i) / 1e6;
-    std::snprintf(buf, sizeof buf, "  %10.3f ms %5.1f%% %7lld calls  %s\n", ms,
+    std::snprintf(buf, sizeof buf, "  %10.3f ms %5.1f%% %7lld calls  %s", ms,
                   top_total > 0 ? 100.0 * profile_.nanos(i) / top_total : 0.0,
                   static_cast<long long>(profile_.count(i)), all[i]->ToString().c_str());
     s += buf;
+    // A loop: its iterations (runs of the body's first thunk) and the time of one.
+    if (all[i]->kind() == Thunk::Kind::kWhile) {
+      const auto* w = static_cast<const WhileThunk*>(all[i]);
+      if (!w->body().thunks().empty()) {
+        const int64_t iterations = profile_.count(w->body().thunks().front()->id());
+        if (iterations > 0) {
+          std::snprintf(buf, sizeof buf, " -- %lld iterations, %.4f ms each", static_cast<long long>(iterations),
+                        profile_.nanos(i) / 1e6 / static_cast<double>(iterations));
+          s += buf;
+        }
+      }
+    }
+    s += "\n";
   }
   return s;
 }

@@ -86,6 +86,7 @@ class WhileThunk : public GpuThunk {
   std::string ToString() const override;
   int64_t EnqueuedOps() const override;
   const std::optional<TripCount>& trip_count() const { return trip_count_; }
+  const ThunkSequence& body() const { return body_; }
   // Whether the loop runs as a conditional node when captured.
   bool device_loop() const { return set_condition_ != nullptr; }
 

@@ -5,6 +5,7 @@
 
 #include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
+#include "kiln/cuda/compiler/control_flow_thunks.h"
 #include "kiln/cuda/driver_api.h"
 #include "kiln/hlo/computation.h"
 
@@ -423,6 +424,21 @@ std::string GpuExecutable::ProfileReport(int max_rows) const {
                   top_total > 0 ? 100.0 * e.total_ms / top_total : 0.0, bytes / 1e6, flops / 1e9,
                   ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0, ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0,
                   ms > 0 ? 100.0 * floor_ms / ms : 0.0);
+    s += buf;
+  }
+  // Loops: iterations per run (executions of the body's first thunk) and the time of one.
+  for (const ThunkProfiler::Entry& e : rows) {
+    if (e.thunk->kind() != GpuThunk::Kind::kWhile || e.count == 0) continue;
+    const auto* w = static_cast<const WhileThunk*>(e.thunk);
+    if (w->body().thunks().empty()) continue;
+    const GpuThunk* first = w->body().thunks().front().get();
+    int64_t iterations = 0;
+    for (const ThunkProfiler::Entry& b : rows)
+      if (b.thunk == first) iterations = b.count;
+    if (iterations == 0) continue;
+    std::snprintf(buf, sizeof buf, "  loop %%%s: %.1f iterations per run, %.4f ms each\n", w->name().c_str(),
+                  static_cast<double>(iterations) / static_cast<double>(e.count),
+                  e.total_ms / static_cast<double>(iterations));
     s += buf;
   }
   return s;
