@@ -444,6 +444,24 @@ TEST(ParserAttributesTest, ShardingForms) {
   EXPECT_TRUE(Get(*m, "h").sharding()->tuple_elements.empty());
 }
 
+TEST(ParserAttributesTest, MetadataWithCommasAndBracedFrontendAttributes) {
+  // Older XLA text separates metadata fields with commas; frontend attribute values may be
+  // braced dictionaries or lists (kept as their text).
+  auto m = ParseBody(R"(
+  x = f32[4] parameter(0), metadata={op_type="add", op_name="jit(f)/add", source_line=3}
+  ROOT y = f32[4] add(x, x), frontend_attributes={composite.attributes={n = 1 : i32}, _xla_send_recv_source_target_pairs={{0,1},{1,2}}, s="t"})");
+  ASSERT_TRUE(m);
+  const OpMetadata& md = Get(*m, "x").metadata();
+  EXPECT_EQ(md.op_type, "add");
+  EXPECT_EQ(md.op_name, "jit(f)/add");
+  EXPECT_EQ(md.source_line, 3);
+  const auto& fa = Get(*m, "y").frontend_attributes();
+  ASSERT_EQ(fa.size(), 3u);
+  EXPECT_EQ(fa[0], (std::pair<std::string, std::string>{"composite.attributes", "{n = 1 : i32}"}));
+  EXPECT_EQ(fa[1], (std::pair<std::string, std::string>{"_xla_send_recv_source_target_pairs", "{{0,1},{1,2}}"}));
+  EXPECT_EQ(fa[2].second, "t");
+}
+
 TEST(ParserAttributesTest, MetadataFrontendAttributesBackendConfig) {
   auto m = ParseBody(R"(
   p = f32[4]{0} parameter(0), metadata={op_type="Add" op_name="jit(f)/add" source_file="/a/b.py" source_line=12 source_end_line=13 source_column=4 source_end_column=9 stack_frame_id=7 deduplicated_name="dd" preserve_layout=true scheduling_name="p" profile_type={1,2} size_of_generated_code_in_bytes=10}

@@ -162,7 +162,8 @@ StatusOr<ReplicaGroups> HloParser::ParseReplicaGroups() {
   return g;
 }
 
-// metadata ::= '{' (key '=' value)* '}'     (keys separated by spaces)
+// metadata ::= '{' (key '=' value ','?)* '}'     (keys separated by spaces or commas, as older
+//                                                 XLA text writes them)
 StatusOr<OpMetadata> HloParser::ParseMetadata() {
   KILN_RETURN_IF_ERROR(Expect(TokKind::kLbrace, "'{'"));
   OpMetadata m;
@@ -198,12 +199,15 @@ StatusOr<OpMetadata> HloParser::ParseMetadata() {
       KILN_ASSIGN_OR_RETURN(std::string raw, ParseRawValue());
       m.extra.emplace_back(std::string(key), std::move(raw));
     }
+    TryConsume(TokKind::kComma);
   }
   lex_.Next();
   return m;
 }
 
 // frontend_attributes ::= '{' ((ident | string) '=' (string | raw) (',' ...)*)? '}'
+// A raw value is kept as its text: a braced dictionary (composite.attributes={n = 1 : i32}) or
+// list (_xla_send_recv_source_target_pairs={{0,1},{1,2}}); the printer quotes it.
 StatusOr<std::vector<std::pair<std::string, std::string>>> HloParser::ParseFrontendAttributes() {
   KILN_RETURN_IF_ERROR(Expect(TokKind::kLbrace, "'{'"));
   std::vector<std::pair<std::string, std::string>> out;
@@ -216,7 +220,12 @@ StatusOr<std::vector<std::pair<std::string, std::string>>> HloParser::ParseFront
       KILN_ASSIGN_OR_RETURN(key, ParseIdentText("frontend attribute name"));
     }
     KILN_RETURN_IF_ERROR(Expect(TokKind::kEqual, "'='"));
-    KILN_ASSIGN_OR_RETURN(std::string value, ParseString());
+    std::string value;
+    if (lex_.PeekKind() == TokKind::kString) {
+      KILN_ASSIGN_OR_RETURN(value, ParseString());
+    } else {
+      KILN_ASSIGN_OR_RETURN(value, ParseRawValue());
+    }
     out.emplace_back(std::move(key), std::move(value));
   } while (TryConsume(TokKind::kComma));
   KILN_RETURN_IF_ERROR(Expect(TokKind::kRbrace, "'}' or ','"));
