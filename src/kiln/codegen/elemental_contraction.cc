@@ -56,6 +56,9 @@ bool Contains(const std::vector<int64_t>& v, int64_t x) { return std::find(v.beg
 }  // namespace
 
 StatusOr<std::vector<Value>> ElementalEmitter::EmitDot(const HloInstruction& instr, const Index& index) {
+  if (!instr.attrs().sparsity.empty())
+    return Unimplemented("unsupported: sparse dot %", instr.name(),
+                         " (structured sparsity, sparsity=...; its metadata operands are not read by kiln)");
   if (instr.operand_count() != 2) return InvalidArgument("dot %", instr.name(), " takes 2 operands");
   for (Precision p : instr.attrs().precision_config.operand_precision)
     if (p == Precision::kPackedNibble) return Unimplemented("dot %", instr.name(), ": packed-nibble precision");

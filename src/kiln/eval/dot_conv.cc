@@ -210,6 +210,9 @@ StatusOr<Literal> DotLiterals(const HloInstruction& instr, const Literal& lhs, c
 
 StatusOr<Literal> EvalDot(const HloInstruction& instr, std::span<const Literal* const> ops,
                           Evaluator&) {
+  if (!instr.attrs().sparsity.empty())
+    return Unimplemented("unsupported: sparse dot %", instr.name(),
+                         " (structured sparsity, sparsity=...; its metadata operands are not read by kiln)");
   if (ops.size() != 2) return InvalidArgument("dot %", instr.name(), " takes 2 operands");
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[0], 0));
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[1], 1));

@@ -131,6 +131,22 @@ ENTRY e {
   EXPECT_NE(r.status().message().find("group"), std::string::npos) << r.status().ToString();
 }
 
+TEST(DotConv, SparseDotIsAClearUnsupported) {
+  // Not an operand-count error: a structured-sparsity dot says what it is.
+  auto r = RunHlo(R"(
+ENTRY e {
+  a = f32[4,8] parameter(0)
+  b = f32[16,4] parameter(1)
+  m = u16[4,1] parameter(2)
+  ROOT d = f32[4,4] dot(a, b, m), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sparsity=L.1@2:4
+})",
+                  {Literal(Shape::Array(PrimitiveType::kF32, {4, 8})), Literal(Shape::Array(PrimitiveType::kF32, {16, 4})),
+                   Literal(Shape::Array(PrimitiveType::kU16, {4, 1}))});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("unsupported: sparse dot %d"), std::string::npos) << r.status().ToString();
+}
+
 TEST(DotConv, PackedNibbleIsUnsupported) {
   auto r = RunHlo(R"(
 ENTRY e {

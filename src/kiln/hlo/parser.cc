@@ -3,6 +3,8 @@
 // is declared in parser_internal.h.
 #include "kiln/hlo/parser.h"
 
+#include "kiln/hlo/shape_inference.h"
+
 #include "kiln/base/npy.h"
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/hlo/parser_internal.h"
+#include "kiln/hlo/shape_inference.h"
 
 namespace kiln {
 namespace parser_internal {
@@ -138,6 +141,7 @@ StatusOr<std::unique_ptr<HloModule>> HloParser::ParseModule() {
   // Async wrappers of the sugar form, named once every parsed name is known.
   for (PendingWrapper& w : pending_wrappers_) KILN_RETURN_IF_ERROR(BuildAsyncWrapper(module.get(), w));
   KILN_RETURN_IF_ERROR(ResolveComputations(module.get()));
+  KILN_RETURN_IF_ERROR(InferShapes(module.get()));
   if (!has_header) module->set_name(module->entry_computation()->name());
   return module;
 }
@@ -263,7 +267,12 @@ Status HloParser::ParseComputation(HloModule* module) {
       // here the brace was opened, so the end of input is an error.
       return Expected("an instruction or '}'");
     }
-    KILN_RETURN_IF_ERROR(ParseInstruction(comp, pending, names, &saw_root, &root));
+    current_pending_ = &pending;
+    current_names_ = &names;
+    Status st = ParseInstruction(comp, pending, names, &saw_root, &root);
+    current_pending_ = nullptr;
+    current_names_ = nullptr;
+    KILN_RETURN_IF_ERROR(st);
   }
   size_t close_offset = lex_.NextTokenOffset();
   lex_.Next();  // '}'
@@ -410,7 +419,23 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
     return ErrorAt(name_tok.offset, StrCat("instruction '", name, "' is defined twice in computation '",
                                            comp->name(), "'"));
   KILN_RETURN_IF_ERROR(Expect(TokKind::kEqual, "'='"));
-  KILN_ASSIGN_OR_RETURN(Shape shape, ParseShape());
+  // XLA infers the shape of an instruction written without one ("ROOT y = add(x, x)"): an
+  // opcode right after '=' (not a type, and not a parameter or constant, which need theirs).
+  bool infer_shape = false;
+  if (!PeekShape() && lex_.PeekKind() == TokKind::kIdent) {
+    const Token t = lex_.Peek();
+    std::optional<HloOpcode> op = ParseHloOpcode(t.text);
+    if (op && *op != HloOpcode::kParameter && *op != HloOpcode::kConstant && !ParsePrimitiveType(t.text)) {
+      Lexer::State st = lex_.GetState();
+      lex_.Next();
+      infer_shape = lex_.PeekKind() == TokKind::kLparen;
+      lex_.SetState(st);
+    }
+  }
+  Shape shape;
+  if (!infer_shape) {
+    KILN_ASSIGN_OR_RETURN(shape, ParseShape());
+  }
 
   const Token op_tok = lex_.Peek();
   if (op_tok.kind != TokKind::kIdent) return Expected("opcode");
@@ -515,6 +540,7 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
     *saw_root = true;
     *root = instr;
   }
+  if (infer_shape) infer_shapes_.push_back({instr, name_tok.offset});
   names.emplace(name, instr);
   p.owned = std::move(owned);
   pending.push_back(std::move(p));
@@ -557,8 +583,24 @@ Status HloParser::ParseOperands(PendingInstruction& p, HloInstruction* instr, bo
   }
   if (TryConsume(TokKind::kRparen)) return OkStatus();
   do {
-    if (PeekShape()) KILN_RETURN_IF_ERROR(ParseShape().status());
+    Shape operand_shape;
+    const bool has_shape = PeekShape();
+    if (has_shape) {
+      KILN_ASSIGN_OR_RETURN(operand_shape, ParseShape());
+    }
     const Token t = lex_.Peek();
+    // A nested instruction: "shape opcode(...)".
+    if (has_shape && t.kind == TokKind::kIdent && ParseHloOpcode(t.text) && current_pending_) {
+      Lexer::State st = lex_.GetState();
+      lex_.Next();
+      const bool nested = lex_.PeekKind() == TokKind::kLparen;
+      lex_.SetState(st);
+      if (nested) {
+        KILN_ASSIGN_OR_RETURN(std::string name, ParseNestedOperand(std::move(operand_shape)));
+        p.operands.push_back({std::move(name), t.offset});
+        continue;
+      }
+    }
     KILN_ASSIGN_OR_RETURN(std::string name, ParseName("operand name"));
     p.operands.push_back({std::move(name), t.offset});
   } while (TryConsume(TokKind::kComma));
@@ -590,6 +632,76 @@ Status HloParser::BuildAsyncWrapper(HloModule* module, PendingWrapper& p) {
   }
   raw->set_root_instruction(raw->AddInstruction(std::move(wrapped)));
   start->AppendCalledComputation(raw);
+  return OkStatus();
+}
+
+// operand ::= shape opcode '(' operands ')'   (no attributes; as XLA's parser reads them)
+StatusOr<std::string> HloParser::ParseNestedOperand(Shape shape) {
+  const Token op_tok = lex_.Next();
+  std::optional<HloOpcode> opcode = ParseHloOpcode(op_tok.text);
+  if (!opcode) return ErrorAt(op_tok.offset, StrCat("unknown opcode '", op_tok.text, "'"));
+  std::string name;
+  do {
+    name = StrCat(op_tok.text, ".nested.", nested_counter_++);
+  } while (current_names_->count(name));
+  PendingInstruction q;
+  q.opcode_offset = op_tok.offset;
+  q.name_offset = op_tok.offset;
+  auto owned = std::make_unique<HloInstruction>(*opcode, std::move(shape), name);
+  q.instr = owned.get();
+  int line = 0, col = 0;
+  lex_.LineColumn(op_tok.offset, &line, &col);
+  q.instr->set_location({line, col});
+  bool elided = false;
+  q.operands_offset = lex_.NextTokenOffset();
+  KILN_RETURN_IF_ERROR(ParseOperands(q, q.instr, &elided));
+  if (elided) return ErrorAt(op_tok.offset, "a nested constant needs its value");
+  KILN_RETURN_IF_ERROR(CheckArity(q));
+  if (q.instr->opcode() == HloOpcode::kDot && !q.instr->attrs().dot_dimension_numbers)
+    q.instr->attrs().dot_dimension_numbers.emplace();
+  current_names_->emplace(name, q.instr);
+  q.owned = std::move(owned);
+  current_pending_->push_back(std::move(q));
+  return name;
+}
+
+namespace {
+// `s` with the default layout on every array of rank >= 1 that has none (as a written shape
+// without a layout is read).
+Shape WithDefaultLayouts(Shape s) {
+  if (s.IsTuple()) {
+    for (Shape& e : s.mutable_tuple_shapes()) e = WithDefaultLayouts(std::move(e));
+    return s;
+  }
+  if (s.IsArray() && s.rank() > 0 && !s.has_layout()) {
+    Shape d = Shape::ArrayWithDefaultLayout(s.element_type(), s.dimensions());
+    for (int64_t i = 0; i < s.rank(); ++i)
+      if (s.is_dynamic_dimension(i)) d = s;  // keep dynamic shapes as inferred
+    return d;
+  }
+  return s;
+}
+}  // namespace
+
+// Shapes of the instructions written without one, operands (and called computations) first.
+Status HloParser::InferShapes(HloModule* module) {
+  if (infer_shapes_.empty()) return OkStatus();
+  std::unordered_map<const HloInstruction*, size_t> offsets;
+  for (auto [instr, offset] : infer_shapes_) offsets[instr] = offset;
+  for (HloComputation* c : module->MakeComputationPostOrder())
+    for (HloInstruction* instr : c->MakeInstructionPostOrder()) {
+      auto it = offsets.find(instr);
+      if (it == offsets.end()) continue;
+      for (const HloInstruction* op : instr->operands())
+        if (!op->shape().IsValid())
+          return ErrorAt(it->second, StrCat("cannot infer the shape of '", instr->name(), "': operand '", op->name(),
+                                            "' has no shape"));
+      StatusOr<Shape> s = InferShape(*instr);
+      if (!s.ok())
+        return ErrorAt(it->second, StrCat("cannot infer the shape of '", instr->name(), "' (write it): ",
+                                          s.status().message()));
+      instr->set_shape(WithDefaultLayouts(std::move(s).value()));
+    }
   return OkStatus();
 }
 

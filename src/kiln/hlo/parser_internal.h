@@ -189,6 +189,16 @@ class HloParser {
   std::vector<PendingWrapper> pending_wrappers_;
   // Async -update/-done written in sugar form: their computation comes from their operand.
   std::vector<std::pair<HloInstruction*, size_t>> async_sugar_users_;  // with opcode offset
+  // Instructions written without a shape ("y = add(x, x)"), with their name's offset: their
+  // shapes are inferred once the module is complete (InferShapes).
+  std::vector<std::pair<HloInstruction*, size_t>> infer_shapes_;
+  // The computation being parsed, for operands written as nested instructions
+  // ("add(s32[] parameter(0), s32[] constant(1))"): each becomes an instruction of its own.
+  std::vector<PendingInstruction>* current_pending_ = nullptr;
+  std::unordered_map<std::string, HloInstruction*>* current_names_ = nullptr;
+  int64_t nested_counter_ = 0;
+  StatusOr<std::string> ParseNestedOperand(Shape shape);
+  Status InferShapes(HloModule* module);
   std::optional<NameRef> entry_ref_;
 };
 

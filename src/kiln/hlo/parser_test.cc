@@ -66,6 +66,41 @@ ENTRY e {
             std::string::npos);
 }
 
+TEST(ParserTest, InstructionsWithoutShapesAndNestedOperands) {
+  // XLA infers a shape left out, and reads an operand written as an instruction.
+  auto m = Parse(R"(HloModule m
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = add(a, b)
+}
+ENTRY e {
+  x = f32[4,3] parameter(0)
+  z = f32[] constant(0)
+  t = (f32[4,3], f32[]) tuple(x, z)
+  gte0 = get-tuple-element(t), index=0
+  r = reduce(gte0, z), dimensions={1}, to_apply=sum
+  k = s32[] add(s32[] parameter(1), s32[] constant(1))
+  ROOT y = tuple(r, k)
+})");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(Find(*m, "gte0")->shape().ToString(), "f32[4,3]{1,0}");
+  EXPECT_EQ(Find(*m, "r")->shape().ToString(), "f32[4]{0}");
+  EXPECT_EQ(Find(*m, "s")->shape().ToString(), "f32[]");
+  EXPECT_EQ(m->entry_computation()->root_instruction()->shape().ToString(), "(f32[4]{0}, s32[])");
+  const HloInstruction* k = Find(*m, "k");
+  ASSERT_EQ(k->operand_count(), 2);
+  EXPECT_EQ(k->operand(0)->opcode(), HloOpcode::kParameter);
+  EXPECT_EQ(k->operand(0)->parameter_number(), 1);
+  EXPECT_EQ(k->operand(1)->opcode(), HloOpcode::kConstant);
+  EXPECT_EQ(m->entry_computation()->num_parameters(), 2);
+  // What cannot be inferred says so, at the instruction.
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = broadcast(x), dimensions={0}\n}\n")
+                .find("4:8: cannot infer the shape of 'y'"),
+            std::string::npos);
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT y = parameter(0)\n}\n").find("expected shape"), std::string::npos);
+}
+
 TEST(ParserTest, PercentNamesSignatureAndCalledComputations) {
   auto m = Parse(R"(HloModule m, is_scheduled=true
 
