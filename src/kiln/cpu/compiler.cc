@@ -11,6 +11,7 @@
 #include "kiln/cpu/layout_normalization.h"
 #include "kiln/cpu/row_tiles_thunk.h"
 #include "kiln/hlo/computation.h"
+#include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/compile_tail.h"
 #include "kiln/passes/call_graph.h"
@@ -75,6 +76,10 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   if (options.verify_input) {
     Status s = VerifyModule(*module);
     if (!s.ok()) return InvalidArgument("cpu compiler: the module does not verify:\n", s.message());
+  } else {
+    // Unverified modules still may not index outside their operands.
+    Status s = CheckOperandsInRange(*module);
+    if (!s.ok()) return InvalidArgument("cpu compiler: the module is invalid (checked without the verifier too): ", s.message());
   }
   EntryLayouts entry_layouts = GetEntryLayouts(*module);
 

@@ -1,5 +1,6 @@
 // InferShape: the per-opcode dispatcher over the family functions.
 #include "kiln/hlo/shape_inference.h"
+#include "kiln/base/strings.h"
 
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/module.h"
@@ -559,6 +560,18 @@ StatusOr<Shape> InferShape(const HloInstruction& instr) {
     KILN_RETURN_IF_ERROR(ExpectBounded(o->shape(), "an operand"));
   KILN_RETURN_IF_ERROR(ExpectBounded(instr.shape(), "the result"));
   return InferShapeImpl(instr);
+}
+
+Status CheckOperandsInRange(const HloModule& module) {
+  for (const HloComputation* c : module.computations())
+    for (const HloInstruction* instr : c->instructions()) {
+      if (instr->opcode() == HloOpcode::kParameter || instr->opcode() == HloOpcode::kConstant) continue;
+      StatusOr<Shape> s = InferShape(*instr);
+      if (s.ok() || s.status().code() == StatusCode::kUnimplemented) continue;
+      return InvalidArgument("%", instr->name(), instr->location().line > 0 ? StrCat(" (line ", instr->location().line, ")") : "",
+                             ": ", s.status().message());
+    }
+  return OkStatus();
 }
 
 }  // namespace kiln

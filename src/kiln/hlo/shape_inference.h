@@ -37,11 +37,20 @@
 
 namespace kiln {
 
+class HloModule;
+
 // The result shape of `instr` (see the header comment for what is read from its declared
 // shape). Needs the called computations for reduce/map/sort/while/... and, for collectives
 // whose group size is not in the replica_groups, the module header's replica_count /
 // num_partitions (found through instr.parent()->parent() when set).
 StatusOr<Shape> InferShape(const HloInstruction& instr);
+
+// What the backends check even when the verifier is skipped (--no-verify): every instruction's
+// operands are ones its shape inference accepts (tuple indices, slice bounds, dimension
+// numbers in range ...), so that no kernel indexes outside its operands. InvalidArgument naming
+// the first instruction and line that fails; instructions inference does not know
+// (Unimplemented) pass.
+Status CheckOperandsInRange(const HloModule& module);
 
 // ---- Elementwise family (shape_inference_elementwise.cc) ---------------------------------
 

@@ -84,6 +84,11 @@ printf 'module @jit_f {\n  func.func public @main(%%arg0: tensor<2xf32>) -> tens
 check stablehlo_hint 2 'looks like StableHLO' -- "$KILN" run "$TMP/stablehlo.mlir"
 printf '\x0a\x05\x00\x01\x02binary' > "$TMP/module.pb"
 check binary_hint 2 'looks like a binary file' -- "$KILN" run "$TMP/module.pb"
+# --no-verify skips the verifier, not the bounds: an out-of-range tuple index or slice is an error.
+printf 'HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  t = (f32[4]) tuple(x)\n  ROOT g = f32[4] get-tuple-element(t), index=3\n}\n' > "$TMP/gte.hlo"
+check no_verify_tuple_index 1 'index=3 is out of range' -- "$KILN" run "$TMP/gte.hlo" --device cpu --no-verify
+printf 'HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT s = f32[8] slice(x), slice={[0:8]}\n}\n' > "$TMP/slice.hlo"
+check no_verify_slice 1 'out of range \[0:4\]' -- "$KILN" run "$TMP/slice.hlo" --device cpu --no-verify
 
 # Devices.
 check device_not_built 2 "kiln: device 'rocm' is not built yet \(available: (cuda, )?cpu, interpreter\)" -- \

@@ -9,6 +9,7 @@
 #include "kiln/cuda/compiler/sort_dimension_rewriter.h"
 #include "kiln/cuda/compiler/thunk_emitter.h"
 #include "kiln/hlo/computation.h"
+#include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/algebraic_simplifier.h"
 #include "kiln/passes/compile_tail.h"
@@ -129,6 +130,10 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   if (options.verify_input) {
     Status s = VerifyModule(*module);
     if (!s.ok()) return InvalidArgument("gpu compiler: the module does not verify:\n", s.message());
+  } else {
+    // Unverified modules still may not index outside their operands.
+    Status s = CheckOperandsInRange(*module);
+    if (!s.ok()) return InvalidArgument("gpu compiler: the module is invalid (checked without the verifier too): ", s.message());
   }
   PipelineOptions po;
   po.dump_dir = options.dump_dir;
