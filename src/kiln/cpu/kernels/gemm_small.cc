@@ -31,27 +31,6 @@ constexpr int kMR = 6;
 #endif
 constexpr int64_t kPrefetchRows = 8;  // most rows of a C tile: 16 accumulators of one vector each
 
-inline V Load(const float* p) {
-  V v;
-  std::memcpy(&v, p, sizeof(V));
-  return v;
-}
-inline void Store(float* p, V v) { std::memcpy(p, &v, sizeof(V)); }
-inline V Splat(float s) {
-#if defined(__AVX512F__)
-  return _mm512_set1_ps(s);
-#else
-  return s - V{};  // s - 0 is s for every s (V{} + s would turn -0 into +0)
-#endif
-}
-inline V Fma(V a, V b, V c) {
-#if defined(__AVX512F__)
-  return _mm512_fmadd_ps(a, b, c);
-#else
-  return a * b + c;
-#endif
-}
-
 // C[MR, 16] (+)= Ap[k][MR] * Bp[k][16 of ldb]. Ap holds the MR rows of A interleaved by k;
 // each k reads one vector of B and MR broadcasts of A for MR multiply-adds.
 #if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
@@ -81,6 +60,27 @@ void MicroKernel(int64_t k, const float* __restrict ap, const float* __restrict 
   }
 }
 #else
+inline V Load(const float* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(V));
+  return v;
+}
+inline void Store(float* p, V v) { std::memcpy(p, &v, sizeof(V)); }
+inline V Splat(float s) {
+#if defined(__AVX512F__)
+  return _mm512_set1_ps(s);
+#else
+  return s - V{};  // s - 0 is s for every s (V{} + s would turn -0 into +0)
+#endif
+}
+inline V Fma(V a, V b, V c) {
+#if defined(__AVX512F__)
+  return _mm512_fmadd_ps(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+
 template <int MR>
 void MicroKernel(int64_t k, const float* __restrict ap, const float* __restrict bp, int64_t ldb,
                  float* __restrict c, int64_t ldc, bool accumulate) {

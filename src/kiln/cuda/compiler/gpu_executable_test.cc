@@ -557,7 +557,9 @@ TEST(GpuExecutableTest, LoopOfDeviceTripCountRunsAsAConditionalNode) {
       EXPECT_TRUE(CompareLiterals(*got, *expected, co).ok()) << "n=" << n << " run " << run << "\n" << listing;
     }
   }
-  if (device_loop) EXPECT_TRUE((*exe)->graph_captured()) << listing;
+  if (device_loop) {
+    EXPECT_TRUE((*exe)->graph_captured()) << listing;
+  }
 }
 
 TEST(GpuExecutableTest, SortTopKAndHostFallback) {
