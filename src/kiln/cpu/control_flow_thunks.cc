@@ -82,18 +82,8 @@ std::string WhileThunk::ToString() const {
 }
 
 Status WhileThunk::CopyBodyResults(const ExecuteParams& params) const {
-  const size_t n = plan_.leaves.size();
-  // Copies are simultaneous: sources that another copy overwrites were staged first.
-  for (size_t j = 0; j < n; ++j)
-    if (plan_.copy_body_result[j] && plan_.staging[j].valid())
-      KILN_RETURN_IF_ERROR(CopySlice(params, plan_.body_result[j], plan_.staging[j]));
-  for (size_t j = 0; j < n; ++j) {
-    if (!plan_.copy_body_result[j]) continue;
-    const BufferSlice& src = plan_.staging[j].valid() ? plan_.staging[j] : plan_.body_result[j];
-    if (!src.valid()) continue;
-    KILN_RETURN_IF_ERROR(CopySlice(params, src, plan_.state[j]));
-  }
-  return OkStatus();
+  return ForEachLoopStateCopy(
+      plan_, [&](const BufferSlice& src, const BufferSlice& dst) { return CopySlice(params, src, dst); });
 }
 
 Status WhileThunk::Execute(const ExecuteParams& params) const {

@@ -323,17 +323,8 @@ Status WhileThunk::CaptureDeviceLoop(const ThunkExecuteParams& params) const {
 }
 
 Status WhileThunk::CopyBodyResults(const ThunkExecuteParams& params) const {
-  const size_t n = plan_.leaves.size();
-  // Copies are simultaneous: sources another copy overwrites were staged first.
-  for (size_t j = 0; j < n; ++j)
-    if (plan_.copy_body_result[j] && plan_.staging[j].valid())
-      KILN_RETURN_IF_ERROR(CopySlice(params, plan_.body_result[j], plan_.staging[j]));
-  for (size_t j = 0; j < n; ++j) {
-    if (!plan_.copy_body_result[j]) continue;
-    const BufferSlice& src = plan_.staging[j].valid() ? plan_.staging[j] : plan_.body_result[j];
-    if (src.valid()) KILN_RETURN_IF_ERROR(CopySlice(params, src, plan_.state[j]));
-  }
-  return OkStatus();
+  return ForEachLoopStateCopy(
+      plan_, [&](const BufferSlice& src, const BufferSlice& dst) { return CopySlice(params, src, dst); });
 }
 
 Status WhileThunk::Execute(const ThunkExecuteParams& params) const {
