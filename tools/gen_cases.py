@@ -50,10 +50,10 @@ def parse_args(argv):
 def build_table():
   from kiln_cases import spec
   from kiln_cases import (elementwise, convert, shape, gather_scatter, reduce, dot_conv,
-                          sort, control, random, fft, linalg, nn)
+                          sort, control, random, fft, linalg, nn, attention)
   table = spec.Table()
   for mod in (elementwise, convert, shape, gather_scatter, reduce, dot_conv, sort, control,
-              random, fft, linalg, nn):
+              random, fft, linalg, nn, attention):
     mod.register(table.add)
   return table.cases
 

@@ -313,6 +313,12 @@ StatusOr<Literal> EvalCustomCall(const HloInstruction& instr, std::span<const Li
                                  Evaluator& e) {
   const std::string& target = instr.attrs().custom_call_target;
   if (target == "TopK") return eval_internal::EvalTopKCustomCall(instr, ops, e);
+  // Fused attention (passes/attention_rewriter.h): its value is its outlined computation's.
+  if (target == "__kiln$attention") {
+    if (instr.called_computations().size() != 1)
+      return InvalidArgument("attention call %", instr.name(), " has no outlined computation");
+    return e.Evaluate(*instr.called_computations()[0], ops);
+  }
   if (std::optional<StatusOr<Literal>> r = eval_internal::EvalLapackCustomCall(instr, ops))
     return std::move(*r);
   if (IsAnnotationTarget(target)) {

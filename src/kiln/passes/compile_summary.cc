@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "kiln/base/strings.h"
+#include "kiln/passes/attention_rewriter.h"
 #include "kiln/passes/buffer_assignment.h"
 #include "kiln/passes/call_graph.h"
 #include "kiln/passes/fusion_utils.h"
@@ -116,17 +117,26 @@ std::string FusionLine(const HloInstruction& f) {
 std::string FusionSummary(const HloModule& module) {
   CallGraph graph(module);
   KernelCounts total;
-  std::string body;
+  std::string body, attention_lines;
+  int64_t attention = 0;
   for (const HloComputation* c : graph.sequential_computations()) {
     KernelCounts k = CountKernels(*c);
     total.Add(k);
     body += StrCat("  ", c->name(), ": ", k.instructions, " instructions -> ", k.kernels,
                    " kernels (", k.ToString(), ")\n");
-    for (const HloInstruction* i : c->MakeInstructionPostOrder())
+    for (const HloInstruction* i : c->MakeInstructionPostOrder()) {
       if (IsFusion(*i)) body += FusionLine(*i);
+      if (IsAttentionCall(*i)) {
+        ++attention;
+        StatusOr<AttentionConfig> config = AttentionConfigOf(*i);
+        attention_lines += StrCat("    %", i->name(), "  ", config.ok() ? config->ToString() : config.status().message(), "\n");
+      }
+    }
   }
-  return StrCat("kernels: ", total.instructions, " instructions -> ", total.kernels, " kernels (",
-                total.fusions, " fusions: ", total.ToString(), ")\n", body);
+  std::string out = StrCat("kernels: ", total.instructions, " instructions -> ", total.kernels, " kernels (",
+                           total.fusions, " fusions: ", total.ToString(), ")\n", body);
+  if (attention > 0) out += StrCat("attention: ", attention, " fused\n", attention_lines);
+  return out;
 }
 
 std::string CompileSummary(const HloModule& module, const BufferAssignment* assignment) {

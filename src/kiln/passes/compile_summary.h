@@ -4,6 +4,8 @@
 //     main.3: 21 instructions -> 3 kernels
 //       %fusion    kInput  multi-output  6 ops  reduce,exponential,...  f32[64,256] x2
 //       ...
+//   attention: 1 fused                     (calls of passes/attention_rewriter.h, when any)
+//     %attention  bf16 [16] q 4096 kv 4096 d 64 causal(0) scale 0.125 softmax f32
 //   memory: arguments 64.00 KiB, outputs 64.00 KiB, constants 4 B, temp 64.25 KiB
 //           (peak 64.25 KiB), in place / donated 0 B
 #pragma once

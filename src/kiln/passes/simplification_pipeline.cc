@@ -22,6 +22,10 @@ void AddSimplificationPasses(HloPassPipeline& pipeline, const SimplificationOpti
     pipeline.AddPass<TupleSimplifier>();
     pipeline.AddPass<DeadCodeElimination>();
   }
+  if (options.attention) {
+    pipeline.AddPass<AttentionRewriter>(*options.attention);
+    pipeline.AddPass<DeadCodeElimination>();
+  }
   if (options.canonicalize_dots) {
     pipeline.AddPass<DotCanonicalizer>();
     pipeline.AddPass<AlgebraicSimplifier>(options.algebraic_simplifier);

@@ -5,6 +5,7 @@
 //     tuple-simplifier, algebraic-simplifier, constant-folding, cse, dce,
 //     while-loop-simplifier
 //   scan-dot-hoisting, while-loop-simplifier, tuple-simplifier, dce  (only with hoist_scan_dots)
+//   attention-rewriter, dce                        (only with attention)
 //   dot-canonicalizer, algebraic-simplifier, cse, dce  (only with canonicalize_dots)
 //
 // Every pass preserves the values the module computes exactly (see each pass's header; the
@@ -14,7 +15,10 @@
 // changes nothing.
 #pragma once
 
+#include <optional>
+
 #include "kiln/passes/algebraic_simplifier.h"
+#include "kiln/passes/attention_rewriter.h"
 #include "kiln/passes/constant_folding.h"
 #include "kiln/passes/pipeline.h"
 #include "kiln/passes/while_loop_simplifier.h"
@@ -34,6 +38,10 @@ struct SimplificationOptions {
   // before the loop (Note [Scan dot hoisting] in scan_dot_hoisting.h), then one more round of
   // loop simplification to drop the state that fed them.
   bool hoist_scan_dots = false;
+  // After that (before the dots are canonicalized): attention found and outlined into
+  // __kiln$attention calls where options.supported says the backend runs them fused
+  // (Note [Attention matching] in attention_rewriter.h). Unset: not matched.
+  std::optional<AttentionRewriterOptions> attention;
 };
 
 // Appends the passes above to `pipeline` (the nested fixed-point pipeline inherits its

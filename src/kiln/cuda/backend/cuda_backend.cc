@@ -28,6 +28,7 @@ constexpr FlagSpec kFlagSpecs[] = {
     {"cuda_conv_epilogue", "0|1  fuse epilogues into cuDNN convolutions (default 1)"},
     {"cuda_conv_backward", "0|1  gradient convolutions on cuDNN's backward calls (default 1)"},
     {"cuda_graph", "0|1  replay runs as CUDA graphs (default 1)"},
+    {"cuda_fused_attention", "0|1  attention found in the HLO runs as one fused flash-attention kernel (default 1)"},
     {"cuda_graph_conditionals", "0|1  loops of device-side trip count as CUDA graph conditional nodes (default 1)"},
     {"cuda_side_stream", "0|1  run independent library call / kernel pairs on two streams (default 1)"},
     // Platform-level (ClientOptions::flags, read when the backend is created; see CreateCudaBackend).
@@ -378,6 +379,7 @@ class CudaBackend final : public Backend {
     o.dump_dir = options.dump_dir;
     o.kernel_dump_dir = options.kernel_dump_dir;
     KILN_ASSIGN_OR_RETURN(o.gemm.fuse_epilogues, BoolFlag(options.flags, "cuda_gemm_epilogue", true));
+    KILN_ASSIGN_OR_RETURN(o.fused_attention, BoolFlag(options.flags, "cuda_fused_attention", true));
     KILN_ASSIGN_OR_RETURN(o.conv.fuse_epilogues, BoolFlag(options.flags, "cuda_conv_epilogue", true));
     KILN_ASSIGN_OR_RETURN(o.conv.backward_convolutions, BoolFlag(options.flags, "cuda_conv_backward", true));
     // The autotuning step: with a device, and settings that ask for tuning. The cache must

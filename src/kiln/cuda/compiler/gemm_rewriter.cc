@@ -10,6 +10,7 @@
 #include "kiln/cuda/compiler/epilogue_matching.h"
 #include "kiln/cuda/compiler/gemm_config.h"
 #include "kiln/hlo/computation.h"
+#include "kiln/passes/attention_rewriter.h"
 #include "kiln/passes/dot_canonicalizer.h"
 #include "kiln/passes/fusion_utils.h"
 #include "kiln/passes/hlo_editor.h"
@@ -400,7 +401,10 @@ StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& option
 
 StatusOr<bool> GemmRewriter::Run(HloModule& module) {
   bool changed = false;
+  // Attention bodies keep their dots: the fused kernel runs them (and the evaluator the body).
+  const std::unordered_set<const HloComputation*> attention = AttentionBodies(module);
   for (HloComputation* comp : module.computations()) {
+    if (attention.count(comp)) continue;
     std::vector<HloInstruction*> dots;
     for (HloInstruction* i : comp->MakeInstructionPostOrder())
       if (i->opcode() == HloOpcode::kDot) dots.push_back(i);

@@ -19,6 +19,7 @@
 #include "kiln/passes/fusion_utils.h"
 #include "kiln/passes/layout_normalization.h"
 #include "kiln/passes/simple_passes.h"
+#include "kiln/cuda/compiler/library_calls.h"
 #include "kiln/passes/simplification_pipeline.h"
 #include "kiln/passes/unfuse_all.h"
 #include "kiln/passes/while_loop_simplifier.h"
@@ -144,6 +145,12 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   SimplificationOptions so;
   so.hoist_scan_dots = true;
   so.canonicalize_dots = true;
+  if (options.fused_attention) {
+    AttentionRewriterOptions ao;
+    const int cc = options.device.compute_capability_major;
+    ao.supported = [cc](const AttentionConfig& c) { return AttentionDescForConfig(c, cc).ok(); };
+    so.attention = std::move(ao);
+  }
   AddSimplificationPasses(pipeline, so);
   pipeline.AddPass<GemmRewriter>(options.gemm);
   pipeline.AddPass<ConvRewriter>(options.conv);

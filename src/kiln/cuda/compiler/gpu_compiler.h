@@ -73,6 +73,9 @@ struct GpuCompileOptions {
   bool check_buffer_assignment = kGpuDebugBuild;
   // Fuse (off: every op its own kernel; for debugging).
   bool fusion = true;
+  // Attention found in the HLO (passes/attention_rewriter.h) that the flash-attention kernel
+  // runs becomes one fused call (off: the dots and the softmax run as written).
+  bool fused_attention = true;
   GemmRewriterOptions gemm;
   ConvRewriterOptions conv;
   GpuFusionOptions fusion_options = GpuFusionPolicy::DefaultOptions();

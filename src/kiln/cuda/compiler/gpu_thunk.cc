@@ -20,6 +20,7 @@ std::string_view ThunkKindName(GpuThunk::Kind kind) {
     case GpuThunk::Kind::kHost: return "host";
     case GpuThunk::Kind::kWhile: return "while";
     case GpuThunk::Kind::kConditional: return "conditional";
+    case GpuThunk::Kind::kAttention: return "attention";
   }
   return "?";
 }

@@ -78,7 +78,7 @@ struct ThunkExecuteParams {
 
 class GpuThunk {
  public:
-  enum class Kind : uint8_t { kKernel, kGemm, kConv, kCopy, kSort, kFft, kHost, kWhile, kConditional };
+  enum class Kind : uint8_t { kKernel, kGemm, kConv, kCopy, kSort, kFft, kHost, kWhile, kConditional, kAttention };
 
   virtual ~GpuThunk() = default;
   GpuThunk(const GpuThunk&) = delete;

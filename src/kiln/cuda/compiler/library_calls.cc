@@ -34,6 +34,55 @@ StatusOr<libs::GemmDesc> GemmDescForCall(const HloInstruction& gemm, uint64_t mi
   return d;
 }
 
+StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, int compute_capability_major) {
+  if (c.input_type != c.output_type)
+    return Unimplemented("attention: ", PrimitiveTypeName(c.input_type), " inputs with a ",
+                         PrimitiveTypeName(c.output_type), " result");
+  if (c.head_dim != c.v_head_dim) return Unimplemented("attention: q/k head dim ", c.head_dim, " != v head dim ", c.v_head_dim);
+  for (const AttentionView* v : {&c.q, &c.k, &c.v, &c.out})
+    if (v->element != 1) return Unimplemented("attention: a view whose head dimension is not contiguous");
+  // Merge adjacent batch dims while more than three remain and every view allows it.
+  std::vector<int64_t> sizes = c.batch;
+  std::vector<std::vector<int64_t>> strides = {c.q.batch, c.k.batch, c.v.batch, c.out.batch};
+  while (sizes.size() > static_cast<size_t>(libs::kAttentionMaxBatchDims)) {
+    bool merged = false;
+    for (size_t i = 0; i + 1 < sizes.size() && !merged; ++i) {
+      bool ok = true;
+      for (const auto& st : strides) ok = ok && st[i] == st[i + 1] * sizes[i + 1];
+      if (!ok) continue;
+      sizes[i] *= sizes[i + 1];
+      sizes.erase(sizes.begin() + i + 1);
+      for (auto& st : strides) st.erase(st.begin() + i);
+      merged = true;
+    }
+    if (!merged) return Unimplemented("attention: ", c.batch.size(), " batch dimensions that do not merge into 3");
+  }
+  libs::AttentionDesc d;
+  d.type = c.input_type;
+  const size_t base = libs::kAttentionMaxBatchDims - sizes.size();
+  for (size_t i = 0; i < sizes.size(); ++i) d.batch[base + i] = sizes[i];
+  d.q_len = c.q_len;
+  d.kv_len = c.kv_len;
+  d.head_dim = c.head_dim;
+  d.scale = c.scale;
+  d.causal = c.mask == AttentionMask::kCausal;
+  d.causal_offset = c.causal_offset;
+  libs::AttentionDesc::Operand* ops[4] = {&d.q, &d.k, &d.v, &d.out};
+  const AttentionView* views[4] = {&c.q, &c.k, &c.v, &c.out};
+  for (int o = 0; o < 4; ++o) {
+    ops[o]->offset = views[o]->offset;
+    ops[o]->row = views[o]->row;
+    for (size_t i = 0; i < sizes.size(); ++i) ops[o]->batch[base + i] = strides[o][i];
+  }
+  KILN_RETURN_IF_ERROR(libs::CheckAttentionSupported(d, compute_capability_major));
+  return d;
+}
+
+StatusOr<libs::AttentionDesc> AttentionDescForCall(const HloInstruction& call, int compute_capability_major) {
+  KILN_ASSIGN_OR_RETURN(AttentionConfig c, AttentionConfigOf(call));
+  return AttentionDescForConfig(c, compute_capability_major);
+}
+
 StatusOr<libs::ConvDesc> ConvDescForCall(const HloInstruction& conv) {
   KILN_ASSIGN_OR_RETURN(ConvConfig c, GetConvConfig(conv));
   libs::ConvDesc d;
@@ -179,6 +228,27 @@ StatusOr<std::optional<libs::ConvAlgorithm>> TunedConvAlgorithm(const HloInstruc
   }
   KILN_ASSIGN_OR_RETURN(libs::ConvAlgorithm a, ConvAlgorithmFromConfig(*config));
   return std::optional<libs::ConvAlgorithm>(std::move(a));
+}
+
+autotune::Config AttentionKernelConfigToConfig(const libs::AttentionKernelConfig& c) {
+  return autotune::Config(std::string(kFlashAttentionBackend), nlohmann::json{{"config", c.ToString()}});
+}
+
+StatusOr<libs::AttentionKernelConfig> AttentionKernelConfigFromConfig(const autotune::Config& config) {
+  if (config.backend() != kFlashAttentionBackend || !config.params().is_object() || !config.params().contains("config") ||
+      !config.params()["config"].is_string())
+    return InvalidArgument("not a flash-attention config: ", config.ToString());
+  return libs::AttentionKernelConfig::Parse(config.params()["config"].get<std::string>());
+}
+
+StatusOr<std::optional<libs::AttentionKernelConfig>> TunedAttentionConfig(const HloInstruction& call) {
+  StatusOr<autotune::Config> config = autotune::ReadConfigFromBackendConfig(call);
+  if (!config.ok()) {
+    if (config.status().code() == StatusCode::kNotFound) return std::optional<libs::AttentionKernelConfig>();
+    return config.status();
+  }
+  KILN_ASSIGN_OR_RETURN(libs::AttentionKernelConfig c, AttentionKernelConfigFromConfig(*config));
+  return std::optional<libs::AttentionKernelConfig>(c);
 }
 
 }  // namespace kiln::cuda

@@ -20,21 +20,30 @@
 #include "kiln/autotune/backend.h"
 #include "kiln/autotune/config.h"
 #include "kiln/base/status.h"
+#include "kiln/cuda/libs/attention.h"
 #include "kiln/cuda/libs/conv.h"
 #include "kiln/cuda/libs/conv_desc.h"
 #include "kiln/cuda/libs/gemm.h"
 #include "kiln/cuda/libs/gemm_desc.h"
 #include "kiln/hlo/instruction.h"
+#include "kiln/passes/attention_rewriter.h"
 
 namespace kiln::cuda {
 
 inline constexpr std::string_view kCublasBackend = "cublas";
 inline constexpr std::string_view kCublasLtBackend = "cublaslt";
 inline constexpr std::string_view kCudnnBackend = "cudnn";
+// kiln's flash-attention kernel: {"config": "w4.n128"} (libs::AttentionKernelConfig).
+inline constexpr std::string_view kFlashAttentionBackend = "flash";
 
 // The GemmDesc of a GEMM custom call whose buffers are all `min_alignment` bytes aligned (the
 // autotuner's buffers are 256-aligned, the arena's slices usually are).
 StatusOr<libs::GemmDesc> GemmDescForCall(const HloInstruction& gemm, uint64_t min_alignment = 256);
+// The AttentionDesc of a matched attention (passes/attention_rewriter.h): its views with at most
+// three batch dimensions (adjacent ones merged where every view allows), the head dimension
+// contiguous. Unimplemented for what the fused kernel cannot take (CheckAttentionSupported).
+StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& config, int compute_capability_major);
+StatusOr<libs::AttentionDesc> AttentionDescForCall(const HloInstruction& call, int compute_capability_major);
 // The ConvDesc of a convolution custom call.
 StatusOr<libs::ConvDesc> ConvDescForCall(const HloInstruction& conv);
 
@@ -52,6 +61,10 @@ StatusOr<libs::ConvAlgorithm> ConvAlgorithmFromConfig(const autotune::Config& co
 // heuristic then picks again). Errors: a malformed choice, a choice of a non-GEMM backend.
 StatusOr<std::optional<libs::GemmAlgorithm>> TunedGemmAlgorithm(const HloInstruction& gemm,
                                                                 const libs::GemmDesc& desc);
+autotune::Config AttentionKernelConfigToConfig(const libs::AttentionKernelConfig& c);
+StatusOr<libs::AttentionKernelConfig> AttentionKernelConfigFromConfig(const autotune::Config& config);
+// The kernel config the autotuner chose for an attention call (nullopt: none written).
+StatusOr<std::optional<libs::AttentionKernelConfig>> TunedAttentionConfig(const HloInstruction& call);
 // The same for a convolution call (cudnn).
 StatusOr<std::optional<libs::ConvAlgorithm>> TunedConvAlgorithm(const HloInstruction& conv);
 

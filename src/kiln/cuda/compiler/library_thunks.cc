@@ -193,6 +193,56 @@ Status ConvThunk::Execute(const ThunkExecuteParams& params) const {
   return plan_->Run(algorithm_, b, ws, *params.stream);
 }
 
+// ---- Attention ----
+
+AttentionThunk::AttentionThunk(std::string name, libs::AttentionDesc desc, BufferSlice q, BufferSlice k, BufferSlice v,
+                               BufferSlice output, std::unique_ptr<GpuThunk> fallback,
+                               std::optional<libs::AttentionKernelConfig> tuned)
+    : GpuThunk(Kind::kAttention, std::move(name),
+               // The floor moves q, k, v and the output once.
+               [&] {
+                 const int64_t w = PrimitiveByteWidth(desc.type);
+                 return w * desc.batch_count() * desc.head_dim * (2 * desc.q_len + 2 * desc.kv_len);
+               }(),
+               static_cast<int64_t>(desc.Flops())),
+      desc_(desc),
+      q_(q),
+      k_(k),
+      v_(v),
+      output_(output),
+      fallback_(std::move(fallback)),
+      tuned_(std::move(tuned)) {}
+
+std::string AttentionThunk::ToString() const {
+  return StrCat("attention %", name(), " ", plan_ ? plan_->config().ToString() : std::string(use_fallback_ ? "host" : "-"),
+                " ", desc_.ToString());
+}
+
+double AttentionThunk::PeakFlops(const runtime::DeviceDescription& device) const {
+  return PeakMatmulFlops(device, desc_.type, false);
+}
+
+Status AttentionThunk::Initialize(const ThunkInitParams& params) {
+  if (plan_) return OkStatus();
+  const libs::AttentionKernelConfig config = tuned_ ? *tuned_ : libs::DefaultAttentionConfig(desc_);
+  StatusOr<std::unique_ptr<libs::AttentionPlan>> plan = libs::AttentionPlan::Create(desc_, *params.device, config);
+  if (plan.ok()) {
+    plan_ = std::move(plan).value();
+    return OkStatus();
+  }
+  if (!Declined(plan.status()) || !fallback_) return plan.status();
+  KILN_LOG(Warning) << "attention %" << name() << " runs on the host: " << plan.status().message();
+  use_fallback_ = true;
+  return fallback_->Initialize(params);
+}
+
+Status AttentionThunk::Execute(const ThunkExecuteParams& params) const {
+  if (use_fallback_) return fallback_->Execute(params);
+  if (!plan_) return FailedPrecondition("attention %", name(), " is not initialized");
+  return plan_->Run(params.buffers->Get(q_), params.buffers->Get(k_), params.buffers->Get(v_),
+                    params.buffers->Get(output_), *params.stream);
+}
+
 // ---- Sort ----
 
 SortThunk::SortThunk(std::string name, libs::SortDesc desc, BufferSlice key_in, BufferSlice key_out,

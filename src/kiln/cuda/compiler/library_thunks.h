@@ -19,6 +19,7 @@
 #include "kiln/cuda/compiler/conv_config.h"
 #include "kiln/cuda/compiler/gemm_config.h"
 #include "kiln/cuda/compiler/gpu_thunk.h"
+#include "kiln/cuda/libs/attention.h"
 #include "kiln/cuda/libs/conv.h"
 #include "kiln/cuda/libs/cublas_gemm.h"
 #include "kiln/cuda/libs/fft.h"
@@ -78,6 +79,33 @@ class ConvThunk : public GpuThunk {
   bool use_fallback_ = false;
   std::unique_ptr<libs::ConvPlan> plan_;
   libs::ConvAlgorithm algorithm_;
+};
+
+// Fused attention (kiln's flash-attention kernel, libs/attention.h) for a __kiln$attention call.
+// The kernel config is the autotuner's choice when the call carries one, else the default. A
+// problem the kernel turns down at Initialize runs the host fallback (the outlined computation
+// on the evaluator) with a warning.
+class AttentionThunk : public GpuThunk {
+ public:
+  // `operands`: the call's operand slices (the desc's views index into them by q/k/v operand).
+  AttentionThunk(std::string name, libs::AttentionDesc desc, BufferSlice q, BufferSlice k, BufferSlice v,
+                 BufferSlice output, std::unique_ptr<GpuThunk> fallback,
+                 std::optional<libs::AttentionKernelConfig> tuned = std::nullopt);
+  Status Initialize(const ThunkInitParams& params) override;
+  Status Execute(const ThunkExecuteParams& params) const override;
+  bool SyncsHost() const override { return use_fallback_; }
+  uint64_t workspace_bytes() const override { return use_fallback_ ? fallback_->workspace_bytes() : 0; }
+  std::string ToString() const override;
+  double PeakFlops(const runtime::DeviceDescription& device) const override;
+  const libs::AttentionDesc& desc() const { return desc_; }
+
+ private:
+  libs::AttentionDesc desc_;
+  BufferSlice q_, k_, v_, output_;
+  std::unique_ptr<GpuThunk> fallback_;
+  std::optional<libs::AttentionKernelConfig> tuned_;
+  bool use_fallback_ = false;
+  std::unique_ptr<libs::AttentionPlan> plan_;
 };
 
 class SortThunk : public GpuThunk {

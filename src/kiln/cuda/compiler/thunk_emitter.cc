@@ -47,7 +47,7 @@ codegen::ScatterMode ScatterModeFor(const HloInstruction& scatter) {
   return codegen::ScatterMode::kSerialized;
 }
 
-enum class How { kNone, kKernel, kGemm, kConv, kSort, kFft, kCopy, kWhile, kConditional, kCall, kHost };
+enum class How { kNone, kKernel, kGemm, kConv, kAttention, kSort, kFft, kCopy, kWhile, kConditional, kCall, kHost };
 
 bool RowMajor(const Shape& s) { return !s.has_layout() || s.layout().IsDefaultFor(s.rank()); }
 
@@ -128,6 +128,7 @@ class Emitter {
       case HloOpcode::kCustomCall:
         if (IsGemmCall(instr)) return How::kGemm;
         if (IsConvCall(instr)) return How::kConv;
+        if (IsAttentionCall(instr)) return How::kAttention;
         if (instr.attrs().custom_call_target == "TopK") return How::kSort;
         if (IsIdentityCustomCall(instr)) return How::kCopy;
         return How::kHost;
@@ -337,6 +338,18 @@ class Emitter {
           out.push_back(std::make_unique<ConvThunk>(instr.name(), d, std::move(ops), o, std::move(fallback),
                                                     std::move(tuned)));
         }
+        return OkStatus();
+      }
+      case How::kAttention: {
+        KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostThunk> fallback, MakeHost(instr));
+        StatusOr<libs::AttentionDesc> d = AttentionDescForCall(instr, options_.device.compute_capability_major);
+        if (!d.ok()) return AddHost(instr, d.status().message(), out);
+        KILN_ASSIGN_OR_RETURN(AttentionConfig c, AttentionConfigOf(instr));
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> ops, OperandSlices(instr));
+        KILN_ASSIGN_OR_RETURN(BufferSlice o, Slice(instr));
+        KILN_ASSIGN_OR_RETURN(std::optional<libs::AttentionKernelConfig> tuned, TunedAttentionConfig(instr));
+        out.push_back(std::make_unique<AttentionThunk>(instr.name(), *d, ops.at(c.q.operand), ops.at(c.k.operand),
+                                                       ops.at(c.v.operand), o, std::move(fallback), tuned));
         return OkStatus();
       }
       case How::kSort: {

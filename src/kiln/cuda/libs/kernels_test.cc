@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/base/strings.h"
 #include "kiln/cuda/cubin.h"
+#include "kiln/cuda/libs/attention.h"
 #include "kiln/cuda/libs/conv.h"
 #include "kiln/cuda/libs/fft.h"
 #include "kiln/cuda/libs/sort.h"
@@ -82,6 +84,56 @@ TEST_F(KernelCompileTest, SortCommonAndFftKernels) {
   conv.program_name = "kiln_conv_epilogue.cu";
   ExpectKernels(conv, {"kiln_conv_epilogue_f32", "kiln_conv_epilogue_f64",
                        "kiln_conv_epilogue_f16", "kiln_conv_epilogue_bf16"});
+}
+
+TEST_F(KernelCompileTest, AttentionKernelInEveryConfig) {
+  for (PrimitiveType t : {PrimitiveType::kBF16, PrimitiveType::kF16})
+    for (int64_t dim : {64, 128}) {
+      AttentionDesc d;
+      d.type = t;
+      d.head_dim = dim;
+      for (const AttentionKernelConfig& c : AttentionConfigs(d)) {
+        SCOPED_TRACE(StrCat(PrimitiveTypeName(t), " d", dim, " ", c.ToString()));
+        ExpectKernels(AttentionKernelRequest(d, c), {"kiln_flash_attention_fwd"});
+      }
+    }
+}
+
+TEST(AttentionDescTest, RefusesWhatTheKernelDoesNotRun) {
+  AttentionDesc d;
+  d.batch[0] = 2;
+  d.q_len = d.kv_len = 100;
+  d.head_dim = 64;
+  d.q.row = d.k.row = d.v.row = d.out.row = 64;
+  d.q.batch[0] = d.k.batch[0] = d.v.batch[0] = d.out.batch[0] = 6400;
+  KILN_EXPECT_OK(CheckAttentionSupported(d, 9));
+  EXPECT_EQ(CheckAttentionSupported(d, 7).code(), StatusCode::kUnimplemented);
+  AttentionDesc f32 = d;
+  f32.type = PrimitiveType::kF32;
+  EXPECT_EQ(CheckAttentionSupported(f32, 9).code(), StatusCode::kUnimplemented);
+  AttentionDesc d96 = d;
+  d96.head_dim = 96;
+  EXPECT_EQ(CheckAttentionSupported(d96, 9).code(), StatusCode::kUnimplemented);
+  AttentionDesc odd = d;
+  odd.q.row = 12;
+  EXPECT_EQ(CheckAttentionSupported(odd, 9).code(), StatusCode::kUnimplemented);
+  AttentionDesc neg = d;
+  neg.causal = true;
+  neg.causal_offset = -1;
+  EXPECT_EQ(CheckAttentionSupported(neg, 9).code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(AttentionKernelConfig::Parse("w8.n128")->ToString(), "w8.n128");
+  EXPECT_FALSE(AttentionKernelConfig::Parse("w3.n64").ok());
+  EXPECT_EQ(d.ExtentOf(d.q, 100), 6400 * 2);
+}
+
+TEST(AttentionDescTest, FlopsCountTheKeptHalf) {
+  AttentionDesc d;
+  d.q_len = d.kv_len = 4;
+  d.head_dim = 64;
+  d.causal = true;
+  EXPECT_DOUBLE_EQ(d.Flops(), 4.0 * 10 * 64);  // 1 + 2 + 3 + 4 pairs
+  d.causal = false;
+  EXPECT_DOUBLE_EQ(d.Flops(), 4.0 * 16 * 64);
 }
 
 TEST(SortDescTest, Validation) {

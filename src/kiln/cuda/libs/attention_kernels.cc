@@ -1,0 +1,272 @@
+// CUDA C++ source of the flash-attention forward kernel (attention.h says what it computes),
+// compiled by NVRTC once per configuration through these macros:
+//   KILN_D       head dimension (64 or 128)
+//   KILN_WARPS   warps per block; each owns 16 query rows
+//   KILN_BN      k/v rows per tile (64 or 128)
+//   KILN_F16     1: f16 inputs, 0: bf16
+//
+// Fragment layouts are those of mma.sync.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"):
+// with g = lane / 4 and t = lane % 4, an A fragment holds rows g and g+8, columns 2t, 2t+1 and
+// 2t+8, 2t+9; a B fragment k rows 2t, 2t+1 and 2t+8, 2t+9 of column g; the f32 accumulator rows
+// g and g+8, columns 2t, 2t+1. The accumulator of s = q·kᵀ over two n8 tiles is exactly the A
+// fragment of p for the next product, so p never leaves registers. Shared-memory tiles are
+// [rows][D] with 16-byte chunks XOR-swizzled by (row % 8): the eight rows an ldmatrix phase reads
+// fall in eight different bank groups.
+#include "kiln/cuda/libs/attention.h"
+
+namespace kiln::cuda::libs {
+
+const char* AttentionKernelSource() {
+  return R"cuda(
+#define D KILN_D
+#define BM (16 * KILN_WARPS)
+#define BN KILN_BN
+#define NT (32 * KILN_WARPS)
+#define NEG_INF __int_as_float(0xff800000)
+typedef unsigned short elem_t;
+typedef unsigned int u32;
+
+struct AttentionParams {
+  const elem_t* q;
+  const elem_t* k;
+  const elem_t* v;
+  elem_t* o;
+  long long q_batch[3], k_batch[3], v_batch[3], o_batch[3];
+  long long q_row, k_row, v_row, o_row;
+  long long causal_offset;
+  int nb1, nb2;  // sizes of batch dims 1 and 2 (dim 0 is the rest)
+  int q_len, kv_len;
+  float scale_log2;  // scale * log2(e)
+  int causal;
+};
+
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+  return (u32)__cvta_generic_to_shared(p);
+}
+
+// Element offset of (row, col) in a swizzled [rows][D] tile.
+__device__ __forceinline__ int swz(int row, int col) {
+  return row * D + ((((col >> 3) ^ (row & 7))) << 3) + (col & 7);
+}
+
+// Copies rows [0, valid) of a [R][D] tile from global memory (rows `row_stride` elements apart)
+// into shared memory; rows past `valid` are zero-filled.
+template <int R>
+__device__ __forceinline__ void load_tile(elem_t* tile, const elem_t* g, long long row_stride,
+                                          int valid, int tid) {
+  constexpr int CH = D / 8;
+  static_assert((R * CH) % NT == 0, "tile chunks must divide among the threads");
+#pragma unroll
+  for (int it = 0; it < R * CH / NT; ++it) {
+    const int i = tid + it * NT;
+    const int r = i / CH, c = i % CH;
+    const bool in = r < valid;
+    const elem_t* src = in ? g + (long long)r * row_stride + c * 8 : g;
+    const u32 dst = smem_addr(tile + r * D + ((c ^ (r & 7)) << 3));
+    const int bytes = in ? 16 : 0;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+  }
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::); }
+
+__device__ __forceinline__ void ldsm_x4(u32& r0, u32& r1, u32& r2, u32& r3, u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+__device__ __forceinline__ void ldsm_x4_t(u32& r0, u32& r1, u32& r2, u32& r3, u32 addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+
+__device__ __forceinline__ void mma(float* c, const u32* a, u32 b0, u32 b1) {
+#if KILN_F16
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+#else
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+#endif
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// lo in the low half, hi in the high half, rounded to nearest even.
+__device__ __forceinline__ u32 pack2(float lo, float hi) {
+  u32 r;
+#if KILN_F16
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  return r;
+}
+
+__device__ __forceinline__ float fast_exp2(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+  return r;
+}
+
+extern "C" __global__ void __launch_bounds__(NT)
+kiln_flash_attention_fwd(const AttentionParams p) {
+  extern __shared__ __align__(128) elem_t smem[];
+  elem_t* sQ = smem;
+  elem_t* sK = sQ + BM * D;
+  elem_t* sV = sK + BN * D;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  // The heaviest (last, under a causal mask) query tiles first.
+  const int mblock = (int)gridDim.y - 1 - (int)blockIdx.y;
+  const long long b = blockIdx.x;
+  const long long b2 = b % p.nb2, b01 = b / p.nb2;
+  const long long b1 = b01 % p.nb1, b0 = b01 / p.nb1;
+  const int m0 = mblock * BM;
+  const elem_t* q = p.q + b0 * p.q_batch[0] + b1 * p.q_batch[1] + b2 * p.q_batch[2] + (long long)m0 * p.q_row;
+  const elem_t* k = p.k + b0 * p.k_batch[0] + b1 * p.k_batch[1] + b2 * p.k_batch[2];
+  const elem_t* v = p.v + b0 * p.v_batch[0] + b1 * p.v_batch[1] + b2 * p.v_batch[2];
+  elem_t* o = p.o + b0 * p.o_batch[0] + b1 * p.o_batch[1] + b2 * p.o_batch[2] + (long long)m0 * p.o_row;
+  const int q_valid = min(BM, p.q_len - m0);
+
+  int n_end = p.kv_len;
+  if (p.causal) {
+    const long long last = (long long)m0 + BM - 1 + p.causal_offset + 1;  // keys < last
+    if (last < n_end) n_end = last < 0 ? 0 : (int)last;
+  }
+  const int n_tiles = (n_end + BN - 1) / BN;
+
+  load_tile<BM>(sQ, q, p.q_row, q_valid, tid);
+  cp_async_commit();
+  if (n_tiles > 0) load_tile<BN>(sK, k, p.k_row, min(BN, p.kv_len), tid);
+  cp_async_commit();
+  cp_async_wait_all();
+  __syncthreads();
+
+  u32 qf[D / 16][4];
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    const int row = warp * 16 + (lane & 15), col = ks * 16 + (lane >> 4) * 8;
+    ldsm_x4(qf[ks][0], qf[ks][1], qf[ks][2], qf[ks][3], smem_addr(sQ + swz(row, col)));
+  }
+
+  float acc[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
+  float row_max[2] = {NEG_INF, NEG_INF};
+  float row_sum[2] = {0.f, 0.f};
+  const int r_lo = m0 + warp * 16 + (lane >> 2);  // this thread's rows: r_lo and r_lo + 8
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int n0 = j * BN;
+    cp_async_wait_all();
+    __syncthreads();  // k_j is in; every warp is done with v_{j-1}
+    load_tile<BN>(sV, v + (long long)n0 * p.v_row, p.v_row, min(BN, p.kv_len - n0), tid);
+    cp_async_commit();
+
+    float s[BN / 8][4];
+#pragma unroll
+    for (int i = 0; i < BN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+#pragma unroll
+      for (int nt2 = 0; nt2 < BN / 16; ++nt2) {
+        const int key = nt2 * 16 + (lane & 7) + ((lane >> 4) & 1) * 8;
+        const int col = ks * 16 + ((lane >> 3) & 1) * 8;
+        u32 b0, b1, b2, b3;
+        ldsm_x4(b0, b1, b2, b3, smem_addr(sK + swz(key, col)));
+        mma(s[2 * nt2], qf[ks], b0, b1);
+        mma(s[2 * nt2 + 1], qf[ks], b2, b3);
+      }
+    }
+
+    const bool need_mask = n0 + BN > p.kv_len ||
+                           (p.causal && (long long)n0 + BN - 1 > (long long)m0 + p.causal_offset);
+#pragma unroll
+    for (int nt = 0; nt < BN / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[nt][e] * p.scale_log2;
+        if (need_mask) {
+          const int col = n0 + nt * 8 + (lane & 3) * 2 + (e & 1);
+          const int row = r_lo + (e >> 1) * 8;
+          if (col >= p.kv_len || (p.causal && (long long)col > (long long)row + p.causal_offset)) x = NEG_INF;
+        }
+        s[nt][e] = x;
+      }
+    }
+
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = NEG_INF;
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_max[h], mx);
+      const float m_use = m_new == NEG_INF ? 0.f : m_new;
+      const float alpha = fast_exp2(row_max[h] - m_use);
+      row_max[h] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt) {
+        const float e0 = fast_exp2(s[nt][2 * h] - m_use);
+        const float e1 = fast_exp2(s[nt][2 * h + 1] - m_use);
+        s[nt][2 * h] = e0;
+        s[nt][2 * h + 1] = e1;
+        sum += e0 + e1;
+      }
+      row_sum[h] = row_sum[h] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        acc[dt][2 * h] *= alpha;
+        acc[dt][2 * h + 1] *= alpha;
+      }
+    }
+
+    u32 pf[BN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      pf[kk][0] = pack2(s[2 * kk][0], s[2 * kk][1]);
+      pf[kk][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
+      pf[kk][2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      pf[kk][3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+
+    cp_async_wait_all();
+    __syncthreads();  // v_j is in; every warp is done with k_j
+    if (j + 1 < n_tiles)
+      load_tile<BN>(sK, k + (long long)(n0 + BN) * p.k_row, p.k_row, min(BN, p.kv_len - n0 - BN), tid);
+    cp_async_commit();
+
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+#pragma unroll
+      for (int dt2 = 0; dt2 < D / 16; ++dt2) {
+        const int key = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+        const int col = dt2 * 16 + ((lane >> 4) & 1) * 8;
+        u32 b0, b1, b2, b3;
+        ldsm_x4_t(b0, b1, b2, b3, smem_addr(sV + swz(key, col)));
+        mma(acc[2 * dt2], pf[kk], b0, b1);
+        mma(acc[2 * dt2 + 1], pf[kk], b2, b3);
+      }
+    }
+  }
+  cp_async_wait_all();
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = row_sum[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int row = warp * 16 + (lane >> 2) + h * 8;
+    if (row < q_valid) {
+      elem_t* dst = o + (long long)row * p.o_row + (lane & 3) * 2;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt)
+        *reinterpret_cast<u32*>(dst + dt * 8) = pack2(acc[dt][2 * h] * inv, acc[dt][2 * h + 1] * inv);
+    }
+  }
+}
+)cuda";
+}
+
+}  // namespace kiln::cuda::libs

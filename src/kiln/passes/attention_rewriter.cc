@@ -1,0 +1,1132 @@
+#include "kiln/passes/attention_rewriter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/base/strings.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/passes/fusion_utils.h"
+#include "kiln/passes/hlo_editor.h"
+
+namespace kiln {
+namespace {
+
+// ---- dimension bookkeeping (Note [Attention matching]) ----
+
+// Per dimension of a value: the dimension of the softmax input x it stands for, or -1 for a
+// size-1 dimension (its index is always 0, so what it stands for does not matter).
+using DimMap = std::vector<int64_t>;
+
+DimMap IdentityMap(const Shape& s) {
+  DimMap m(s.rank());
+  for (int64_t i = 0; i < s.rank(); ++i) m[i] = s.dimensions(i) == 1 ? -1 : i;
+  return m;
+}
+
+// For a reshape that only adds or removes size-1 dimensions: for each dimension of `to`, the
+// dimension of `from` it is (-1 for size 1). nullopt for any other reshape.
+std::optional<std::vector<int64_t>> UnitReshape(const Shape& from, const Shape& to) {
+  std::vector<int64_t> out(to.rank(), -1);
+  int64_t f = 0;
+  for (int64_t t = 0; t < to.rank(); ++t) {
+    if (to.dimensions(t) == 1) continue;
+    while (f < from.rank() && from.dimensions(f) == 1) ++f;
+    if (f >= from.rank() || from.dimensions(f) != to.dimensions(t)) return std::nullopt;
+    out[t] = f++;
+  }
+  while (f < from.rank() && from.dimensions(f) == 1) ++f;
+  if (f != from.rank()) return std::nullopt;
+  return out;
+}
+
+bool IsViewOp(HloOpcode op) {
+  return op == HloOpcode::kReshape || op == HloOpcode::kBitcast || op == HloOpcode::kTranspose ||
+         op == HloOpcode::kCopy;
+}
+
+// The map of operand 0 of `n` (a unit reshape, bitcast, transpose, copy, broadcast or an
+// elementwise op) given the map of `n`. nullopt when `n` reorders non-unit data otherwise.
+std::optional<DimMap> MapToOperand(const HloInstruction& n, const DimMap& m, int64_t operand = 0) {
+  const Shape& os = n.operand(operand)->shape();
+  DimMap out(os.rank(), -1);
+  switch (n.opcode()) {
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast: {
+      std::optional<std::vector<int64_t>> c = UnitReshape(os, n.shape());
+      if (!c) return std::nullopt;
+      for (size_t t = 0; t < c->size(); ++t)
+        if ((*c)[t] >= 0) out[(*c)[t]] = m[t];
+      return out;
+    }
+    case HloOpcode::kTranspose: {
+      const std::vector<int64_t>& perm = n.attrs().dimensions;
+      for (size_t i = 0; i < perm.size(); ++i) out[perm[i]] = os.dimensions(perm[i]) == 1 ? -1 : m[i];
+      return out;
+    }
+    case HloOpcode::kBroadcast: {
+      const std::vector<int64_t>& dims = n.attrs().dimensions;
+      for (size_t j = 0; j < dims.size(); ++j) out[j] = os.dimensions(j) == 1 ? -1 : m[dims[j]];
+      return out;
+    }
+    default:
+      if (n.IsElementwise() || n.opcode() == HloOpcode::kCopy) {
+        if (os.dimensions() != n.shape().dimensions()) return std::nullopt;
+        return m;
+      }
+      return std::nullopt;
+  }
+}
+
+bool IsScalarConstant(const HloInstruction* n, double* value) {
+  while (n->opcode() == HloOpcode::kBroadcast && n->attrs().dimensions.empty()) n = n->operand(0);
+  while (n->opcode() == HloOpcode::kReshape && n->shape().num_elements() == 1) n = n->operand(0);
+  if (n->opcode() != HloOpcode::kConstant || !n->has_literal() || n->literal().element_count() != 1) return false;
+  *value = n->literal().GetAsDouble(0);
+  return true;
+}
+
+// A reducer computation `param0 <op> param1` (either order).
+bool IsBinaryReducer(const HloComputation* c, HloOpcode op) {
+  if (c == nullptr || c->num_parameters() != 2) return false;
+  const HloInstruction* r = c->root_instruction();
+  if (r->opcode() != op || r->operand_count() != 2) return false;
+  const HloInstruction *a = r->operand(0), *b = r->operand(1);
+  return a->opcode() == HloOpcode::kParameter && b->opcode() == HloOpcode::kParameter && a != b;
+}
+
+// reduce(input, init) over exactly dimension `dim` with `op` and init value `init`.
+bool IsRowReduce(const HloInstruction* r, int64_t dim, HloOpcode op, double init) {
+  if (r->opcode() != HloOpcode::kReduce || r->operand_count() != 2) return false;
+  if (r->attrs().dimensions != std::vector<int64_t>{dim}) return false;
+  double v = 0;
+  if (!IsScalarConstant(r->operand(1), &v)) return false;
+  if (std::isinf(init) ? !(std::isinf(v) && (v < 0) == (init < 0)) : v != init) return false;
+  return IsBinaryReducer(r->to_apply(), op);
+}
+
+// When `b` (of the softmax input's shape) is a vector over every dimension but `kdim`,
+// broadcast along kdim through broadcasts, unit reshapes and transposes: that vector, whose
+// dimensions are x's minus kdim in order. nullptr otherwise.
+const HloInstruction* RowVector(const HloInstruction* b, const Shape& x, int64_t kdim) {
+  if (b->shape().dimensions() != x.dimensions()) return nullptr;
+  DimMap m = IdentityMap(x);
+  const HloInstruction* n = b;
+  while (n->opcode() == HloOpcode::kBroadcast || IsViewOp(n->opcode())) {
+    if (n->opcode() == HloOpcode::kBroadcast) {
+      const std::vector<int64_t>& dims = n->attrs().dimensions;
+      std::vector<bool> covered(n->shape().rank(), false);
+      for (size_t j = 0; j < dims.size(); ++j)
+        if (n->operand(0)->shape().dimensions(j) != 1) covered[dims[j]] = true;
+      for (int64_t i = 0; i < n->shape().rank(); ++i)
+        if (!covered[i] && m[i] != -1 && m[i] != kdim) return nullptr;  // broadcast along another dim
+    }
+    std::optional<DimMap> om = MapToOperand(*n, m);
+    if (!om) return nullptr;
+    m = *om;
+    n = n->operand(0);
+  }
+  // n's non-unit dims, in order, must be x's non-unit dims but kdim, in order.
+  std::vector<int64_t> got, want;
+  for (int64_t i = 0; i < n->shape().rank(); ++i)
+    if (n->shape().dimensions(i) != 1) got.push_back(m[i]);
+  for (int64_t i = 0; i < x.rank(); ++i)
+    if (x.dimensions(i) != 1 && i != kdim) want.push_back(i);
+  return got == want ? n : nullptr;
+}
+
+// ---- labels of the softmax input's dimensions ----
+
+enum class Role : uint8_t { kUnit, kBatch, kRow, kKey };
+struct Label {
+  Role role = Role::kUnit;
+  int64_t batch = 0;  // kBatch: which batch dimension
+};
+
+// An integer affine form cq*row + ck*key + c of the query row and key indices.
+struct Affine {
+  int64_t cq = 0, ck = 0, c = 0;
+};
+
+std::optional<Affine> AffineOf(const HloInstruction* n, const DimMap& m, const std::vector<Label>& labels, int depth = 0) {
+  if (depth > 32 || !IsIntegralType(n->shape().element_type())) return std::nullopt;
+  switch (n->opcode()) {
+    case HloOpcode::kIota: {
+      const int64_t xd = m[n->attrs().iota_dimension];
+      if (xd < 0) return Affine{};
+      if (labels[xd].role == Role::kRow) return Affine{1, 0, 0};
+      if (labels[xd].role == Role::kKey) return Affine{0, 1, 0};
+      if (labels[xd].role == Role::kUnit) return Affine{};
+      return std::nullopt;
+    }
+    case HloOpcode::kConstant: {
+      double v = 0;
+      if (!IsScalarConstant(n, &v)) return std::nullopt;
+      return Affine{0, 0, static_cast<int64_t>(v)};
+    }
+    case HloOpcode::kAdd:
+    case HloOpcode::kSubtract: {
+      std::optional<Affine> a = AffineOf(n->operand(0), m, labels, depth + 1);
+      std::optional<Affine> b = AffineOf(n->operand(1), m, labels, depth + 1);
+      if (!a || !b) return std::nullopt;
+      const int64_t s = n->opcode() == HloOpcode::kAdd ? 1 : -1;
+      return Affine{a->cq + s * b->cq, a->ck + s * b->ck, a->c + s * b->c};
+    }
+    case HloOpcode::kConvert:
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kCopy: {
+      if (n->opcode() == HloOpcode::kBroadcast && n->attrs().dimensions.empty()) {
+        double v = 0;
+        if (IsScalarConstant(n, &v)) return Affine{0, 0, static_cast<int64_t>(v)};
+      }
+      if (!IsIntegralType(n->operand(0)->shape().element_type())) return std::nullopt;
+      std::optional<DimMap> om = MapToOperand(*n, m);
+      if (!om) return std::nullopt;
+      return AffineOf(n->operand(0), *om, labels, depth + 1);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// A mask predicate: always true, or "keep key j for row i iff j <= i + c".
+struct MaskForm {
+  bool causal = false;
+  int64_t c = 0;
+};
+
+std::optional<MaskForm> Conjunction(std::optional<MaskForm> a, std::optional<MaskForm> b) {
+  if (!a || !b) return std::nullopt;
+  if (!a->causal) return b;
+  if (!b->causal) return a;
+  return MaskForm{true, std::min(a->c, b->c)};
+}
+
+// A constant pred array over (row, key) and size-1 dims: causal with some c, or all true.
+std::optional<MaskForm> ConstantMask(const HloInstruction* n, const DimMap& m, const std::vector<Label>& labels,
+                                     int64_t q_len, int64_t kv_len) {
+  const Literal& lit = n->literal();
+  const Shape& s = n->shape();
+  std::vector<int64_t> strides(s.rank(), 1);
+  for (int64_t i = s.rank() - 2; i >= 0; --i) strides[i] = strides[i + 1] * s.dimensions(i + 1);
+  int64_t row_stride = 0, key_stride = 0;
+  for (int64_t i = 0; i < s.rank(); ++i) {
+    if (s.dimensions(i) == 1) continue;
+    if (m[i] < 0) return std::nullopt;
+    const Role r = labels[m[i]].role;
+    if (r == Role::kRow) row_stride = strides[i];
+    else if (r == Role::kKey) key_stride = strides[i];
+    else return std::nullopt;  // depends on a batch index
+  }
+  auto at = [&](int64_t i, int64_t j) {
+    return lit.GetAsInt64((row_stride ? i * row_stride : 0) + (key_stride ? j * key_stride : 0)) != 0;
+  };
+  int64_t kept0 = 0;
+  while (kept0 < kv_len && at(0, kept0)) ++kept0;
+  if (kept0 == 0) return std::nullopt;
+  const int64_t c = kept0 - 1;
+  for (int64_t i = 0; i < q_len; ++i)
+    for (int64_t j = 0; j < kv_len; ++j)
+      if (at(i, j) != (j <= i + c)) return std::nullopt;
+  if (c >= kv_len - 1) return MaskForm{};  // every key kept for every row
+  return MaskForm{true, c};
+}
+
+std::optional<MaskForm> MaskOf(const HloInstruction* n, const DimMap& m, const std::vector<Label>& labels,
+                               int64_t q_len, int64_t kv_len, int depth = 0) {
+  if (depth > 32 || n->shape().element_type() != PrimitiveType::kPred) return std::nullopt;
+  switch (n->opcode()) {
+    case HloOpcode::kConstant: {
+      double v = 0;
+      if (IsScalarConstant(n, &v)) return v != 0 ? std::optional<MaskForm>(MaskForm{}) : std::nullopt;
+      if (!n->has_literal()) return std::nullopt;
+      return ConstantMask(n, m, labels, q_len, kv_len);
+    }
+    case HloOpcode::kCompare: {
+      std::optional<Affine> a = AffineOf(n->operand(0), m, labels);
+      std::optional<Affine> b = AffineOf(n->operand(1), m, labels);
+      if (!a || !b) return std::nullopt;
+      Affine e{a->cq - b->cq, a->ck - b->ck, a->c - b->c};  // a - b
+      switch (n->attrs().comparison_direction) {
+        case ComparisonDirection::kGe: break;                          // e >= 0
+        case ComparisonDirection::kGt: e.c -= 1; break;                // e - 1 >= 0
+        case ComparisonDirection::kLe: e = {-e.cq, -e.ck, -e.c}; break;
+        case ComparisonDirection::kLt: e = {-e.cq, -e.ck, -e.c - 1}; break;
+        default: return std::nullopt;
+      }
+      if (e.cq == 0 && e.ck == 0) return e.c >= 0 ? std::optional<MaskForm>(MaskForm{}) : std::nullopt;
+      if (e.cq == 1 && e.ck == -1) {  // row - key + c >= 0  <=>  key <= row + c
+        if (e.c >= kv_len - 1) return MaskForm{};
+        return MaskForm{true, e.c};
+      }
+      return std::nullopt;
+    }
+    case HloOpcode::kAnd:
+      return Conjunction(MaskOf(n->operand(0), m, labels, q_len, kv_len, depth + 1),
+                         MaskOf(n->operand(1), m, labels, q_len, kv_len, depth + 1));
+    case HloOpcode::kSelect: {
+      // select(p, a, false) = p and a.
+      double v = 1;
+      if (!IsScalarConstant(n->operand(2), &v) || v != 0) return std::nullopt;
+      std::optional<DimMap> m0 = MapToOperand(*n, m, 0), m1 = MapToOperand(*n, m, 1);
+      if (!m0 || !m1) return std::nullopt;
+      return Conjunction(MaskOf(n->operand(0), *m0, labels, q_len, kv_len, depth + 1),
+                         MaskOf(n->operand(1), *m1, labels, q_len, kv_len, depth + 1));
+    }
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kCopy: {
+      std::optional<DimMap> om = MapToOperand(*n, m);
+      if (!om) return std::nullopt;
+      return MaskOf(n->operand(0), *om, labels, q_len, kv_len, depth + 1);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// ---- strided views ----
+
+std::vector<int64_t> RowMajorStrides(const Shape& s) {
+  std::vector<int64_t> st(s.rank(), 1);
+  for (int64_t i = s.rank() - 2; i >= 0; --i) st[i] = st[i + 1] * s.dimensions(i + 1);
+  return st;
+}
+
+// Strides for the dims `to` of the same elements that have strides `st` over dims `from`
+// (a row-major relinearization: what a reshape does). nullopt when a merged group of `from`
+// is not evenly strided.
+std::optional<std::vector<int64_t>> ReshapeStrides(const std::vector<int64_t>& from, const std::vector<int64_t>& st,
+                                                   const std::vector<int64_t>& to) {
+  std::vector<int64_t> out(to.size(), 0);
+  size_t f = 0, t = 0;
+  while (f < from.size() || t < to.size()) {
+    while (f < from.size() && from[f] == 1) ++f;
+    while (t < to.size() && to[t] == 1) ++t;
+    if (f >= from.size() || t >= to.size()) break;
+    // One group: the shortest runs of from and to (non-unit dims) with equal products.
+    size_t f_end = f + 1, t_end = t + 1;
+    int64_t pf = from[f], pt = to[t];
+    while (pf != pt) {
+      if (pf < pt) {
+        while (f_end < from.size() && from[f_end] == 1) ++f_end;
+        if (f_end >= from.size()) return std::nullopt;
+        pf *= from[f_end++];
+      } else {
+        while (t_end < to.size() && to[t_end] == 1) ++t_end;
+        if (t_end >= to.size()) return std::nullopt;
+        pt *= to[t_end++];
+      }
+    }
+    // The from group must be one evenly strided run.
+    int64_t inner = -1, expect = -1;
+    for (size_t i = f_end; i-- > f;) {
+      if (from[i] == 1) continue;
+      if (inner < 0) {
+        inner = st[i];
+        expect = st[i] * from[i];
+      } else {
+        if (st[i] != expect) return std::nullopt;
+        expect = st[i] * from[i];
+      }
+    }
+    int64_t stride = inner;
+    for (size_t i = t_end; i-- > t;) {
+      if (to[i] == 1) continue;
+      out[i] = stride;
+      stride *= to[i];
+    }
+    f = f_end;
+    t = t_end;
+  }
+  return out;
+}
+
+struct StridedValue {
+  const HloInstruction* root = nullptr;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;  // per dimension of the viewed value
+  double scale = 1.0;            // folded scalar multiplies (only where allowed)
+  std::vector<const HloInstruction*> chain;  // the instructions between root (excluded) and the value
+};
+
+// The operand a foldable op reads its data from (the other one of a scalar multiply is the
+// constant).
+int64_t DataOperand(const HloInstruction& n) {
+  double c = 0;
+  if (n.opcode() == HloOpcode::kMultiply && !IsScalarConstant(n.operand(1), &c)) return 1;
+  return 0;
+}
+
+// Strides of `y` = op(x) given x's strides; false when op is not a view (or not foldable).
+bool StepDown(const HloInstruction* y, StridedValue& v, bool allow_scale) {
+  const Shape& xs = y->operand(0)->shape();
+  switch (y->opcode()) {
+    case HloOpcode::kCopy:
+      return true;
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast: {
+      std::optional<std::vector<int64_t>> st = ReshapeStrides(xs.dimensions(), v.strides, y->shape().dimensions());
+      if (!st) return false;
+      v.strides = *st;
+      return true;
+    }
+    case HloOpcode::kTranspose: {
+      std::vector<int64_t> st(y->shape().rank());
+      for (size_t i = 0; i < st.size(); ++i) st[i] = v.strides[y->attrs().dimensions[i]];
+      v.strides = st;
+      return true;
+    }
+    case HloOpcode::kSlice: {
+      for (size_t j = 0; j < y->attrs().slice.size(); ++j) {
+        const SliceDimension& s = y->attrs().slice[j];
+        v.offset += s.start * v.strides[j];
+        v.strides[j] *= s.stride;
+      }
+      return true;
+    }
+    case HloOpcode::kBroadcast: {
+      std::vector<int64_t> st(y->shape().rank(), 0);
+      for (size_t j = 0; j < y->attrs().dimensions.size(); ++j) st[y->attrs().dimensions[j]] = v.strides[j];
+      v.strides = st;
+      return true;
+    }
+    case HloOpcode::kMultiply:
+    case HloOpcode::kDivide: {
+      double c = 0;
+      if (!allow_scale || !IsScalarConstant(y->operand(1 - DataOperand(*y)), &c)) return false;
+      v.scale *= y->opcode() == HloOpcode::kMultiply ? c : 1.0 / c;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+bool IsPureView(HloOpcode op) { return IsViewOp(op) || op == HloOpcode::kSlice; }
+
+bool IsFoldableAbove(const HloInstruction* n, bool allow_scale) {
+  switch (n->opcode()) {
+    case HloOpcode::kCopy:
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kSlice:
+      return true;
+    case HloOpcode::kMultiply:
+    case HloOpcode::kDivide: {
+      if (!allow_scale) return false;
+      const int64_t d = DataOperand(*n);
+      double c = 0;
+      return IsScalarConstant(n->operand(1 - d), &c) && c != 0 && std::isfinite(c) &&
+             n->shape().dimensions() == n->operand(d)->shape().dimensions();
+    }
+    default:
+      return false;
+  }
+}
+
+// The view of `x` (a dot operand) through the view ops above it that have no other user (they
+// become part of the call); the root is where that stops.
+StridedValue ViewOf(const HloInstruction* x, bool allow_scale) {
+  std::vector<const HloInstruction*> up = {x};
+  // A pure view with other users is duplicated into the call (the copy outside stays for them);
+  // a scale multiply is taken only when the call is its one user.
+  auto absorbable = [&](const HloInstruction* n) {
+    if (!IsFoldableAbove(n, allow_scale)) return false;
+    return n->user_count() == 1 || IsPureView(n->opcode());
+  };
+  while (absorbable(up.back()))
+    up.push_back(up.back()->operand(DataOperand(*up.back())));
+  // The highest root whose steps all fold; lower ones otherwise (x itself always works).
+  for (size_t r = up.size(); r-- > 0;) {
+    StridedValue v;
+    v.root = up[r];
+    v.strides = RowMajorStrides(v.root->shape());
+    bool ok = true;
+    for (size_t i = r; i-- > 0;) {
+      if (!StepDown(up[i], v, allow_scale)) {
+        ok = false;
+        break;
+      }
+      v.chain.push_back(up[i]);
+    }
+    if (ok) return v;
+  }
+  StridedValue v;
+  v.root = x;
+  v.strides = RowMajorStrides(x->shape());
+  return v;
+}
+
+// ---- the match ----
+
+struct Match {
+  AttentionConfig config;
+  const HloInstruction* roots[3] = {nullptr, nullptr, nullptr};  // q, k, v
+  HloInstruction* output = nullptr;                               // the instruction the call replaces
+};
+
+bool IsFloat(const HloInstruction* n) { return IsFloatingPointType(n->shape().element_type()); }
+
+std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
+  const DotDimensionNumbers& dn2 = *dot2->attrs().dot_dimension_numbers;
+  const HloInstruction* pv_p = dot2->operand(p_side);
+  const HloInstruction* pv_v = dot2->operand(1 - p_side);
+  const auto& p_batch = p_side == 0 ? dn2.lhs_batch_dimensions : dn2.rhs_batch_dimensions;
+  const auto& v_batch = p_side == 0 ? dn2.rhs_batch_dimensions : dn2.lhs_batch_dimensions;
+  const auto& p_contract = p_side == 0 ? dn2.lhs_contracting_dimensions : dn2.rhs_contracting_dimensions;
+  const auto& v_contract = p_side == 0 ? dn2.rhs_contracting_dimensions : dn2.lhs_contracting_dimensions;
+  if (p_contract.size() != 1 || v_contract.size() != 1 || !IsFloat(pv_p) || pv_p->user_count() != 1) return std::nullopt;
+  // p = e / broadcast(l), possibly converted.
+  const HloInstruction* div = pv_p;
+  while (div->opcode() == HloOpcode::kConvert) {
+    if (div->user_count() != 1) return std::nullopt;
+    div = div->operand(0);
+  }
+  if (div->opcode() != HloOpcode::kDivide || div->user_count() != 1) return std::nullopt;
+  const HloInstruction* e = div->operand(0);
+  if (e->opcode() != HloOpcode::kExp) return std::nullopt;
+  const HloInstruction* sub = e->operand(0);
+  if (sub->opcode() != HloOpcode::kSubtract || sub->user_count() != 1) return std::nullopt;
+  const HloInstruction* x = sub->operand(0);
+  const Shape& xs = x->shape();
+  if (pv_p->shape().dimensions() != xs.dimensions() || !IsFloat(x)) return std::nullopt;
+  const int64_t kdim = p_contract[0];
+  if (xs.dimensions(kdim) < 2) return std::nullopt;
+  // max: reduce-max(x) over kdim [, maximum with -inf].
+  const HloInstruction* mx = RowVector(sub->operand(1), xs, kdim);
+  if (mx == nullptr) return std::nullopt;
+  if (mx->opcode() == HloOpcode::kMaximum) {
+    double v = 0;
+    int reduce_side = -1;
+    for (int s = 0; s < 2; ++s)
+      if (IsScalarConstant(mx->operand(1 - s), &v) && std::isinf(v) && v < 0) reduce_side = s;
+    if (reduce_side < 0 || mx->user_count() != 1) return std::nullopt;
+    mx = mx->operand(reduce_side);
+  }
+  // The max reads x itself or x before unit reshapes (jax.nn.dot_product_attention).
+  if (mx->opcode() != HloOpcode::kReduce || mx->user_count() != 1 || mx->attrs().dimensions.size() != 1)
+    return std::nullopt;
+  const HloInstruction* x_max = mx->operand(0);
+  const HloInstruction* above_max = nullptr;
+  {
+    const HloInstruction* t = x;
+    int64_t kd = kdim;
+    while (t != x_max) {
+      if ((t->opcode() != HloOpcode::kReshape && t->opcode() != HloOpcode::kBitcast) || t->user_count() != 1)
+        return std::nullopt;
+      std::optional<std::vector<int64_t>> corr = UnitReshape(t->operand(0)->shape(), t->shape());
+      if (!corr || (*corr)[kd] < 0) return std::nullopt;
+      kd = (*corr)[kd];
+      above_max = t;
+      t = t->operand(0);
+    }
+    if (!IsRowReduce(mx, kd, HloOpcode::kMaximum, -INFINITY)) return std::nullopt;
+  }
+  // x (x_max) is used by the max and the subtract (the reshapes to it) only.
+  for (const HloInstruction* u : x_max->users())
+    if (u != mx && u != (above_max ? above_max : sub)) return std::nullopt;
+  if (above_max != nullptr)
+    for (const HloInstruction* u : x->users())
+      if (u != sub) return std::nullopt;
+  // sum: reduce-add(e [converted]) over kdim, broadcast back (possibly converted).
+  const HloInstruction* lsum = RowVector(div->operand(1), xs, kdim);
+  if (lsum == nullptr) return std::nullopt;
+  while (lsum->opcode() == HloOpcode::kConvert && lsum->user_count() == 1) lsum = lsum->operand(0);
+  if (!IsRowReduce(lsum, kdim, HloOpcode::kAdd, 0.0) || lsum->user_count() != 1) return std::nullopt;
+  const HloInstruction* summed = lsum->operand(0);
+  if (summed->opcode() == HloOpcode::kConvert) {
+    if (summed->user_count() != 1) return std::nullopt;
+    summed = summed->operand(0);
+  }
+  if (summed != e) return std::nullopt;
+  for (const HloInstruction* u : e->users())
+    if (u != div && u != lsum && u != lsum->operand(0)) return std::nullopt;
+
+  // The score chain from x down to the first dot.
+  struct Select {
+    const HloInstruction* pred;
+    DimMap map;
+    double fill;
+    double scale_after;  // scaling applied after the select (between it and x)
+  };
+  std::optional<Select> select;
+  double scale = 1.0;
+  DimMap m = IdentityMap(xs);
+  const HloInstruction* n = x;
+  bool first = true;
+  while (n->opcode() != HloOpcode::kDot) {
+    if (!first && n != x_max && n->user_count() != 1) return std::nullopt;
+    first = false;
+    switch (n->opcode()) {
+      case HloOpcode::kConvert:
+        if (!IsFloat(n->operand(0))) return std::nullopt;
+        n = n->operand(0);
+        continue;
+      case HloOpcode::kMultiply:
+      case HloOpcode::kDivide: {
+        double c = 0;
+        int data = -1;
+        if (IsScalarConstant(n->operand(1), &c)) data = 0;
+        else if (n->opcode() == HloOpcode::kMultiply && IsScalarConstant(n->operand(0), &c)) data = 1;
+        if (data < 0 || c == 0 || !std::isfinite(c)) return std::nullopt;
+        scale *= n->opcode() == HloOpcode::kMultiply ? c : 1.0 / c;
+        n = n->operand(data);
+        continue;
+      }
+      case HloOpcode::kSelect: {
+        if (select) return std::nullopt;
+        double fill = 0;
+        if (!IsScalarConstant(n->operand(2), &fill)) return std::nullopt;  // select(mask, s, fill)
+        select = Select{n->operand(0), m, fill, scale};
+        n = n->operand(1);
+        continue;
+      }
+      default: {
+        if (!IsViewOp(n->opcode())) return std::nullopt;
+        std::optional<DimMap> om = MapToOperand(*n, m);
+        if (!om) return std::nullopt;
+        m = *om;
+        n = n->operand(0);
+        continue;
+      }
+    }
+  }
+  const HloInstruction* dot1 = n;
+  if (dot1->user_count() != 1 && dot1 != x && dot1 != x_max) return std::nullopt;
+  const DotDimensionNumbers& dn1 = *dot1->attrs().dot_dimension_numbers;
+  if (dn1.lhs_contracting_dimensions.size() != 1 || dn1.rhs_contracting_dimensions.size() != 1) return std::nullopt;
+  if (!dot1->attrs().sparsity.empty() || !dot2->attrs().sparsity.empty()) return std::nullopt;
+  // dot1's output dims: batch..., lhs free..., rhs free...; m maps them to x's dims.
+  const int64_t nb1 = static_cast<int64_t>(dn1.lhs_batch_dimensions.size());
+  auto free_dims = [](const Shape& s, const std::vector<int64_t>& batch, const std::vector<int64_t>& contract) {
+    std::vector<int64_t> f;
+    for (int64_t i = 0; i < s.rank(); ++i)
+      if (std::find(batch.begin(), batch.end(), i) == batch.end() &&
+          std::find(contract.begin(), contract.end(), i) == contract.end())
+        f.push_back(i);
+    return f;
+  };
+  const std::vector<int64_t> lfree = free_dims(dot1->operand(0)->shape(), dn1.lhs_batch_dimensions, dn1.lhs_contracting_dimensions);
+  const std::vector<int64_t> rfree = free_dims(dot1->operand(1)->shape(), dn1.rhs_batch_dimensions, dn1.rhs_contracting_dimensions);
+  // Which side holds the key dim.
+  int k_side = -1;
+  int64_t key_out = -1;
+  for (int64_t o = 0; o < dot1->shape().rank(); ++o)
+    if (m[o] == kdim) key_out = o;
+  if (key_out < nb1) return std::nullopt;
+  if (key_out < nb1 + static_cast<int64_t>(lfree.size())) k_side = 0;
+  else k_side = 1;
+  const std::vector<int64_t>& qfree = k_side == 0 ? rfree : lfree;
+  const std::vector<int64_t>& kfree = k_side == 0 ? lfree : rfree;
+  const HloInstruction* qop = dot1->operand(1 - k_side);
+  const HloInstruction* kop = dot1->operand(k_side);
+  const int64_t q_out_base = k_side == 0 ? nb1 + static_cast<int64_t>(lfree.size()) : nb1;
+  const int64_t k_out_base = k_side == 0 ? nb1 : nb1 + static_cast<int64_t>(lfree.size());
+  // K: exactly one non-unit free dim (the key); Q: at most one (the row).
+  int64_t k_row_dim = -1, q_row_dim = -1, q_row_out = -1;
+  for (size_t i = 0; i < kfree.size(); ++i) {
+    if (k_out_base + static_cast<int64_t>(i) == key_out) k_row_dim = kfree[i];
+    else if (kop->shape().dimensions(kfree[i]) != 1) return std::nullopt;
+  }
+  for (size_t i = 0; i < qfree.size(); ++i) {
+    if (qop->shape().dimensions(qfree[i]) == 1) continue;
+    if (q_row_dim >= 0) return std::nullopt;  // several query dims (grouped heads): not yet
+    q_row_dim = qfree[i];
+    q_row_out = q_out_base + static_cast<int64_t>(i);
+  }
+  if (k_row_dim < 0) return std::nullopt;
+  const auto& qb = k_side == 0 ? dn1.rhs_batch_dimensions : dn1.lhs_batch_dimensions;
+  const auto& kb = k_side == 0 ? dn1.lhs_batch_dimensions : dn1.rhs_batch_dimensions;
+  const int64_t q_head = (k_side == 0 ? dn1.rhs_contracting_dimensions : dn1.lhs_contracting_dimensions)[0];
+  const int64_t k_head = (k_side == 0 ? dn1.lhs_contracting_dimensions : dn1.rhs_contracting_dimensions)[0];
+  if (qop->shape().element_type() != kop->shape().element_type()) return std::nullopt;
+
+  // Labels of x's dims.
+  std::vector<Label> labels(xs.rank());
+  std::vector<int64_t> batch_sizes, batch_out;  // non-unit batch dims of dot1, by output position
+  for (int64_t o = 0; o < nb1; ++o) {
+    if (dot1->shape().dimensions(o) == 1) continue;
+    if (m[o] < 0) return std::nullopt;
+    labels[m[o]] = Label{Role::kBatch, static_cast<int64_t>(batch_sizes.size())};
+    batch_sizes.push_back(dot1->shape().dimensions(o));
+    batch_out.push_back(o);
+  }
+  labels[kdim] = Label{Role::kKey, 0};
+  int64_t q_xdim = -1;
+  if (q_row_out >= 0) {
+    if (m[q_row_out] < 0) return std::nullopt;
+    q_xdim = m[q_row_out];
+    labels[q_xdim] = Label{Role::kRow, 0};
+  }
+  const int64_t q_len = q_row_dim >= 0 ? qop->shape().dimensions(q_row_dim) : 1;
+  const int64_t kv_len = kop->shape().dimensions(k_row_dim);
+
+  // The mask.
+  MaskForm mask;
+  if (select) {
+    const double fill = select->fill * select->scale_after;
+    if (!(fill <= -1e4)) return std::nullopt;
+    std::optional<MaskForm> f = MaskOf(select->pred, select->map, labels, q_len, kv_len);
+    if (!f) return std::nullopt;
+    if (f->causal && f->c < 0) return std::nullopt;
+    mask = *f;
+  }
+
+  // dot2: p's batch dims are the batch labels (and size-1 dims), its free dims the row (and
+  // size-1 dims); v's free dim is the value head dim.
+  const std::vector<int64_t> vfree = free_dims(pv_v->shape(), v_batch, v_contract);
+  int64_t v_head = -1;
+  for (int64_t f : vfree) {
+    if (pv_v->shape().dimensions(f) == 1 && vfree.size() > 1) continue;
+    if (v_head >= 0) return std::nullopt;
+    v_head = f;
+  }
+  if (v_head < 0) return std::nullopt;
+  std::vector<int64_t> v_batch_dim(batch_sizes.size(), -1);
+  std::vector<int64_t> out_batch_pos(batch_sizes.size(), -1);
+  for (size_t i = 0; i < p_batch.size(); ++i) {
+    const Label& l = labels[p_batch[i]];
+    if (xs.dimensions(p_batch[i]) == 1) continue;
+    if (l.role != Role::kBatch) return std::nullopt;
+    v_batch_dim[l.batch] = v_batch[i];
+    out_batch_pos[l.batch] = static_cast<int64_t>(i);
+  }
+  for (int64_t d : v_batch_dim)
+    if (d < 0) return std::nullopt;
+  const std::vector<int64_t> pfree = free_dims(pv_p->shape(), p_batch, p_contract);
+  for (int64_t f : pfree)
+    if (xs.dimensions(f) != 1 && f != q_xdim) return std::nullopt;
+  // dot2's output positions of the row and the value head.
+  const int64_t nb2 = static_cast<int64_t>(p_batch.size());
+  int64_t out_row = -1, out_head = -1;
+  {
+    const std::vector<int64_t>& lhs_free = p_side == 0 ? pfree : vfree;
+    const std::vector<int64_t>& rhs_free = p_side == 0 ? vfree : pfree;
+    for (int side = 0; side < 2; ++side) {
+      const std::vector<int64_t>& f = side == 0 ? lhs_free : rhs_free;
+      const int64_t base = nb2 + (side == 0 ? 0 : static_cast<int64_t>(lhs_free.size()));
+      const bool is_p = side == p_side;
+      for (size_t i = 0; i < f.size(); ++i) {
+        if (is_p && f[i] == q_xdim) out_row = base + static_cast<int64_t>(i);
+        if (!is_p && f[i] == v_head) out_head = base + static_cast<int64_t>(i);
+      }
+    }
+  }
+  if (out_head < 0) return std::nullopt;
+  const int64_t head_dim = qop->shape().dimensions(q_head);
+  if (kop->shape().dimensions(k_head) != head_dim) return std::nullopt;
+  const int64_t v_rows = pv_v->shape().dimensions(v_contract[0]);
+  if (v_rows != kv_len) return std::nullopt;
+
+  // Output folding: single-user view ops after dot2, strides computed back from the last one.
+  std::vector<HloInstruction*> down = {dot2};
+  while (down.back()->user_count() == 1) {
+    HloInstruction* u = down.back()->users()[0];
+    if (!(u->opcode() == HloOpcode::kTranspose || u->opcode() == HloOpcode::kReshape ||
+          u->opcode() == HloOpcode::kBitcast))
+      break;
+    down.push_back(u);
+  }
+  std::vector<int64_t> out_strides;
+  HloInstruction* output = dot2;
+  for (size_t last = down.size(); last-- > 0;) {
+    std::vector<int64_t> st = RowMajorStrides(down[last]->shape());
+    bool ok = true;
+    for (size_t i = last; i-- > 0;) {
+      // down[i+1] = op(down[i]): strides of down[i] from those of down[i+1].
+      const HloInstruction* y = down[i + 1];
+      if (y->opcode() == HloOpcode::kTranspose) {
+        std::vector<int64_t> xst(down[i]->shape().rank());
+        for (size_t j = 0; j < y->attrs().dimensions.size(); ++j) xst[y->attrs().dimensions[j]] = st[j];
+        st = xst;
+      } else {
+        std::optional<std::vector<int64_t>> xst =
+            ReshapeStrides(y->shape().dimensions(), st, down[i]->shape().dimensions());
+        if (!xst) {
+          ok = false;
+          break;
+        }
+        st = *xst;
+      }
+    }
+    if (ok) {
+      out_strides = st;
+      output = down[last];
+      break;
+    }
+  }
+  // The entry root keeps its layout: do not replace a root whose layout is not row-major.
+  if (output->shape().has_layout() && !output->shape().layout().IsDefaultFor(output->shape().rank()))
+    return std::nullopt;
+
+  // Input views.
+  const StridedValue qv = ViewOf(qop, /*allow_scale=*/true);
+  const StridedValue kv = ViewOf(kop, /*allow_scale=*/true);
+  const StridedValue vv = ViewOf(pv_v, /*allow_scale=*/false);
+  scale *= qv.scale * kv.scale;
+
+  AttentionConfig c;
+  c.batch = batch_sizes;
+  c.q_len = q_len;
+  c.kv_len = kv_len;
+  c.head_dim = head_dim;
+  c.v_head_dim = pv_v->shape().dimensions(v_head);
+  c.scale = scale;
+  c.mask = mask.causal ? AttentionMask::kCausal : AttentionMask::kNone;
+  c.causal_offset = mask.causal ? mask.c : 0;
+  c.input_type = qop->shape().element_type();
+  c.score_type = dot1->shape().element_type();
+  c.softmax_type = xs.element_type();
+  c.probs_type = pv_p->shape().element_type();
+  c.output_type = dot2->shape().element_type();
+  if (pv_v->shape().element_type() != c.input_type) return std::nullopt;
+  auto view = [&](const StridedValue& sv, const std::vector<int64_t>& bdims, int64_t row_dim, int64_t elem_dim) {
+    AttentionView v;
+    v.offset = sv.offset;
+    for (int64_t d : bdims) v.batch.push_back(sv.strides[d]);
+    v.row = row_dim >= 0 ? sv.strides[row_dim] : 0;
+    v.element = sv.strides[elem_dim];
+    return v;
+  };
+  std::vector<int64_t> qbd, kbd;
+  for (int64_t o : batch_out) {
+    qbd.push_back(qb[o]);
+    kbd.push_back(kb[o]);
+  }
+  c.q = view(qv, qbd, q_row_dim, q_head);
+  c.k = view(kv, kbd, k_row_dim, k_head);
+  c.v = view(vv, v_batch_dim, v_contract[0], v_head);
+  c.out.batch.clear();
+  for (int64_t pos : out_batch_pos) c.out.batch.push_back(out_strides[pos]);
+  c.out.row = out_row >= 0 ? out_strides[out_row] : 0;
+  c.out.element = out_strides[out_head];
+  Match match;
+  match.config = c;
+  match.roots[0] = qv.root;
+  match.roots[1] = kv.root;
+  match.roots[2] = vv.root;
+  match.output = output;
+  return match;
+}
+
+// The instructions of the match (between the roots and the output) and those of them that
+// stay for other users (parameter-free ones: masks, constants). nullopt when an intermediate
+// that depends on the operands has a user outside the match.
+struct Members {
+  std::vector<HloInstruction*> members, duplicated;
+};
+std::optional<Members> CollectMembers(const Match& match) {
+  std::unordered_set<const HloInstruction*> roots(std::begin(match.roots), std::end(match.roots));
+  std::unordered_set<HloInstruction*> set;
+  std::vector<HloInstruction*> stack = {match.output};
+  while (!stack.empty()) {
+    HloInstruction* n = stack.back();
+    stack.pop_back();
+    if (roots.count(n) || !set.insert(n).second) continue;
+    if (n->opcode() == HloOpcode::kParameter || !n->control_predecessors().empty() ||
+        !n->control_successors().empty() || (!n->called_computations().empty() && n->opcode() != HloOpcode::kReduce))
+      return std::nullopt;
+    for (HloInstruction* o : n->operands()) stack.push_back(o);
+  }
+  Members out;
+  // Post order restricted to the set: whether each depends on a root.
+  std::unordered_map<const HloInstruction*, bool> dep;
+  std::vector<HloInstruction*> order = match.output->parent()->MakeInstructionPostOrder();
+  for (HloInstruction* n : order) {
+    if (!set.count(n)) continue;
+    bool d = false;
+    for (const HloInstruction* o : n->operands()) d = d || roots.count(o) > 0 || (dep.count(o) && dep[o]);
+    dep[n] = d;
+    out.members.push_back(n);
+    if (n == match.output) continue;
+    bool outside = false;
+    for (const HloInstruction* u : n->users()) outside = outside || !set.count(const_cast<HloInstruction*>(u));
+    if (n->IsRoot()) outside = true;
+    if (outside) {
+      if (d && !IsPureView(n->opcode())) return std::nullopt;
+      out.duplicated.push_back(n);
+    }
+  }
+  return out;
+}
+
+StatusOr<bool> Rewrite(const Match& match, HloComputation& comp) {
+  std::optional<Members> members = CollectMembers(match);
+  if (!members) return false;
+  HloInstruction* output = match.output;
+  FuseSpec spec;
+  spec.members = members->members;
+  spec.duplicated = members->duplicated;
+  spec.kind = FusionKind::kCustom;
+  spec.name = "attention";
+  if (FusionWouldCreateCycle(spec.members, spec.duplicated)) return false;
+  const Shape shape = output->shape();
+  KILN_ASSIGN_OR_RETURN(HloInstruction * fusion, FuseInstructions(spec));
+  HloComputation* body = fusion->fused_computation();
+  HloModule* module = comp.parent();
+  body->set_name(UniqueComputationName(*module, "attention"));
+  AttentionConfig config = match.config;
+  auto index_of = [&](const HloInstruction* root) -> int64_t {
+    for (int64_t i = 0; i < fusion->operand_count(); ++i)
+      if (fusion->operand(i) == root) return i;
+    return -1;
+  };
+  config.q.operand = index_of(match.roots[0]);
+  config.k.operand = index_of(match.roots[1]);
+  config.v.operand = index_of(match.roots[2]);
+  if (config.q.operand < 0 || config.k.operand < 0 || config.v.operand < 0)
+    return Internal("attention rewriter: a view root is not an operand of the outlined match");
+  auto call = std::make_unique<HloInstruction>(HloOpcode::kCustomCall, fusion->shape(), "");
+  call->attrs().custom_call_target = std::string(kAttentionCallTarget);
+  for (HloInstruction* o : fusion->operands()) call->AppendOperand(o);
+  call->AppendCalledComputation(body);
+  call->backend_config() = BackendConfig{config.ToJson(), true};
+  HloEditor editor(&comp);
+  HloInstruction* added = editor.Add(std::move(call), fusion);
+  added->set_name(UniqueInstructionName(comp, "attention"));
+  (void)shape;
+  fusion->ReplaceAllUsesWith(added);
+  KILN_RETURN_IF_ERROR(comp.RemoveInstruction(fusion));
+  return true;
+}
+
+const char* MaskName(AttentionMask m) { return m == AttentionMask::kCausal ? "causal" : "none"; }
+
+nlohmann::ordered_json ViewJson(const AttentionView& v, bool with_operand) {
+  nlohmann::ordered_json j;
+  if (with_operand) j["operand"] = v.operand;
+  j["offset"] = v.offset;
+  j["batch"] = v.batch;
+  j["row"] = v.row;
+  j["element"] = v.element;
+  return j;
+}
+
+bool ViewFromJson(const nlohmann::json& j, AttentionView& v) {
+  if (!j.is_object()) return false;
+  auto geti = [&](const char* k, int64_t& out) {
+    auto it = j.find(k);
+    if (it == j.end()) return true;
+    if (!it->is_number_integer()) return false;
+    out = it->get<int64_t>();
+    return true;
+  };
+  if (!geti("operand", v.operand) || !geti("offset", v.offset) || !geti("row", v.row) || !geti("element", v.element))
+    return false;
+  auto b = j.find("batch");
+  if (b == j.end() || !b->is_array()) return false;
+  v.batch.clear();
+  for (const auto& e : *b) {
+    if (!e.is_number_integer()) return false;
+    v.batch.push_back(e.get<int64_t>());
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string AttentionConfig::ToJson() const {
+  nlohmann::ordered_json j;
+  j["batch"] = batch;
+  j["q_len"] = q_len;
+  j["kv_len"] = kv_len;
+  j["head_dim"] = head_dim;
+  j["v_head_dim"] = v_head_dim;
+  j["scale"] = scale;
+  j["mask"] = MaskName(mask);
+  j["causal_offset"] = causal_offset;
+  j["input_type"] = std::string(PrimitiveTypeName(input_type));
+  j["score_type"] = std::string(PrimitiveTypeName(score_type));
+  j["softmax_type"] = std::string(PrimitiveTypeName(softmax_type));
+  j["probs_type"] = std::string(PrimitiveTypeName(probs_type));
+  j["output_type"] = std::string(PrimitiveTypeName(output_type));
+  j["q"] = ViewJson(q, true);
+  j["k"] = ViewJson(k, true);
+  j["v"] = ViewJson(v, true);
+  j["out"] = ViewJson(out, false);
+  nlohmann::ordered_json top;
+  top["attention"] = j;
+  return top.dump();
+}
+
+StatusOr<AttentionConfig> AttentionConfig::FromJson(std::string_view text) {
+  nlohmann::json top = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (top.is_discarded() || !top.is_object() || !top.contains("attention") || !top["attention"].is_object())
+    return InvalidArgument("attention config is not a JSON object with an \"attention\" field: ", text);
+  const nlohmann::json& j = top["attention"];
+  AttentionConfig c;
+  auto geti = [&](const char* k, int64_t& out) -> Status {
+    auto it = j.find(k);
+    if (it == j.end() || !it->is_number_integer()) return InvalidArgument("attention config: missing integer '", k, "'");
+    out = it->get<int64_t>();
+    return OkStatus();
+  };
+  auto gett = [&](const char* k, PrimitiveType& out) -> Status {
+    auto it = j.find(k);
+    if (it == j.end() || !it->is_string()) return InvalidArgument("attention config: missing type '", k, "'");
+    std::optional<PrimitiveType> t = ParsePrimitiveType(it->get<std::string>());
+    if (!t) return InvalidArgument("attention config: unknown type '", it->get<std::string>(), "'");
+    out = *t;
+    return OkStatus();
+  };
+  KILN_RETURN_IF_ERROR(geti("q_len", c.q_len));
+  KILN_RETURN_IF_ERROR(geti("kv_len", c.kv_len));
+  KILN_RETURN_IF_ERROR(geti("head_dim", c.head_dim));
+  KILN_RETURN_IF_ERROR(geti("v_head_dim", c.v_head_dim));
+  KILN_RETURN_IF_ERROR(geti("causal_offset", c.causal_offset));
+  auto b = j.find("batch");
+  if (b == j.end() || !b->is_array()) return InvalidArgument("attention config: missing 'batch'");
+  for (const auto& e : *b) {
+    if (!e.is_number_integer()) return InvalidArgument("attention config: 'batch' must hold integers");
+    c.batch.push_back(e.get<int64_t>());
+  }
+  auto s = j.find("scale");
+  if (s == j.end() || !s->is_number()) return InvalidArgument("attention config: missing 'scale'");
+  c.scale = s->get<double>();
+  auto mk = j.find("mask");
+  if (mk == j.end() || !mk->is_string()) return InvalidArgument("attention config: missing 'mask'");
+  if (*mk == "causal") c.mask = AttentionMask::kCausal;
+  else if (*mk == "none") c.mask = AttentionMask::kNone;
+  else return InvalidArgument("attention config: unknown mask '", mk->get<std::string>(), "'");
+  KILN_RETURN_IF_ERROR(gett("input_type", c.input_type));
+  KILN_RETURN_IF_ERROR(gett("score_type", c.score_type));
+  KILN_RETURN_IF_ERROR(gett("softmax_type", c.softmax_type));
+  KILN_RETURN_IF_ERROR(gett("probs_type", c.probs_type));
+  KILN_RETURN_IF_ERROR(gett("output_type", c.output_type));
+  struct V {
+    const char* name;
+    AttentionView* view;
+  };
+  for (V v : {V{"q", &c.q}, V{"k", &c.k}, V{"v", &c.v}, V{"out", &c.out}}) {
+    auto it = j.find(v.name);
+    if (it == j.end() || !ViewFromJson(*it, *v.view)) return InvalidArgument("attention config: malformed view '", v.name, "'");
+    if (v.view->batch.size() != c.batch.size())
+      return InvalidArgument("attention config: view '", v.name, "' has ", v.view->batch.size(), " batch strides for ",
+                             c.batch.size(), " batch dimensions");
+  }
+  return c;
+}
+
+std::string AttentionConfig::ToString() const {
+  std::string b;
+  for (size_t i = 0; i < batch.size(); ++i) b += StrCat(i ? "x" : "", batch[i]);
+  return StrCat(PrimitiveTypeName(input_type), " [", b, "] q ", q_len, " kv ", kv_len, " d ", head_dim,
+                v_head_dim != head_dim ? StrCat("/", v_head_dim) : "", " ",
+                mask == AttentionMask::kCausal ? StrCat("causal(", causal_offset, ")") : std::string("no mask"),
+                " scale ", scale, " softmax ", PrimitiveTypeName(softmax_type));
+}
+
+StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Literal* const> operands,
+                                    const Shape& result) {
+  for (const AttentionView* v : {&c.q, &c.k, &c.v})
+    if (v->operand < 0 || v->operand >= static_cast<int64_t>(operands.size()))
+      return InvalidArgument("attention: view of operand ", v->operand, " of ", operands.size());
+  Literal out(result);
+  for (int64_t i = 0; i < out.element_count(); ++i) out.SetFromDouble(i, NAN);
+  const int64_t nb = static_cast<int64_t>(c.batch.size());
+  int64_t batches = 1;
+  for (int64_t b : c.batch) batches *= b;
+  auto element = [&](const AttentionView& v, const std::vector<int64_t>& bi, int64_t row, int64_t e) {
+    int64_t at = v.offset + row * v.row + e * v.element;
+    for (int64_t i = 0; i < nb; ++i) at += bi[i] * v.batch[i];
+    return at;
+  };
+  auto check = [&](const Literal& l, int64_t at) -> Status {
+    if (at < 0 || at >= l.element_count()) return InvalidArgument("attention: a view reaches element ", at, " of ", l.element_count());
+    return OkStatus();
+  };
+  std::vector<int64_t> bi(nb, 0);
+  std::vector<double> s(c.kv_len);
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t rest = b;
+    for (int64_t i = nb - 1; i >= 0; --i) {
+      bi[i] = rest % c.batch[i];
+      rest /= c.batch[i];
+    }
+    for (int64_t i = 0; i < c.q_len; ++i) {
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < c.kv_len; ++j) {
+        double acc = 0;
+        for (int64_t e = 0; e < c.head_dim; ++e) {
+          const int64_t qa = element(c.q, bi, i, e), ka = element(c.k, bi, j, e);
+          KILN_RETURN_IF_ERROR(check(*operands[c.q.operand], qa));
+          KILN_RETURN_IF_ERROR(check(*operands[c.k.operand], ka));
+          acc += operands[c.q.operand]->GetAsDouble(qa) * operands[c.k.operand]->GetAsDouble(ka);
+        }
+        const bool kept = c.mask != AttentionMask::kCausal || j <= i + c.causal_offset;
+        s[j] = kept ? acc * c.scale : -INFINITY;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < c.kv_len; ++j) sum += (s[j] = std::exp(s[j] - mx));
+      for (int64_t e = 0; e < c.v_head_dim; ++e) {
+        double o = 0;
+        for (int64_t j = 0; j < c.kv_len; ++j) {
+          const int64_t va = element(c.v, bi, j, e);
+          KILN_RETURN_IF_ERROR(check(*operands[c.v.operand], va));
+          o += s[j] / sum * operands[c.v.operand]->GetAsDouble(va);
+        }
+        const int64_t oa = element(c.out, bi, i, e);
+        KILN_RETURN_IF_ERROR(check(out, oa));
+        out.SetFromDouble(oa, o);
+      }
+    }
+  }
+  return out;
+}
+
+bool IsAttentionCall(const HloInstruction& instr) {
+  return instr.opcode() == HloOpcode::kCustomCall && instr.attrs().custom_call_target == kAttentionCallTarget;
+}
+
+StatusOr<AttentionConfig> AttentionConfigOf(const HloInstruction& call) {
+  if (!IsAttentionCall(call)) return InvalidArgument("%", call.name(), " is not an attention call");
+  return AttentionConfig::FromJson(call.backend_config().text);
+}
+
+std::unordered_set<const HloComputation*> AttentionBodies(const HloModule& module) {
+  std::unordered_set<const HloComputation*> out;
+  for (const HloComputation* c : module.computations())
+    for (const HloInstruction* i : c->instructions())
+      if (IsAttentionCall(*i))
+        for (const HloComputation* b : i->called_computations()) out.insert(b);
+  return out;
+}
+
+StatusOr<bool> AttentionRewriter::Run(HloModule& module) {
+  bool changed = false;
+  const std::unordered_set<const HloComputation*> bodies = AttentionBodies(module);
+  for (HloComputation* comp : module.computations()) {
+    if (bodies.count(comp)) continue;
+    bool again = true;
+    while (again) {
+      again = false;
+      for (HloInstruction* dot : comp->MakeInstructionPostOrder()) {
+        if (dot->opcode() != HloOpcode::kDot || !dot->attrs().dot_dimension_numbers) continue;
+        std::optional<Match> match;
+        for (int side = 0; side < 2 && !match; ++side) match = MatchAt(dot, side);
+        if (!match) continue;
+        if (options_.supported && !options_.supported(match->config)) continue;
+        KILN_ASSIGN_OR_RETURN(bool did, Rewrite(*match, *comp));
+        if (did) {
+          changed = again = true;
+          break;  // the post order is stale
+        }
+      }
+    }
+  }
+  return changed;
+}
+
+}  // namespace kiln

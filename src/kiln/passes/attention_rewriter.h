@@ -1,0 +1,115 @@
+// AttentionRewriter: attention as JAX writes it in plain HLO, found and replaced by one
+// __kiln$attention custom call that a backend runs as fused (flash) attention.
+//
+// Note [Attention matching]
+// JAX lowers softmax(q·kᵀ·scale + mask)·v -- jnp.einsum + jax.nn.softmax, flax's attention,
+// jax.nn.dot_product_attention(implementation="xla") -- to
+//     s  = dot(q, k)                 one contracting dim (the head dim), batch dims b...
+//     x  = chain of: convert, multiply/divide by a scalar constant, select(mask, ., fill),
+//          and reshapes/transposes that move only size-1 dimensions
+//     m  = reduce-max(x) over the key dim [maximum(m, -inf)]
+//     e  = exp(x - broadcast(m));  l = reduce-add(e [converted]) over the key dim
+//     p  = e / broadcast(l [converted])  [converted]
+//     o  = dot(p, v) (either operand order), contracting the key dim
+// The matcher walks that graph from each dot, tracking which dimension of every value is which
+// (batch i, query row, key, head, or size 1), and gives up on anything else -- a softmax over
+// another axis, a mask that depends on the batch, an intermediate used outside the pattern --
+// so the custom call always computes what the HLO computes:
+//   * the mask is read symbolically: integer compares of iotas (jnp.tril, is_causal) and
+//     conjunctions of them, or a constant pred array, must be "keep key j for row i iff
+//     j <= i + c" for a c >= 0 (causal, c = kv_len - q_len for bottom-right alignment), or
+//     always true; the fill must be -inf or at most -1e4 after the scaling that follows it
+//     (exp of it is then 0 next to any unmasked score);
+//   * scalar constant multiplies of q or k (flax scales q) are folded into the scale;
+//   * q, k and v are strided views of the buffers they are read from: transposes, reshapes,
+//     bitcasts, copies and unit-stride slices above the dots are folded into offsets and strides
+//     (the heads of [b, s, h, d], the q/k/v thirds of a fused qkv projection), as are the
+//     transposes and reshapes after the output dot.
+// Rounding differs within the dtype's tolerance: the fused kernel keeps scores in f32 where the
+// HLO may round them to bf16 first.
+//
+// The call: operands are the view roots (each once), the result is the output view's root,
+// called_computations={the matched subgraph, outlined with exactly those parameters}. Its value
+// IS that computation's value (the evaluator runs it; a backend without a fused kernel may
+// inline it back); backend_config holds AttentionConfig (JSON). Backends decide what they run
+// fused through AttentionRewriterOptions::supported; only matches it accepts are rewritten.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/hlo/literal.h"
+#include "kiln/hlo/module.h"
+#include "kiln/passes/pass.h"
+
+namespace kiln {
+
+inline constexpr std::string_view kAttentionCallTarget = "__kiln$attention";
+
+enum class AttentionMask : uint8_t { kNone, kCausal };
+
+// Where element [b_0, ..., b_{n-1}, row, e] of an operand (or the result) lives, in elements from
+// the start of operand `operand`'s buffer (row-major): offset + sum b_i*batch[i] + row*row +
+// e*element.
+struct AttentionView {
+  int64_t operand = 0;  // index into the call's operands (unused for the result)
+  int64_t offset = 0;
+  std::vector<int64_t> batch;
+  int64_t row = 0;
+  int64_t element = 1;
+  bool operator==(const AttentionView&) const = default;
+};
+
+struct AttentionConfig {
+  std::vector<int64_t> batch;  // sizes of the batch dimensions (size-1 ones left out)
+  int64_t q_len = 0, kv_len = 0, head_dim = 0, v_head_dim = 0;
+  double scale = 1.0;
+  AttentionMask mask = AttentionMask::kNone;
+  int64_t causal_offset = 0;  // kCausal: key j is kept for query i iff j <= i + causal_offset
+  PrimitiveType input_type = PrimitiveType::kInvalid;    // q, k (and v)
+  PrimitiveType score_type = PrimitiveType::kInvalid;    // q·kᵀ as the HLO computes it
+  PrimitiveType softmax_type = PrimitiveType::kInvalid;  // the softmax's arithmetic
+  PrimitiveType probs_type = PrimitiveType::kInvalid;    // p as the second dot reads it
+  PrimitiveType output_type = PrimitiveType::kInvalid;
+  AttentionView q, k, v, out;
+
+  std::string ToJson() const;
+  static StatusOr<AttentionConfig> FromJson(std::string_view text);
+  // One line for --stats: "bf16 [4x16] q 4096 kv 4096 d 64 causal(0) scale 0.125 f32 softmax".
+  std::string ToString() const;
+  bool operator==(const AttentionConfig&) const = default;
+};
+
+bool IsAttentionCall(const HloInstruction& instr);
+// The config of an attention call (InvalidArgument for anything else or a malformed config).
+StatusOr<AttentionConfig> AttentionConfigOf(const HloInstruction& call);
+// What `config` means, computed directly (double precision, no rounding in between) on the
+// call's operands into a value of `result` (elements the output view does not reach are NaN):
+// the reference the matcher's configs are checked against, and a slow host fallback.
+StatusOr<Literal> EvaluateAttention(const AttentionConfig& config, std::span<const Literal* const> operands,
+                                    const Shape& result);
+// The computations outlined into attention calls (passes that rewrite for a backend skip them).
+std::unordered_set<const HloComputation*> AttentionBodies(const HloModule& module);
+
+struct AttentionRewriterOptions {
+  // Whether the backend runs `config` fused; empty: every match is rewritten.
+  std::function<bool(const AttentionConfig&)> supported;
+};
+
+class AttentionRewriter : public HloPass {
+ public:
+  explicit AttentionRewriter(AttentionRewriterOptions options = {}) : options_(std::move(options)) {}
+  std::string_view name() const override { return "attention-rewriter"; }
+  StatusOr<bool> Run(HloModule& module) override;
+
+ private:
+  AttentionRewriterOptions options_;
+};
+
+}  // namespace kiln

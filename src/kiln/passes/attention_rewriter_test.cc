@@ -1,0 +1,213 @@
+// The attention matcher on the HLO JAX writes (tests/data/attn_*, tools/kiln_cases/attention.py):
+// after the neutral simplification the GPU compiler runs, each case matches exactly as often as
+// it should -- once for every attention form (layouts, masks, scales, lengths 1/7/500, head dims
+// 64/128, a fused qkv buffer, jax.nn.dot_product_attention), never for the refusals (softmax
+// over the wrong axis, a mask that is not a mask, probabilities used elsewhere). For every
+// match, the config's meaning (EvaluateAttention) agrees with the outlined computation on fresh
+// random operands, and the rewritten module with the original.
+#include "kiln/passes/attention_rewriter.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "kiln/eval/compare.h"
+#include "kiln/eval/evaluator.h"
+#include "kiln/eval/tolerance.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/passes/layout_normalization.h"
+#include "kiln/passes/passes_test_util.h"
+#include "kiln/passes/simplification_pipeline.h"
+
+namespace kiln {
+namespace {
+
+using testing::CompareModules;
+using testing::ParseOrDie;
+using testing::RandomArguments;
+
+std::string DataDir() {
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  return std::string(src ? src : ".") + "/tests/data";
+}
+
+std::string ReadCase(const std::string& name) {
+  std::ifstream f(DataDir() + "/" + name + "/module.hlo");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::vector<HloInstruction*> AttentionCalls(const HloModule& m) {
+  std::vector<HloInstruction*> out;
+  for (HloComputation* c : m.computations())
+    for (HloInstruction* i : c->instructions())
+      if (IsAttentionCall(*i)) out.push_back(i);
+  return out;
+}
+
+// The GPU compiler's neutral prefix, then the matcher.
+std::unique_ptr<HloModule> Rewrite(const std::string& text, int* matches) {
+  std::unique_ptr<HloModule> m = ParseOrDie(text);
+  if (!m) return nullptr;
+  HloPassPipeline p("test");
+  p.AddPass<LayoutNormalization>();
+  AddSimplificationPasses(p);
+  p.AddPass<AttentionRewriter>();
+  StatusOr<bool> r = p.Run(*m);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  *matches = static_cast<int>(AttentionCalls(*m).size());
+  return m;
+}
+
+struct Expect {
+  std::string name;
+  int matches = 1;
+  AttentionMask mask = AttentionMask::kNone;
+  int64_t causal_offset = 0;
+  int64_t q_len = 0;
+};
+std::ostream& operator<<(std::ostream& os, const Expect& e) { return os << e.name; }
+
+class AttentionCaseTest : public ::testing::TestWithParam<Expect> {};
+
+TEST_P(AttentionCaseTest, MatchesAsJaxWroteIt) {
+  const Expect& e = GetParam();
+  const std::string text = ReadCase(e.name);
+  if (text.empty()) GTEST_SKIP() << "no tests/data/" << e.name;
+  int matches = 0;
+  std::unique_ptr<HloModule> m = Rewrite(text, &matches);
+  ASSERT_TRUE(m);
+  EXPECT_EQ(matches, e.matches) << m->ToString();
+  // The rewritten module computes what the original does.
+  std::unique_ptr<HloModule> original = ParseOrDie(text);
+  const std::string diff = CompareModules(*original, *m, RandomArguments(*original, 7), testing::Match::kClose);
+  EXPECT_TRUE(diff.empty() || diff.rfind("skip", 0) == 0) << diff;
+  for (HloInstruction* call : AttentionCalls(*m)) {
+    StatusOr<AttentionConfig> c = AttentionConfigOf(*call);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->mask, e.mask) << c->ToString();
+    EXPECT_EQ(c->causal_offset, e.causal_offset) << c->ToString();
+    if (e.q_len) EXPECT_EQ(c->q_len, e.q_len) << c->ToString();
+    // The config's meaning against the outlined computation, on random operands.
+    std::vector<Literal> args;
+    for (int64_t i = 0; i < call->operand_count(); ++i) {
+      Literal l(call->operand(i)->shape());
+      std::mt19937_64 rng(100 + i);
+      std::uniform_real_distribution<double> u(-1, 1);
+      for (int64_t j = 0; j < l.element_count(); ++j) l.SetFromDouble(j, u(rng));
+      args.push_back(std::move(l));
+    }
+    std::vector<const Literal*> ptrs;
+    for (const Literal& l : args) ptrs.push_back(&l);
+    Evaluator ev;
+    StatusOr<Literal> body = ev.Evaluate(*call->called_computations()[0], ptrs);
+    ASSERT_TRUE(body.ok()) << body.status().ToString();
+    StatusOr<Literal> direct = EvaluateAttention(*c, ptrs, call->shape());
+    ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+    ArrayComparison cmp = CompareArrays(*direct, *body, DefaultTolerance(call->shape().element_type()), "attention");
+    EXPECT_TRUE(cmp.ok()) << cmp.ToString() << "\n" << c->ToString() << "\n" << call->ToString();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Jax, AttentionCaseTest,
+    ::testing::Values(Expect{"attn_bhqd_causal_bf16", 1, AttentionMask::kCausal, 0, 128},
+                      Expect{"attn_bhqd_nomask_bf16", 1, AttentionMask::kNone, 0, 64},
+                      Expect{"attn_bshd_causal_bf16", 1, AttentionMask::kCausal, 0, 96},
+                      Expect{"attn_dpa_causal_bf16", 1, AttentionMask::kCausal, 0, 80},
+                      Expect{"attn_dpa_nomask_bf16", 1, AttentionMask::kNone, 0, 48},
+                      Expect{"attn_bshd_nomask_f16", 1, AttentionMask::kNone, 0, 48},
+                      Expect{"attn_flax_scaled_q_bf16", 1, AttentionMask::kCausal, 0, 64},
+                      Expect{"attn_decoder_q16_kv96_bf16", 1, AttentionMask::kCausal, 80, 16},
+                      Expect{"attn_q1_kv100_bf16", 1, AttentionMask::kNone, 0, 1},
+                      Expect{"attn_s7_causal_bf16", 1, AttentionMask::kCausal, 0, 7},
+                      Expect{"attn_s500_causal_bf16", 1, AttentionMask::kCausal, 0, 500},
+                      Expect{"attn_d128_causal_bf16", 1, AttentionMask::kCausal, 0, 72},
+                      Expect{"attn_fused_qkv_bf16", 1, AttentionMask::kCausal, 0, 32},
+                      Expect{"attn_causal_f32", 1, AttentionMask::kCausal, 0, 32},
+                      Expect{"nn_attention_causal_f32", 1, AttentionMask::kCausal, 0, 0},
+                      Expect{"nn_attention_noncausal_f32", 1, AttentionMask::kNone, 0, 0},
+                      Expect{"nn_transformer_block_f32", 1, AttentionMask::kCausal, 0, 0},
+                      Expect{"attn_refuse_wrong_axis_bf16", 0}, Expect{"attn_refuse_random_mask_bf16", 0},
+                      Expect{"attn_refuse_probs_used_bf16", 0}, Expect{"nn_softmax_f32", 0}),
+    [](const ::testing::TestParamInfo<Expect>& i) { return i.param.name; });
+
+TEST(AttentionRewriterTest, ScaleAndViewsOfTheFusedQkvBuffer) {
+  int matches = 0;
+  std::unique_ptr<HloModule> m = Rewrite(ReadCase("attn_fused_qkv_bf16"), &matches);
+  if (!m) GTEST_SKIP();
+  ASSERT_EQ(matches, 1);
+  const HloInstruction* call = AttentionCalls(*m)[0];
+  StatusOr<AttentionConfig> c = AttentionConfigOf(*call);
+  ASSERT_TRUE(c.ok());
+  // One buffer [1, 32, 3, 2, 64]: q, k and v are its thirds, heads 64 elements apart.
+  EXPECT_EQ(call->operand_count(), 1);
+  EXPECT_EQ(c->q.operand, 0);
+  EXPECT_EQ(c->k.operand, 0);
+  EXPECT_EQ(c->v.operand, 0);
+  EXPECT_EQ(c->q.offset, 0);
+  EXPECT_EQ(c->k.offset, 128);
+  EXPECT_EQ(c->v.offset, 256);
+  EXPECT_EQ(c->q.row, 384);
+  EXPECT_EQ(c->q.batch, std::vector<int64_t>{64});
+  EXPECT_EQ(c->q.element, 1);
+  EXPECT_DOUBLE_EQ(c->scale, 0.125);
+  // The output is written straight into [1, 32, 128] (heads interleaved): no transpose after.
+  EXPECT_EQ(call->shape().dimensions(), (std::vector<int64_t>{1, 32, 128}));
+  EXPECT_EQ(c->out.row, 128);
+  EXPECT_EQ(c->out.batch, std::vector<int64_t>{64});
+}
+
+TEST(AttentionRewriterTest, FlaxScaledQueryFoldsIntoTheScale) {
+  int matches = 0;
+  std::unique_ptr<HloModule> m = Rewrite(ReadCase("attn_flax_scaled_q_bf16"), &matches);
+  if (!m) GTEST_SKIP();
+  ASSERT_EQ(matches, 1);
+  StatusOr<AttentionConfig> c = AttentionConfigOf(*AttentionCalls(*m)[0]);
+  ASSERT_TRUE(c.ok());
+  EXPECT_DOUBLE_EQ(c->scale, 0.125);
+}
+
+TEST(AttentionRewriterTest, SupportPredicateDecides) {
+  HloPassPipeline p("test");
+  p.AddPass<LayoutNormalization>();
+  AddSimplificationPasses(p);
+  AttentionRewriterOptions o;
+  o.supported = [](const AttentionConfig& c) { return c.input_type != PrimitiveType::kF32; };
+  p.AddPass<AttentionRewriter>(o);
+  for (const char* name : {"attn_causal_f32", "attn_bhqd_causal_bf16"}) {
+    std::unique_ptr<HloModule> m = ParseOrDie(ReadCase(name));
+    if (!m) GTEST_SKIP();
+    ASSERT_TRUE(p.Run(*m).ok());
+    EXPECT_EQ(AttentionCalls(*m).size(), std::string(name).find("f32") == std::string::npos ? 1u : 0u) << name;
+  }
+}
+
+TEST(AttentionRewriterTest, ConfigJsonRoundTrips) {
+  AttentionConfig c;
+  c.batch = {4, 16};
+  c.q_len = c.kv_len = 4096;
+  c.head_dim = c.v_head_dim = 64;
+  c.scale = 0.125;
+  c.mask = AttentionMask::kCausal;
+  c.causal_offset = 3;
+  c.input_type = c.score_type = c.probs_type = c.output_type = PrimitiveType::kBF16;
+  c.softmax_type = PrimitiveType::kF32;
+  c.q = {0, 0, {4096 * 64 * 16, 4096 * 64}, 64, 1};
+  c.k = {1, 8, {1, 2}, 3, 1};
+  c.v = {2, 0, {5, 6}, 7, 1};
+  c.out = {0, 0, {9, 10}, 11, 1};
+  StatusOr<AttentionConfig> back = AttentionConfig::FromJson(c.ToJson());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, c);
+  EXPECT_FALSE(AttentionConfig::FromJson("{}").ok());
+  EXPECT_FALSE(AttentionConfig::FromJson("{\"attention\": {\"q_len\": 1}}").ok());
+  EXPECT_FALSE(AttentionConfig::FromJson("not json").ok());
+}
+
+}  // namespace
+}  // namespace kiln

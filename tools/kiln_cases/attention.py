@@ -1,0 +1,105 @@
+"""attn_*: attention as JAX users write it, for the attention matcher (passes/attention_rewriter.h).
+
+Every form the matcher must recognize (layouts, scales, masks, lengths, head dims, dtypes) and
+forms it must refuse (a softmax over the wrong axis, a mask that is not a mask, an additive bias,
+probabilities used elsewhere). Head dims are 64 or 128 so the GPU's fused kernel runs them.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from .spec import B, F
+
+
+def sdpa(q, k, v, mask=None, fill=None, scale=None, layout='bhqd', axis=-1):
+  """softmax(scale * q.k^T masked) . v, written with einsum as most JAX code does."""
+  d = q.shape[-1]
+  scale = 1.0 / (d ** 0.5) if scale is None else scale
+  if layout == 'bhqd':
+    s = jnp.einsum('bhqd,bhkd->bhqk', q, k)
+  else:  # bshd
+    s = jnp.einsum('bqhd,bkhd->bhqk', q, k)
+  s = s * jnp.asarray(scale, s.dtype)
+  if mask is not None:
+    s = jnp.where(mask, s, jnp.finfo(s.dtype).min if fill is None else fill)
+  p = jax.nn.softmax(s.astype(jnp.float32), axis=axis).astype(q.dtype)
+  if layout == 'bhqd':
+    return jnp.einsum('bhqk,bhkd->bhqd', p, v)
+  return jnp.einsum('bhqk,bkhd->bqhd', p, v)
+
+
+def causal(nq, nk):
+  """Bottom-right aligned causal mask from iotas (query i sees keys j <= i + nk - nq)."""
+  i = lax.broadcasted_iota(jnp.int32, (nq, nk), 0)
+  j = lax.broadcasted_iota(jnp.int32, (nq, nk), 1)
+  return j <= i + (nk - nq)
+
+
+def tril(n):
+  return jnp.tril(jnp.ones((n, n), bool))
+
+
+def qkv(b, h, s, d, dtype='bf16', layout='bhqd'):
+  shape = (b, h, s, d) if layout == 'bhqd' else (b, s, h, d)
+  return F(shape, dtype, -1.0, 1.0)
+
+
+def fused_qkv_attention(qkv_proj, heads=2):
+  """A transformer's attention on its fused qkv projection [b, n, 3*dm]: the heads split off by
+  reshape/transpose, q, k and v slices of one buffer."""
+  b, n, dm3 = qkv_proj.shape
+  dm = dm3 // 3
+  y = qkv_proj.reshape(b, n, 3, heads, dm // heads).transpose(2, 0, 3, 1, 4)
+  o = sdpa(y[0], y[1], y[2], mask=tril(n))
+  return o.transpose(0, 2, 1, 3).reshape(b, n, dm)
+
+
+def flax_style(q, k, v):
+  """q scaled before the product, -inf fill, f32 softmax."""
+  q = q / jnp.sqrt(jnp.asarray(q.shape[-1], q.dtype))
+  s = jnp.einsum('bhqd,bhkd->bhqk', q, k)
+  s = jnp.where(tril(q.shape[2]), s, -jnp.inf)
+  p = jax.nn.softmax(s.astype(jnp.float32), axis=-1).astype(v.dtype)
+  return jnp.einsum('bhqk,bhkd->bhqd', p, v)
+
+
+def attention_and_probs(q, k, v):
+  """The probabilities are an output too: fusing would have to recompute them."""
+  s = jnp.einsum('bhqd,bhkd->bhqk', q, k) * jnp.asarray(0.125, q.dtype)
+  p = jax.nn.softmax(s.astype(jnp.float32), axis=-1)
+  return jnp.einsum('bhqk,bhkd->bhqd', p.astype(q.dtype), v), p
+
+
+def register(add):
+  add('attn_bhqd_causal_bf16', lambda q, k, v: sdpa(q, k, v, tril(128)),
+      qkv(1, 2, 128, 64), qkv(1, 2, 128, 64), qkv(1, 2, 128, 64))
+  add('attn_bhqd_nomask_bf16', sdpa, qkv(2, 2, 64, 64), qkv(2, 2, 64, 64), qkv(2, 2, 64, 64))
+  add('attn_bshd_causal_bf16', lambda q, k, v: sdpa(q, k, v, causal(96, 96), layout='bshd'),
+      qkv(1, 2, 96, 64, layout='bshd'), qkv(1, 2, 96, 64, layout='bshd'), qkv(1, 2, 96, 64, layout='bshd'))
+  add('attn_dpa_causal_bf16', lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True),
+      qkv(1, 2, 80, 64, layout='bshd'), qkv(1, 2, 80, 64, layout='bshd'), qkv(1, 2, 80, 64, layout='bshd'))
+  add('attn_dpa_nomask_bf16', lambda q, k, v: jax.nn.dot_product_attention(q, k, v),
+      qkv(2, 2, 48, 64, layout='bshd'), qkv(2, 2, 48, 64, layout='bshd'), qkv(2, 2, 48, 64, layout='bshd'))
+  add('attn_bshd_nomask_f16', lambda q, k, v: sdpa(q, k, v, layout='bshd'),
+      qkv(2, 2, 48, 64, 'f16', 'bshd'), qkv(2, 2, 48, 64, 'f16', 'bshd'), qkv(2, 2, 48, 64, 'f16', 'bshd'))
+  add('attn_flax_scaled_q_bf16', flax_style, qkv(1, 2, 64, 64), qkv(1, 2, 64, 64), qkv(1, 2, 64, 64))
+  add('attn_decoder_q16_kv96_bf16', lambda q, k, v: sdpa(q, k, v, causal(16, 96), fill=-1e9),
+      qkv(1, 2, 16, 64), qkv(1, 2, 96, 64), qkv(1, 2, 96, 64))
+  add('attn_q1_kv100_bf16', sdpa, qkv(2, 2, 1, 64), qkv(2, 2, 100, 64), qkv(2, 2, 100, 64))
+  add('attn_s7_causal_bf16', lambda q, k, v: sdpa(q, k, v, tril(7)),
+      qkv(1, 3, 7, 64), qkv(1, 3, 7, 64), qkv(1, 3, 7, 64))
+  add('attn_s500_causal_bf16', lambda q, k, v: sdpa(q, k, v, tril(500)),
+      qkv(1, 1, 500, 64), qkv(1, 1, 500, 64), qkv(1, 1, 500, 64))
+  add('attn_d128_causal_bf16', lambda q, k, v: sdpa(q, k, v, tril(72)),
+      qkv(1, 2, 72, 128), qkv(1, 2, 72, 128), qkv(1, 2, 72, 128))
+  add('attn_fused_qkv_bf16', fused_qkv_attention, F((1, 32, 384), 'bf16', -1, 1))
+  add('attn_causal_f32', lambda q, k, v: sdpa(q, k, v, tril(32)),
+      qkv(1, 2, 32, 64, 'f32'), qkv(1, 2, 32, 64, 'f32'), qkv(1, 2, 32, 64, 'f32'))
+  # Must not match: the softmax runs over the query axis; a random mask; probabilities kept.
+  add('attn_refuse_wrong_axis_bf16', lambda q, k, v: sdpa(q, k, v, axis=-2),
+      qkv(1, 2, 64, 64), qkv(1, 2, 64, 64), qkv(1, 2, 64, 64))
+  add('attn_refuse_random_mask_bf16', lambda q, k, v, m: sdpa(q, k, v, m),
+      qkv(1, 2, 32, 64), qkv(1, 2, 32, 64), qkv(1, 2, 32, 64), B((32, 32), 0.7))
+  add('attn_refuse_probs_used_bf16', attention_and_probs,
+      qkv(1, 2, 32, 64), qkv(1, 2, 32, 64), qkv(1, 2, 32, 64))
