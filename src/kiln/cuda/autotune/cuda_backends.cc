@@ -244,6 +244,62 @@ class CudnnBackend : public autotune::Backend {
   std::string version_;
 };
 
+// ---- fused attention (kiln's flash-attention kernel) -------------------------------------
+
+class AttentionCandidate : public Candidate {
+ public:
+  AttentionCandidate(std::unique_ptr<libs::AttentionPlan> plan, AttentionConfig config)
+      : plan_(std::move(plan)), config_(std::move(config)) {}
+  Status Launch(runtime::Stream& stream, const CandidateBuffers& b) override {
+    if (b.outputs.empty()) return InvalidArgument("attention candidate: no output buffer");
+    return plan_->Run(Input(b, config_.q.operand), Input(b, config_.k.operand), Input(b, config_.v.operand),
+                      b.outputs[0], stream);
+  }
+
+ private:
+  std::unique_ptr<libs::AttentionPlan> plan_;
+  AttentionConfig config_;
+};
+
+// The kernel's tile configs (warps, query rows per warp, k/v tile) for __kiln$attention calls.
+// Generated code: not trusted, so the default config's outputs are the reference (the kernel
+// tests check it against a float64 evaluation).
+class FlashAttentionBackend : public autotune::Backend {
+ public:
+  FlashAttentionBackend(CudaDevice* device, int compute_capability_major)
+      : device_(device), cc_(compute_capability_major) {}
+  std::string_view name() const override { return kFlashAttentionBackend; }
+  std::string version() const override { return "flash-attention 1"; }
+  bool CanProduceWrongResults() const override { return true; }
+  Status Apply(HloInstruction& instr, const Config& config) override {
+    return autotune::WriteConfigToBackendConfig(instr, config);
+  }
+  StatusOr<std::vector<Config>> SupportedConfigs(const HloInstruction& instr) override {
+    if (!IsAttentionCall(instr)) return std::vector<Config>{};
+    StatusOr<libs::AttentionDesc> desc = AttentionDescForCall(instr, cc_);
+    if (!desc.ok()) return std::vector<Config>{};
+    std::vector<Config> out;
+    for (const libs::AttentionKernelConfig& c : libs::AttentionConfigs(*desc)) out.push_back(AttentionKernelConfigToConfig(c));
+    return out;
+  }
+  StatusOr<Config> DefaultConfig(const HloInstruction& instr) override {
+    KILN_ASSIGN_OR_RETURN(libs::AttentionDesc desc, AttentionDescForCall(instr, cc_));
+    return AttentionKernelConfigToConfig(libs::DefaultAttentionConfig(desc));
+  }
+  StatusOr<std::unique_ptr<Candidate>> Compile(const HloInstruction& instr, const Config& config) override {
+    if (device_ == nullptr) return FailedPrecondition("flash attention: no CUDA device to compile for");
+    KILN_ASSIGN_OR_RETURN(libs::AttentionKernelConfig c, AttentionKernelConfigFromConfig(config));
+    KILN_ASSIGN_OR_RETURN(AttentionConfig ac, AttentionConfigOf(instr));
+    KILN_ASSIGN_OR_RETURN(libs::AttentionDesc desc, AttentionDescForConfig(ac, cc_));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<libs::AttentionPlan> plan, libs::AttentionPlan::Create(desc, *device_, c));
+    return std::unique_ptr<Candidate>(new AttentionCandidate(std::move(plan), std::move(ac)));
+  }
+
+ private:
+  CudaDevice* device_;
+  int cc_;
+};
+
 }  // namespace
 
 StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescription& target,
@@ -273,6 +329,7 @@ StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescript
   }
   backends.push_back(std::make_unique<CudnnBackend>(
       cuda, options, StrCat("cudnn ", LibraryVersion(target, "cudnn"))));
+  backends.push_back(std::make_unique<FlashAttentionBackend>(cuda, target.compute_capability_major));
   if (shared_nvrtc) {
     backends.push_back(
         CreateCodegenBackend(codegen::DeviceSpec::FromDescription(target), device, shared_nvrtc, options));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "kiln/base/strings.h"
 #include "kiln/cuda/libs/kernel_loader.h"
@@ -26,7 +27,7 @@ struct AttentionParams {
 };
 
 uint32_t SharedBytes(const AttentionDesc& d, const AttentionKernelConfig& c) {
-  return static_cast<uint32_t>((16 * c.warps + 2 * c.block_n) * d.head_dim * PrimitiveByteWidth(d.type));
+  return static_cast<uint32_t>((16 * c.mt * c.warps + 2 * c.block_n) * d.head_dim * PrimitiveByteWidth(d.type));
 }
 
 std::string OperandString(const AttentionDesc::Operand& o) {
@@ -58,15 +59,17 @@ std::string AttentionDesc::ToString() const {
                 " q", OperandString(q), " k", OperandString(k), " v", OperandString(v), " out", OperandString(out));
 }
 
-std::string AttentionKernelConfig::ToString() const { return StrCat("w", warps, ".n", block_n); }
+std::string AttentionKernelConfig::ToString() const { return StrCat("w", warps, ".m", mt, ".n", block_n); }
 
 StatusOr<AttentionKernelConfig> AttentionKernelConfig::Parse(std::string_view text) {
   AttentionKernelConfig c;
-  int w = 0, n = 0;
+  int w = 0, m = 0, n = 0;
   const std::string s(text);
-  if (std::sscanf(s.c_str(), "w%d.n%d", &w, &n) != 2 || (w != 4 && w != 8) || (n != 64 && n != 128))
-    return InvalidArgument("attention config '", text, "' is not w{4,8}.n{64,128}");
+  if (std::sscanf(s.c_str(), "w%d.m%d.n%d", &w, &m, &n) != 3 || (w != 4 && w != 8) || (m != 1 && m != 2) ||
+      (n != 64 && n != 128) || s != StrCat("w", w, ".m", m, ".n", n))
+    return InvalidArgument("attention config '", text, "' is not w{4,8}.m{1,2}.n{64,128}");
   c.warps = w;
+  c.mt = m;
   c.block_n = n;
   return c;
 }
@@ -84,6 +87,8 @@ Status CheckAttentionSupported(const AttentionDesc& d, int compute_capability_ma
     return Unimplemented("attention kernel: dimensions past 2^30 rows or 2^31 batches");
   if (d.batch[1] > (int64_t{1} << 30) || d.batch[2] > (int64_t{1} << 30))
     return Unimplemented("attention kernel: batch dimensions past 2^30");
+  if (!(d.scale > 0) || !std::isfinite(d.scale))
+    return Unimplemented("attention kernel: scale ", d.scale, " (positive and finite)");
   if (d.causal && d.causal_offset < 0)
     return Unimplemented("attention kernel: a causal offset below 0 (fully masked rows)");
   for (const AttentionDesc::Operand* o : {&d.q, &d.k, &d.v, &d.out}) {
@@ -99,19 +104,24 @@ Status CheckAttentionSupported(const AttentionDesc& d, int compute_capability_ma
 }
 
 AttentionKernelConfig DefaultAttentionConfig(const AttentionDesc& d) {
+  // Measured on the H200 (bench/RESULTS.md): for head dim 64, 32 rows per warp over 64-key
+  // tiles wins on every bench workload (0.495 ms vs 0.561 for w4.m1.n128 on attention_bf16);
+  // head dim 128 has no register room for two m16 tiles.
   AttentionKernelConfig c;
   c.warps = 4;
-  c.block_n = d.head_dim <= 64 ? 128 : 64;
+  c.mt = d.head_dim <= 64 ? 2 : 1;
+  c.block_n = 64;
   return c;
 }
 
 std::vector<AttentionKernelConfig> AttentionConfigs(const AttentionDesc& d) {
+  // The configs ptxas fits in 255 registers without spills (sm_90, CUDA 13).
+  static constexpr AttentionKernelConfig kD64[] = {{4, 2, 64}, {8, 1, 64}, {4, 1, 128}, {4, 1, 64}, {8, 1, 128}, {8, 2, 64}};
+  static constexpr AttentionKernelConfig kD128[] = {{4, 1, 64}, {8, 1, 64}, {8, 1, 128}};
   std::vector<AttentionKernelConfig> out = {DefaultAttentionConfig(d)};
-  for (int w : {4, 8})
-    for (int n : {64, 128}) {
-      AttentionKernelConfig c{w, n};
-      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-    }
+  const std::span<const AttentionKernelConfig> list = d.head_dim <= 64 ? std::span<const AttentionKernelConfig>(kD64) : std::span<const AttentionKernelConfig>(kD128);
+  for (const AttentionKernelConfig& c : list)
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   return out;
 }
 
@@ -120,6 +130,7 @@ NvrtcRequest AttentionKernelRequest(const AttentionDesc& desc, const AttentionKe
   request.source = AttentionKernelSource();
   request.program_name = "kiln_flash_attention.cu";
   request.options = {StrCat("-DKILN_D=", desc.head_dim), StrCat("-DKILN_WARPS=", config.warps),
+                     StrCat("-DKILN_MT=", config.mt),
                      StrCat("-DKILN_BN=", config.block_n),
                      StrCat("-DKILN_F16=", desc.type == PrimitiveType::kF16 ? 1 : 0)};
   return request;
@@ -129,8 +140,9 @@ StatusOr<std::unique_ptr<AttentionPlan>> AttentionPlan::Create(const AttentionDe
                                                                const AttentionKernelConfig& config) {
   const runtime::DeviceDescription& dd = device.description();
   KILN_RETURN_IF_ERROR(CheckAttentionSupported(desc, dd.compute_capability_major));
-  if ((config.warps != 4 && config.warps != 8) || (config.block_n != 64 && config.block_n != 128))
-    return InvalidArgument("attention config ", config.ToString(), " (w4/w8, n64/n128)");
+  if ((config.warps != 4 && config.warps != 8) || (config.mt != 1 && config.mt != 2) ||
+      (config.block_n != 64 && config.block_n != 128))
+    return InvalidArgument("attention config ", config.ToString(), " (w4/w8, m1/m2, n64/n128)");
   std::unique_ptr<AttentionPlan> plan(new AttentionPlan(desc, config));
   plan->shared_bytes_ = SharedBytes(desc, config);
   const uint64_t limit = std::max(dd.shared_memory_per_block_optin, dd.shared_memory_per_block);
@@ -187,7 +199,7 @@ Status AttentionPlan::Run(runtime::DeviceMemory q, runtime::DeviceMemory k, runt
   p.kv_len = static_cast<int>(d.kv_len);
   p.scale_log2 = static_cast<float>(d.scale * 1.4426950408889634);
   p.causal = d.causal ? 1 : 0;
-  const int64_t bm = 16 * config_.warps;
+  const int64_t bm = 16 * config_.mt * config_.warps;
   const int64_t m_blocks = (d.q_len + bm - 1) / bm;
   if (m_blocks > 65535) return Unimplemented("attention: more than 65535 query tiles (", d.q_len, " rows)");
   runtime::LaunchDims dims;

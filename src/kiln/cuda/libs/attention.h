@@ -21,12 +21,14 @@
 // JAX writes. Causal tiles above the diagonal are skipped, and the longest query tiles are
 // scheduled first.
 //
-// Configs (AttentionKernelConfig): warps per block (4 or 8) and the k/v tile (64 or 128 rows);
-// AttentionConfigs lists those the device can run, for the autotuner.
+// Configs (AttentionKernelConfig): warps per block (4 or 8), query rows per warp (16 or 32: a
+// warp's k/v fragments then serve two m16 tiles, halving shared-memory reads) and the k/v tile
+// (64 or 128 rows); AttentionConfigs lists those that fit in registers without spilling (ptxas
+// on sm_90), for the autotuner.
 //
 // Errors: Unimplemented at Create for what the kernel does not take (types other than bf16/f16,
 // head dims other than 64 and 128, strides or offsets not multiples of 8 elements, sm < 80,
-// a negative causal offset); InvalidArgument for malformed descriptors.
+// a negative causal offset, a scale that is not positive); InvalidArgument for malformed descriptors.
 #pragma once
 
 #include <cstdint>
@@ -69,9 +71,10 @@ struct AttentionDesc {
 };
 
 struct AttentionKernelConfig {
-  int warps = 4;     // query rows per block: 16 * warps
+  int warps = 4;     // warps per block
+  int mt = 1;        // m16 tiles of query rows per warp: a block owns 16 * mt * warps rows
   int block_n = 64;  // k/v rows per tile
-  std::string ToString() const;  // "w4.n64"
+  std::string ToString() const;  // "w4.m1.n64"
   static StatusOr<AttentionKernelConfig> Parse(std::string_view text);
   bool operator==(const AttentionKernelConfig&) const = default;
 };

@@ -1,7 +1,8 @@
 // CUDA C++ source of the flash-attention forward kernel (attention.h says what it computes),
 // compiled by NVRTC once per configuration through these macros:
 //   KILN_D       head dimension (64 or 128)
-//   KILN_WARPS   warps per block; each owns 16 query rows
+//   KILN_WARPS   warps per block
+//   KILN_MT      m16 tiles of query rows per warp (1 or 2): a warp owns 16*KILN_MT rows
 //   KILN_BN      k/v rows per tile (64 or 128)
 //   KILN_F16     1: f16 inputs, 0: bf16
 //
@@ -19,7 +20,8 @@ namespace kiln::cuda::libs {
 const char* AttentionKernelSource() {
   return R"cuda(
 #define D KILN_D
-#define BM (16 * KILN_WARPS)
+#define MT KILN_MT
+#define BM (16 * MT * KILN_WARPS)
 #define BN KILN_BN
 #define NT (32 * KILN_WARPS)
 #define NEG_INF __int_as_float(0xff800000)
@@ -140,19 +142,40 @@ kiln_flash_attention_fwd(const AttentionParams p) {
   cp_async_wait_all();
   __syncthreads();
 
-  u32 qf[D / 16][4];
+  // Warp w owns rows [w*16*MT, (w+1)*16*MT) of the tile, MT m16 tiles; the k and v fragments
+  // it reads from shared memory serve all MT of them.
+  u32 qf[MT][D / 16][4];
 #pragma unroll
-  for (int ks = 0; ks < D / 16; ++ks) {
-    const int row = warp * 16 + (lane & 15), col = ks * 16 + (lane >> 4) * 8;
-    ldsm_x4(qf[ks][0], qf[ks][1], qf[ks][2], qf[ks][3], smem_addr(sQ + swz(row, col)));
-  }
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int ks = 0; ks < D / 16; ++ks) {
+      const int row = (warp * MT + mt) * 16 + (lane & 15), col = ks * 16 + (lane >> 4) * 8;
+      ldsm_x4(qf[mt][ks][0], qf[mt][ks][1], qf[mt][ks][2], qf[mt][ks][3], smem_addr(sQ + swz(row, col)));
+    }
 
-  float acc[D / 8][4];
+  float acc[MT][D / 8][4];
 #pragma unroll
-  for (int i = 0; i < D / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.f;
-  float row_max[2] = {NEG_INF, NEG_INF};
-  float row_sum[2] = {0.f, 0.f};
-  const int r_lo = m0 + warp * 16 + (lane >> 2);  // this thread's rows: r_lo and r_lo + 8
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) acc[mt][i][0] = acc[mt][i][1] = acc[mt][i][2] = acc[mt][i][3] = 0.f;
+  // Running max of the raw scores (scaled inside exp2 by one FFMA) and sum, per row held.
+  float row_max[MT][2], row_sum[MT][2];
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    row_max[mt][0] = row_max[mt][1] = NEG_INF;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
+  const float sl2 = p.scale_log2;
+  // Fragment addresses as a per-thread base plus a constant per tile (the XOR swizzle only
+  // touches the chunk within a row, and row & 7 is the same for every tile a thread reads).
+  const u32 k_base = smem_addr(sK) + ((lane & 7) + ((lane >> 4) & 1) * 8) * D * 2;
+  const u32 v_base = smem_addr(sV) + ((lane & 7) + ((lane >> 3) & 1) * 8) * D * 2;
+  u32 k_chunk[D / 16], v_chunk[D / 16];
+#pragma unroll
+  for (int c = 0; c < D / 16; ++c) {
+    k_chunk[c] = ((2 * c + ((lane >> 3) & 1)) ^ (lane & 7)) << 4;
+    v_chunk[c] = ((2 * c + ((lane >> 4) & 1)) ^ (lane & 7)) << 4;
+  }
 
   for (int j = 0; j < n_tiles; ++j) {
     const int n0 = j * BN;
@@ -161,73 +184,76 @@ kiln_flash_attention_fwd(const AttentionParams p) {
     load_tile<BN>(sV, v + (long long)n0 * p.v_row, p.v_row, min(BN, p.kv_len - n0), tid);
     cp_async_commit();
 
-    float s[BN / 8][4];
+    float s[MT][BN / 8][4];
 #pragma unroll
-    for (int i = 0; i < BN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.f;
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int i = 0; i < BN / 8; ++i) s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.f;
 #pragma unroll
     for (int ks = 0; ks < D / 16; ++ks) {
 #pragma unroll
       for (int nt2 = 0; nt2 < BN / 16; ++nt2) {
-        const int key = nt2 * 16 + (lane & 7) + ((lane >> 4) & 1) * 8;
-        const int col = ks * 16 + ((lane >> 3) & 1) * 8;
         u32 b0, b1, b2, b3;
-        ldsm_x4(b0, b1, b2, b3, smem_addr(sK + swz(key, col)));
-        mma(s[2 * nt2], qf[ks], b0, b1);
-        mma(s[2 * nt2 + 1], qf[ks], b2, b3);
+        ldsm_x4(b0, b1, b2, b3, k_base + k_chunk[ks] + nt2 * 16 * D * 2);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma(s[mt][2 * nt2], qf[mt][ks], b0, b1);
+          mma(s[mt][2 * nt2 + 1], qf[mt][ks], b2, b3);
+        }
       }
     }
 
     const bool need_mask = n0 + BN > p.kv_len ||
                            (p.causal && (long long)n0 + BN - 1 > (long long)m0 + p.causal_offset);
+    u32 pf[MT][BN / 16][4];
 #pragma unroll
-    for (int nt = 0; nt < BN / 8; ++nt) {
+    for (int mt = 0; mt < MT; ++mt) {
+      const int r_lo = m0 + (warp * MT + mt) * 16 + (lane >> 2);  // rows r_lo and r_lo + 8
+      if (need_mask) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float x = s[nt][e] * p.scale_log2;
-        if (need_mask) {
-          const int col = n0 + nt * 8 + (lane & 3) * 2 + (e & 1);
-          const int row = r_lo + (e >> 1) * 8;
-          if (col >= p.kv_len || (p.causal && (long long)col > (long long)row + p.causal_offset)) x = NEG_INF;
+        for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = n0 + nt * 8 + (lane & 3) * 2 + (e & 1);
+            const int row = r_lo + (e >> 1) * 8;
+            if (col >= p.kv_len || (p.causal && (long long)col > (long long)row + p.causal_offset))
+              s[mt][nt][e] = NEG_INF;
+          }
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = NEG_INF;
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_max[mt][h], mx);
+        const float m_scaled = m_new == NEG_INF ? 0.f : m_new * sl2;
+        const float alpha = fast_exp2(fmaf(row_max[mt][h], sl2, -m_scaled));
+        row_max[mt][h] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) {
+          const float e0 = fast_exp2(fmaf(s[mt][nt][2 * h], sl2, -m_scaled));
+          const float e1 = fast_exp2(fmaf(s[mt][nt][2 * h + 1], sl2, -m_scaled));
+          s[mt][nt][2 * h] = e0;
+          s[mt][nt][2 * h + 1] = e1;
+          sum += e0 + e1;
         }
-        s[nt][e] = x;
+        row_sum[mt][h] = row_sum[mt][h] * alpha + sum;
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+          acc[mt][dt][2 * h] *= alpha;
+          acc[mt][dt][2 * h + 1] *= alpha;
+        }
       }
-    }
-
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float mx = NEG_INF;
-#pragma unroll
-      for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(row_max[h], mx);
-      const float m_use = m_new == NEG_INF ? 0.f : m_new;
-      const float alpha = fast_exp2(row_max[h] - m_use);
-      row_max[h] = m_new;
-      float sum = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < BN / 8; ++nt) {
-        const float e0 = fast_exp2(s[nt][2 * h] - m_use);
-        const float e1 = fast_exp2(s[nt][2 * h + 1] - m_use);
-        s[nt][2 * h] = e0;
-        s[nt][2 * h + 1] = e1;
-        sum += e0 + e1;
+      for (int kk = 0; kk < BN / 16; ++kk) {
+        pf[mt][kk][0] = pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        pf[mt][kk][1] = pack2(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        pf[mt][kk][2] = pack2(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        pf[mt][kk][3] = pack2(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
       }
-      row_sum[h] = row_sum[h] * alpha + sum;
-#pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        acc[dt][2 * h] *= alpha;
-        acc[dt][2 * h + 1] *= alpha;
-      }
-    }
-
-    u32 pf[BN / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      pf[kk][0] = pack2(s[2 * kk][0], s[2 * kk][1]);
-      pf[kk][1] = pack2(s[2 * kk][2], s[2 * kk][3]);
-      pf[kk][2] = pack2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pf[kk][3] = pack2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
 
     cp_async_wait_all();
@@ -240,31 +266,34 @@ kiln_flash_attention_fwd(const AttentionParams p) {
     for (int kk = 0; kk < BN / 16; ++kk) {
 #pragma unroll
       for (int dt2 = 0; dt2 < D / 16; ++dt2) {
-        const int key = kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
-        const int col = dt2 * 16 + ((lane >> 4) & 1) * 8;
         u32 b0, b1, b2, b3;
-        ldsm_x4_t(b0, b1, b2, b3, smem_addr(sV + swz(key, col)));
-        mma(acc[2 * dt2], pf[kk], b0, b1);
-        mma(acc[2 * dt2 + 1], pf[kk], b2, b3);
+        ldsm_x4_t(b0, b1, b2, b3, v_base + v_chunk[dt2] + kk * 16 * D * 2);
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+          mma(acc[mt][2 * dt2], pf[mt][kk], b0, b1);
+          mma(acc[mt][2 * dt2 + 1], pf[mt][kk], b2, b3);
+        }
       }
     }
   }
   cp_async_wait_all();
 
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int row = warp * 16 + (lane >> 2) + h * 8;
-    if (row < q_valid) {
-      elem_t* dst = o + (long long)row * p.o_row + (lane & 3) * 2;
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt)
-        *reinterpret_cast<u32*>(dst + dt * 8) = pack2(acc[dt][2 * h] * inv, acc[dt][2 * h + 1] * inv);
+    for (int h = 0; h < 2; ++h) {
+      float l = row_sum[mt][h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const int row = (warp * MT + mt) * 16 + (lane >> 2) + h * 8;
+      if (row < q_valid) {
+        elem_t* dst = o + (long long)row * p.o_row + (lane & 3) * 2;
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt)
+          *reinterpret_cast<u32*>(dst + dt * 8) = pack2(acc[mt][dt][2 * h] * inv, acc[mt][dt][2 * h + 1] * inv);
+      }
     }
-  }
 }
 )cuda";
 }

@@ -70,7 +70,7 @@ AttentionDesc DescFor(const Case& c) {
   return d;
 }
 
-double At(const Literal& l, const AttentionDesc& d, const AttentionDesc::Operand& o, int64_t b0, int64_t b1,
+double At(const Literal& l, const AttentionDesc::Operand& o, int64_t b0, int64_t b1,
           int64_t row, int64_t e) {
   return l.GetAsDouble(o.offset + b0 * o.batch[0] + b1 * o.batch[1] + row * o.row + e);
 }
@@ -98,7 +98,7 @@ TEST_P(AttentionTest, MatchesReferenceInEveryConfig) {
         double mx = -INFINITY;
         for (int64_t j = 0; j < c.kv; ++j) {
           double acc = 0;
-          for (int64_t e = 0; e < c.d; ++e) acc += At(q, d, d.q, b0, b1, i, e) * At(kl, d, d.k, b0, b1, j, e);
+          for (int64_t e = 0; e < c.d; ++e) acc += At(q, d.q, b0, b1, i, e) * At(kl, d.k, b0, b1, j, e);
           s[j] = (c.causal && j > i + d.causal_offset) ? -INFINITY : acc * d.scale;
           mx = std::max(mx, s[j]);
         }
@@ -106,7 +106,7 @@ TEST_P(AttentionTest, MatchesReferenceInEveryConfig) {
         for (int64_t j = 0; j < c.kv; ++j) sum += (s[j] = std::exp(s[j] - mx));
         for (int64_t e = 0; e < c.d; ++e) {
           double o = 0;
-          for (int64_t j = 0; j < c.kv; ++j) o += s[j] / sum * At(vl, d, d.v, b0, b1, j, e);
+          for (int64_t j = 0; j < c.kv; ++j) o += s[j] / sum * At(vl, d.v, b0, b1, j, e);
           expected.SetFromDouble(d.out.offset + b0 * d.out.batch[0] + b1 * d.out.batch[1] + i * d.out.row + e, o);
         }
       }

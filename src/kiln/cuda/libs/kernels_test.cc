@@ -121,8 +121,12 @@ TEST(AttentionDescTest, RefusesWhatTheKernelDoesNotRun) {
   neg.causal = true;
   neg.causal_offset = -1;
   EXPECT_EQ(CheckAttentionSupported(neg, 9).code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(AttentionKernelConfig::Parse("w8.n128")->ToString(), "w8.n128");
-  EXPECT_FALSE(AttentionKernelConfig::Parse("w3.n64").ok());
+  EXPECT_EQ(AttentionKernelConfig::Parse("w8.m2.n128")->ToString(), "w8.m2.n128");
+  EXPECT_FALSE(AttentionKernelConfig::Parse("w3.m1.n64").ok());
+  EXPECT_FALSE(AttentionKernelConfig::Parse("w4.m1.n64x").ok());
+  AttentionDesc negative = d;
+  negative.scale = -1;
+  EXPECT_EQ(CheckAttentionSupported(negative, 9).code(), StatusCode::kUnimplemented);
   EXPECT_EQ(d.ExtentOf(d.q, 100), 6400 * 2);
 }
 
