@@ -7,6 +7,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/cuda/cuda_device.h"
+#include "kiln/cuda/libs/attention_cudnn.h"
 #include "kiln/cuda/libs/conv.h"
 #include "kiln/cuda/libs/cublas_gemm.h"
 #include "kiln/cuda/libs/gemm.h"
@@ -300,6 +301,72 @@ class FlashAttentionBackend : public autotune::Backend {
   int cc_;
 };
 
+class CudnnSdpaCandidate : public Candidate {
+ public:
+  CudnnSdpaCandidate(std::unique_ptr<libs::CudnnAttentionPlan> plan, AttentionConfig config)
+      : plan_(std::move(plan)), config_(std::move(config)) {}
+  uint64_t scratch_bytes() const override { return plan_->workspace_bytes(); }
+  Status Launch(runtime::Stream& stream, const CandidateBuffers& b) override {
+    if (b.outputs.empty()) return InvalidArgument("cudnn sdpa candidate: no output buffer");
+    return plan_->Run(Input(b, config_.q.operand), Input(b, config_.k.operand), Input(b, config_.v.operand),
+                      b.outputs[0], b.scratch, stream);
+  }
+
+ private:
+  std::unique_ptr<libs::CudnnAttentionPlan> plan_;
+  AttentionConfig config_;
+};
+
+// cuDNN's SDPA plans for __kiln$attention calls (a vendor library: trusted, so its first plan
+// that runs gives the reference the flash configs are checked against).
+class CudnnSdpaBackend : public autotune::Backend {
+ public:
+  CudnnSdpaBackend(CudaDevice* device, int compute_capability_major, autotune::BackendOptions options,
+                   std::string version)
+      : device_(device), cc_(compute_capability_major), options_(options), version_(std::move(version)) {}
+  std::string_view name() const override { return kCudnnSdpaBackend; }
+  std::string version() const override { return version_; }
+  bool CanProduceWrongResults() const override { return false; }
+  Status Apply(HloInstruction& instr, const Config& config) override {
+    return autotune::WriteConfigToBackendConfig(instr, config);
+  }
+  StatusOr<std::vector<Config>> SupportedConfigs(const HloInstruction& instr) override {
+    if (!IsAttentionCall(instr) || !libs::CudnnAttentionBuilt()) return std::vector<Config>{};
+    StatusOr<libs::AttentionDesc> desc = AttentionDescForCall(instr, cc_);
+    if (!desc.ok()) return std::vector<Config>{};
+    // Without a device: the heuristic's first plan only (what a shared cache may hold).
+    if (device_ == nullptr) return std::vector<Config>{CudnnSdpaPlanToConfig(-1)};
+    StatusOr<int64_t> count = libs::CudnnAttentionPlan::PlanCount(*desc, *device_);
+    if (!count.ok() || *count <= 0) return std::vector<Config>{};
+    std::vector<Config> out;
+    const int64_t n = options_.exhaustive ? *count : std::min<int64_t>(*count, 4);
+    for (int64_t i = 0; i < n; ++i) out.push_back(CudnnSdpaPlanToConfig(i));
+    return out;
+  }
+  StatusOr<Config> DefaultConfig(const HloInstruction& instr) override {
+    KILN_ASSIGN_OR_RETURN(std::vector<Config> configs, SupportedConfigs(instr));
+    if (configs.empty()) return Unimplemented("cudnn sdpa takes no plan for ", instr.name());
+    return configs.front();
+  }
+  StatusOr<std::unique_ptr<Candidate>> Compile(const HloInstruction& instr, const Config& config) override {
+    if (device_ == nullptr) return FailedPrecondition("cudnn sdpa: no CUDA device to compile for");
+    const nlohmann::json& p = config.params();
+    if (config.backend() != kCudnnSdpaBackend || !p.is_object() || !p.contains("plan") || !p["plan"].is_number_integer())
+      return InvalidArgument("not a cudnn_sdpa config: ", config.ToString());
+    KILN_ASSIGN_OR_RETURN(AttentionConfig ac, AttentionConfigOf(instr));
+    KILN_ASSIGN_OR_RETURN(libs::AttentionDesc desc, AttentionDescForConfig(ac, cc_));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<libs::CudnnAttentionPlan> plan,
+                          libs::CudnnAttentionPlan::Create(desc, *device_, p["plan"].get<int64_t>()));
+    return std::unique_ptr<Candidate>(new CudnnSdpaCandidate(std::move(plan), std::move(ac)));
+  }
+
+ private:
+  CudaDevice* device_;
+  int cc_;
+  autotune::BackendOptions options_;
+  std::string version_;
+};
+
 }  // namespace
 
 StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescription& target,
@@ -329,6 +396,8 @@ StatusOr<autotune::BackendList> CreateCudaBackends(const runtime::DeviceDescript
   }
   backends.push_back(std::make_unique<CudnnBackend>(
       cuda, options, StrCat("cudnn ", LibraryVersion(target, "cudnn"))));
+  backends.push_back(std::make_unique<CudnnSdpaBackend>(cuda, target.compute_capability_major, options,
+                                                        StrCat("cudnn ", LibraryVersion(target, "cudnn"))));
   backends.push_back(std::make_unique<FlashAttentionBackend>(cuda, target.compute_capability_major));
   if (shared_nvrtc) {
     backends.push_back(

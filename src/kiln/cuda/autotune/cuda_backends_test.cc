@@ -6,6 +6,8 @@
 
 #include "kiln/autotune/autotuner.h"
 #include "kiln/autotune/testing/test_util.h"
+#include "kiln/base/strings.h"
+#include "kiln/cuda/libs/attention_cudnn.h"
 #include "kiln/cuda/nvrtc_compiler.h"
 #include "kiln/hlo/computation.h"
 
@@ -73,13 +75,66 @@ TEST(CudaBackendsTest, ConvDescriptorOfTheCustomCall) {
   EXPECT_EQ(d->OutputDims(), (std::vector<int64_t>{4, 8, 8, 16}));
 }
 
+// An attention call (passes/attention_rewriter.h): the flash kernel's configs are listed without
+// a device, cuDNN's SDPA its heuristic plan (where the build has it); no other backend takes it.
+TEST(CudaBackendsTest, AttentionCallsGoToTheAttentionBackends) {
+  AttentionConfig c;
+  c.batch = {2};
+  c.q_len = c.kv_len = 128;
+  c.head_dim = c.v_head_dim = 64;
+  c.scale = 0.125;
+  c.mask = AttentionMask::kCausal;
+  c.input_type = c.score_type = c.probs_type = c.output_type = PrimitiveType::kBF16;
+  c.softmax_type = PrimitiveType::kF32;
+  c.q = c.k = c.v = {0, 0, {128 * 64}, 64, 1};
+  c.k.operand = 1;
+  c.v.operand = 2;
+  c.out = {0, 0, {128 * 64}, 64, 1};
+  std::string json = c.ToJson();
+  std::string escaped;
+  for (char ch : json) {
+    if (ch == '"') escaped += '\\';
+    escaped += ch;
+  }
+  auto module = ParseOrDie(StrCat(R"(
+HloModule a
+body {
+  q = bf16[2,128,64]{2,1,0} parameter(0)
+  k = bf16[2,128,64]{2,1,0} parameter(1)
+  v = bf16[2,128,64]{2,1,0} parameter(2)
+  ROOT o = bf16[2,128,64]{2,1,0} add(q, v)
+}
+ENTRY e {
+  q = bf16[2,128,64]{2,1,0} parameter(0)
+  k = bf16[2,128,64]{2,1,0} parameter(1)
+  v = bf16[2,128,64]{2,1,0} parameter(2)
+  ROOT a = bf16[2,128,64]{2,1,0} custom-call(q, k, v), custom_call_target="__kiln$attention", called_computations={body}, backend_config=")", escaped, R"("
+})"));
+  ASSERT_NE(module, nullptr);
+  KILN_ASSERT_OK_AND_ASSIGN(autotune::BackendList backends, CreateCudaBackends(H200(), nullptr, {}));
+  for (const auto& b : backends) {
+    KILN_ASSERT_OK_AND_ASSIGN(auto configs, b->SupportedConfigs(*Root(*module)));
+    if (b->name() == "flash") {
+      ASSERT_FALSE(configs.empty());
+      EXPECT_EQ(configs[0].ToString(), "flash {\"config\":\"w4.m2.n64\"}");
+      KILN_ASSERT_OK_AND_ASSIGN(autotune::Config d, b->DefaultConfig(*Root(*module)));
+      EXPECT_EQ(d, configs[0]);
+    } else if (b->name() == "cudnn_sdpa") {
+      EXPECT_EQ(configs.size(), libs::CudnnAttentionBuilt() ? 1u : 0u);
+    } else {
+      EXPECT_TRUE(configs.empty()) << b->name();
+    }
+  }
+}
+
 TEST(CudaBackendsTest, OfflineConfigLists) {
   auto module = ParseOrDie(kGemm);
   ASSERT_NE(module, nullptr);
   // bf16 with a bias epilogue: cuBLAS cannot fuse it, cuBLASLt needs a device to list.
   KILN_ASSERT_OK_AND_ASSIGN(autotune::BackendList backends, CreateCudaBackends(H200(), nullptr, {}));
-  // cublas, cublaslt, cudnn, and fission (after cublaslt) and codegen where NVRTC loads.
-  const size_t libraries = 3;
+  // cublas, cublaslt, cudnn, cudnn_sdpa, flash, and fission (after cublaslt) and codegen where
+  // NVRTC loads.
+  const size_t libraries = 5;
   const bool nvrtc = NvrtcCompiler::Create({}).ok();
   ASSERT_EQ(backends.size(), libraries + (nvrtc ? 2 : 0));
   EXPECT_EQ(backends[0]->name(), "cublas");
@@ -87,13 +142,15 @@ TEST(CudaBackendsTest, OfflineConfigLists) {
   EXPECT_EQ(backends[1]->name(), "cublaslt");
   if (nvrtc) {
     EXPECT_EQ(backends[2]->name(), "fission");
-    EXPECT_EQ(backends[4]->name(), "codegen");
+    EXPECT_EQ(backends[6]->name(), "codegen");
   }
   EXPECT_EQ(backends[nvrtc ? 3 : 2]->version(), "cudnn 9.13.0");
+  EXPECT_EQ(backends[nvrtc ? 4 : 3]->name(), "cudnn_sdpa");
+  EXPECT_EQ(backends[nvrtc ? 5 : 4]->name(), "flash");
   for (const auto& b : backends) {
     KILN_ASSERT_OK_AND_ASSIGN(auto configs, b->SupportedConfigs(*Root(*module)));
     EXPECT_TRUE(configs.empty()) << b->name();
-    EXPECT_EQ(b->CanProduceWrongResults(), b->name() == "codegen") << b->name();
+    EXPECT_EQ(b->CanProduceWrongResults(), b->name() == "codegen" || b->name() == "flash") << b->name();
   }
   auto plain = ParseOrDie(R"(
 HloModule g

@@ -241,14 +241,27 @@ StatusOr<libs::AttentionKernelConfig> AttentionKernelConfigFromConfig(const auto
   return libs::AttentionKernelConfig::Parse(config.params()["config"].get<std::string>());
 }
 
-StatusOr<std::optional<libs::AttentionKernelConfig>> TunedAttentionConfig(const HloInstruction& call) {
+autotune::Config CudnnSdpaPlanToConfig(int64_t plan) {
+  return autotune::Config(std::string(kCudnnSdpaBackend), nlohmann::json{{"plan", plan}});
+}
+
+StatusOr<std::optional<AttentionChoice>> TunedAttentionChoice(const HloInstruction& call) {
   StatusOr<autotune::Config> config = autotune::ReadConfigFromBackendConfig(call);
   if (!config.ok()) {
-    if (config.status().code() == StatusCode::kNotFound) return std::optional<libs::AttentionKernelConfig>();
+    if (config.status().code() == StatusCode::kNotFound) return std::optional<AttentionChoice>();
     return config.status();
   }
-  KILN_ASSIGN_OR_RETURN(libs::AttentionKernelConfig c, AttentionKernelConfigFromConfig(*config));
-  return std::optional<libs::AttentionKernelConfig>(c);
+  AttentionChoice c;
+  if (config->backend() == kCudnnSdpaBackend) {
+    const nlohmann::json& p = config->params();
+    if (!p.is_object() || !p.contains("plan") || !p["plan"].is_number_integer())
+      return InvalidArgument("not a cudnn_sdpa config: ", config->ToString());
+    c.cudnn = true;
+    c.cudnn_plan = p["plan"].get<int64_t>();
+    return std::optional<AttentionChoice>(c);
+  }
+  KILN_ASSIGN_OR_RETURN(c.flash, AttentionKernelConfigFromConfig(*config));
+  return std::optional<AttentionChoice>(c);
 }
 
 }  // namespace kiln::cuda

@@ -35,6 +35,8 @@ inline constexpr std::string_view kCublasLtBackend = "cublaslt";
 inline constexpr std::string_view kCudnnBackend = "cudnn";
 // kiln's flash-attention kernel: {"config": "w4.n128"} (libs::AttentionKernelConfig).
 inline constexpr std::string_view kFlashAttentionBackend = "flash";
+// cuDNN's SDPA: {"plan": index in the frontend's heuristic list, -1 its first that builds}.
+inline constexpr std::string_view kCudnnSdpaBackend = "cudnn_sdpa";
 
 // The GemmDesc of a GEMM custom call whose buffers are all `min_alignment` bytes aligned (the
 // autotuner's buffers are 256-aligned, the arena's slices usually are).
@@ -63,8 +65,15 @@ StatusOr<std::optional<libs::GemmAlgorithm>> TunedGemmAlgorithm(const HloInstruc
                                                                 const libs::GemmDesc& desc);
 autotune::Config AttentionKernelConfigToConfig(const libs::AttentionKernelConfig& c);
 StatusOr<libs::AttentionKernelConfig> AttentionKernelConfigFromConfig(const autotune::Config& config);
-// The kernel config the autotuner chose for an attention call (nullopt: none written).
-StatusOr<std::optional<libs::AttentionKernelConfig>> TunedAttentionConfig(const HloInstruction& call);
+// What the autotuner chose for an attention call: the flash kernel in a config, or a cuDNN SDPA
+// plan (nullopt: nothing written; the thunk runs the flash kernel's default).
+struct AttentionChoice {
+  bool cudnn = false;
+  libs::AttentionKernelConfig flash;
+  int64_t cudnn_plan = -1;
+};
+autotune::Config CudnnSdpaPlanToConfig(int64_t plan);
+StatusOr<std::optional<AttentionChoice>> TunedAttentionChoice(const HloInstruction& call);
 // The same for a convolution call (cudnn).
 StatusOr<std::optional<libs::ConvAlgorithm>> TunedConvAlgorithm(const HloInstruction& conv);
 

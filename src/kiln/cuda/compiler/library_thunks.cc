@@ -197,7 +197,7 @@ Status ConvThunk::Execute(const ThunkExecuteParams& params) const {
 
 AttentionThunk::AttentionThunk(std::string name, libs::AttentionDesc desc, BufferSlice q, BufferSlice k, BufferSlice v,
                                BufferSlice output, std::unique_ptr<GpuThunk> fallback,
-                               std::optional<libs::AttentionKernelConfig> tuned)
+                               std::optional<libs::AttentionKernelConfig> tuned, int64_t cudnn_plan)
     : GpuThunk(Kind::kAttention, std::move(name),
                // The floor moves q, k, v and the output once.
                [&] {
@@ -211,11 +211,15 @@ AttentionThunk::AttentionThunk(std::string name, libs::AttentionDesc desc, Buffe
       v_(v),
       output_(output),
       fallback_(std::move(fallback)),
-      tuned_(std::move(tuned)) {}
+      tuned_(std::move(tuned)),
+      cudnn_index_(cudnn_plan) {}
 
 std::string AttentionThunk::ToString() const {
-  return StrCat("attention %", name(), " ", plan_ ? plan_->config().ToString() : std::string(use_fallback_ ? "host" : "-"),
-                " ", desc_.ToString());
+  std::string how = use_fallback_ ? "host" : "-";
+  if (plan_) how = StrCat("flash ", plan_->config().ToString());
+  if (cudnn_plan_) how = StrCat("cudnn_sdpa plan ", cudnn_plan_->plan_index());
+  if (!plan_ && !cudnn_plan_ && !use_fallback_) how = cudnn_index_ >= -1 ? "cudnn_sdpa" : "flash";
+  return StrCat("attention %", name(), " ", how, " ", desc_.ToString());
 }
 
 double AttentionThunk::PeakFlops(const runtime::DeviceDescription& device) const {
@@ -223,7 +227,23 @@ double AttentionThunk::PeakFlops(const runtime::DeviceDescription& device) const
 }
 
 Status AttentionThunk::Initialize(const ThunkInitParams& params) {
-  if (plan_) return OkStatus();
+  if (plan_ || cudnn_plan_) return OkStatus();
+  Status s;
+  // Untuned, cuDNN's heuristic plan where this build has it (the library's favourite, as for
+  // GEMMs), else the flash kernel's default config.
+  const bool try_cudnn = cudnn_index_ >= -1 || (!tuned_ && libs::CudnnAttentionBuilt());
+  if (try_cudnn) {
+    StatusOr<std::unique_ptr<libs::CudnnAttentionPlan>> plan =
+        libs::CudnnAttentionPlan::Create(desc_, *params.device, std::max<int64_t>(cudnn_index_, -1));
+    if (plan.ok()) {
+      cudnn_plan_ = std::move(plan).value();
+      return OkStatus();
+    }
+    s = plan.status();
+    if (cudnn_index_ >= -1)
+      KILN_LOG(Warning) << "attention %" << name() << ": cuDNN SDPA declined the tuned plan (" << s.message()
+                        << "); the flash kernel runs it";
+  }
   const libs::AttentionKernelConfig config = tuned_ ? *tuned_ : libs::DefaultAttentionConfig(desc_);
   StatusOr<std::unique_ptr<libs::AttentionPlan>> plan = libs::AttentionPlan::Create(desc_, *params.device, config);
   if (plan.ok()) {
@@ -238,6 +258,11 @@ Status AttentionThunk::Initialize(const ThunkInitParams& params) {
 
 Status AttentionThunk::Execute(const ThunkExecuteParams& params) const {
   if (use_fallback_) return fallback_->Execute(params);
+  if (cudnn_plan_) {
+    runtime::DeviceMemory ws = params.workspace;
+    return cudnn_plan_->Run(params.buffers->Get(q_), params.buffers->Get(k_), params.buffers->Get(v_),
+                            params.buffers->Get(output_), ws, *params.stream);
+  }
   if (!plan_) return FailedPrecondition("attention %", name(), " is not initialized");
   return plan_->Run(params.buffers->Get(q_), params.buffers->Get(k_), params.buffers->Get(v_),
                     params.buffers->Get(output_), *params.stream);

@@ -20,6 +20,7 @@
 #include "kiln/cuda/compiler/gemm_config.h"
 #include "kiln/cuda/compiler/gpu_thunk.h"
 #include "kiln/cuda/libs/attention.h"
+#include "kiln/cuda/libs/attention_cudnn.h"
 #include "kiln/cuda/libs/conv.h"
 #include "kiln/cuda/libs/cublas_gemm.h"
 #include "kiln/cuda/libs/fft.h"
@@ -81,20 +82,26 @@ class ConvThunk : public GpuThunk {
   libs::ConvAlgorithm algorithm_;
 };
 
-// Fused attention (kiln's flash-attention kernel, libs/attention.h) for a __kiln$attention call.
-// The kernel config is the autotuner's choice when the call carries one, else the default. A
-// problem the kernel turns down at Initialize runs the host fallback (the outlined computation
-// on the evaluator) with a warning.
+// Fused attention for a __kiln$attention call: kiln's flash-attention kernel (libs/attention.h)
+// in the autotuner's config, or the cuDNN SDPA plan it chose (libs/attention_cudnn.h); without
+// a choice cuDNN's heuristic plan where the build has cuDNN SDPA and cuDNN takes the problem,
+// else the flash kernel's default config. A problem the chosen implementation turns down at
+// Initialize runs the host fallback (the outlined computation on the evaluator) with a warning.
 class AttentionThunk : public GpuThunk {
  public:
   // `operands`: the call's operand slices (the desc's views index into them by q/k/v operand).
+  // `cudnn_plan` >= -1: run cuDNN's SDPA (that plan); otherwise the flash kernel in `flash`
+  // (nullopt: its default config).
   AttentionThunk(std::string name, libs::AttentionDesc desc, BufferSlice q, BufferSlice k, BufferSlice v,
                  BufferSlice output, std::unique_ptr<GpuThunk> fallback,
-                 std::optional<libs::AttentionKernelConfig> tuned = std::nullopt);
+                 std::optional<libs::AttentionKernelConfig> flash = std::nullopt, int64_t cudnn_plan = -2);
   Status Initialize(const ThunkInitParams& params) override;
   Status Execute(const ThunkExecuteParams& params) const override;
   bool SyncsHost() const override { return use_fallback_; }
-  uint64_t workspace_bytes() const override { return use_fallback_ ? fallback_->workspace_bytes() : 0; }
+  uint64_t workspace_bytes() const override {
+    if (use_fallback_) return fallback_->workspace_bytes();
+    return cudnn_plan_ ? cudnn_plan_->workspace_bytes() : 0;
+  }
   std::string ToString() const override;
   double PeakFlops(const runtime::DeviceDescription& device) const override;
   const libs::AttentionDesc& desc() const { return desc_; }
@@ -104,8 +111,10 @@ class AttentionThunk : public GpuThunk {
   BufferSlice q_, k_, v_, output_;
   std::unique_ptr<GpuThunk> fallback_;
   std::optional<libs::AttentionKernelConfig> tuned_;
+  int64_t cudnn_index_;
   bool use_fallback_ = false;
   std::unique_ptr<libs::AttentionPlan> plan_;
+  std::unique_ptr<libs::CudnnAttentionPlan> cudnn_plan_;
 };
 
 class SortThunk : public GpuThunk {

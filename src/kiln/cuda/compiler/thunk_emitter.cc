@@ -347,9 +347,13 @@ class Emitter {
         KILN_ASSIGN_OR_RETURN(AttentionConfig c, AttentionConfigOf(instr));
         KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> ops, OperandSlices(instr));
         KILN_ASSIGN_OR_RETURN(BufferSlice o, Slice(instr));
-        KILN_ASSIGN_OR_RETURN(std::optional<libs::AttentionKernelConfig> tuned, TunedAttentionConfig(instr));
+        KILN_ASSIGN_OR_RETURN(std::optional<AttentionChoice> tuned, TunedAttentionChoice(instr));
+        std::optional<libs::AttentionKernelConfig> flash;
+        int64_t cudnn_plan = -2;
+        if (tuned && tuned->cudnn) cudnn_plan = tuned->cudnn_plan;
+        if (tuned && !tuned->cudnn) flash = tuned->flash;
         out.push_back(std::make_unique<AttentionThunk>(instr.name(), *d, ops.at(c.q.operand), ops.at(c.k.operand),
-                                                       ops.at(c.v.operand), o, std::move(fallback), tuned));
+                                                       ops.at(c.v.operand), o, std::move(fallback), flash, cudnn_plan));
         return OkStatus();
       }
       case How::kSort: {

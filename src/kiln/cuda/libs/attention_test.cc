@@ -6,6 +6,10 @@
 // without a GPU. The descriptor checks and NVRTC compiles of every config are in kernels_test.cc.
 #include "kiln/cuda/libs/attention.h"
 
+#include <iostream>
+
+#include "kiln/cuda/libs/attention_cudnn.h"
+
 #include <cmath>
 
 #include "kiln/base/strings.h"
@@ -124,6 +128,23 @@ TEST_P(AttentionTest, MatchesReferenceInEveryConfig) {
     KILN_ASSERT_OK_AND_ASSIGN(Literal actual, Download(od, out_shape));
     EXPECT_TRUE(testing::Matches(actual, expected, DefaultTolerance(c.type))) << d.ToString();
   }
+  // cuDNN's SDPA on the same problem, where this build has it: required for the plain causal
+  // and bshd cases (what the bench workloads are), reported where cuDNN declines.
+  if (!CudnnAttentionBuilt()) return;
+  StatusOr<std::unique_ptr<CudnnAttentionPlan>> cudnn = CudnnAttentionPlan::Create(d, *device_);
+  if (c.name == "d64_causal" || c.name == "bshd_causal") {
+    ASSERT_TRUE(cudnn.ok()) << cudnn.status().ToString();
+  }
+  if (!cudnn.ok()) {
+    std::cout << "cudnn sdpa declines " << c.name << ": " << cudnn.status().message() << "\n";
+    return;
+  }
+  SCOPED_TRACE("cudnn_sdpa");
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::DeviceMemory od, Alloc(out_shape.byte_size()));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::DeviceMemory ws, Alloc((*cudnn)->workspace_bytes()));
+  KILN_ASSERT_OK((*cudnn)->Run(qd, kd, vd, od, ws, *stream_));
+  KILN_ASSERT_OK_AND_ASSIGN(Literal actual, Download(od, out_shape));
+  EXPECT_TRUE(testing::Matches(actual, expected, DefaultTolerance(c.type))) << d.ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(
