@@ -96,6 +96,11 @@ def register(add):
   add('attn_fused_qkv_bf16', fused_qkv_attention, F((1, 32, 384), 'bf16', -1, 1))
   add('attn_causal_f32', lambda q, k, v: sdpa(q, k, v, tril(32)),
       qkv(1, 2, 32, 64, 'f32'), qkv(1, 2, 32, 64, 'f32'), qkv(1, 2, 32, 64, 'f32'))
+  # Grouped-query and multi-query attention: 4 query heads over 2 (1) k/v heads.
+  add('attn_gqa_dpa_causal_bf16', lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True),
+      qkv(1, 4, 64, 64, layout='bshd'), qkv(1, 2, 64, 64, layout='bshd'), qkv(1, 2, 64, 64, layout='bshd'))
+  add('attn_mqa_dpa_bf16', lambda q, k, v: jax.nn.dot_product_attention(q, k, v),
+      qkv(2, 4, 40, 64, layout='bshd'), qkv(2, 1, 40, 64, layout='bshd'), qkv(2, 1, 40, 64, layout='bshd'))
   # Must not match: the softmax runs over the query axis; a random mask; probabilities kept.
   add('attn_refuse_wrong_axis_bf16', lambda q, k, v: sdpa(q, k, v, axis=-2),
       qkv(1, 2, 64, 64), qkv(1, 2, 64, 64), qkv(1, 2, 64, 64))

@@ -110,9 +110,10 @@ bool IsRowReduce(const HloInstruction* r, int64_t dim, HloOpcode op, double init
 }
 
 // When `b` (of the softmax input's shape) is a vector over every dimension but `kdim`,
-// broadcast along kdim through broadcasts, unit reshapes and transposes: that vector, whose
-// dimensions are x's minus kdim in order. nullptr otherwise.
-const HloInstruction* RowVector(const HloInstruction* b, const Shape& x, int64_t kdim) {
+// broadcast along kdim through broadcasts, unit reshapes and transposes: that vector, with
+// `*map` set to which dimension of x each of its dimensions is (-1 for size 1). nullptr
+// otherwise. The caller checks the map against how the vector was computed.
+const HloInstruction* RowVector(const HloInstruction* b, const Shape& x, int64_t kdim, DimMap* map) {
   if (b->shape().dimensions() != x.dimensions()) return nullptr;
   DimMap m = IdentityMap(x);
   const HloInstruction* n = b;
@@ -130,13 +131,37 @@ const HloInstruction* RowVector(const HloInstruction* b, const Shape& x, int64_t
     m = *om;
     n = n->operand(0);
   }
-  // n's non-unit dims, in order, must be x's non-unit dims but kdim, in order.
-  std::vector<int64_t> got, want;
-  for (int64_t i = 0; i < n->shape().rank(); ++i)
-    if (n->shape().dimensions(i) != 1) got.push_back(m[i]);
+  // Every non-unit dim of x but kdim exactly once, kdim never.
+  std::vector<int> seen(x.rank(), 0);
+  for (int64_t i = 0; i < n->shape().rank(); ++i) {
+    if (n->shape().dimensions(i) == 1) {
+      m[i] = -1;
+      continue;
+    }
+    if (m[i] < 0 || m[i] == kdim) return nullptr;
+    ++seen[m[i]];
+  }
   for (int64_t i = 0; i < x.rank(); ++i)
-    if (x.dimensions(i) != 1 && i != kdim) want.push_back(i);
-  return got == want ? n : nullptr;
+    if (i != kdim && x.dimensions(i) != 1 && seen[i] != 1) return nullptr;
+  *map = m;
+  return n;
+}
+
+// Whether the row vector's map equals `want` (for each dim of the vector, the x dim) on its
+// non-unit dims.
+bool SameRowDims(const HloInstruction* v, const DimMap& got, const DimMap& want) {
+  if (got.size() != want.size()) return false;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (v->shape().dimensions(static_cast<int64_t>(i)) != 1 && got[i] != want[i]) return false;
+  return true;
+}
+
+// The x dims of a reduction over `kd` of a value whose dims are `frame` (x dims per dim).
+DimMap ReducedFrame(const DimMap& frame, int64_t kd) {
+  DimMap out;
+  for (int64_t i = 0; i < static_cast<int64_t>(frame.size()); ++i)
+    if (i != kd) out.push_back(frame[i]);
+  return out;
 }
 
 // ---- labels of the softmax input's dimensions ----
@@ -478,7 +503,10 @@ struct Match {
 
 bool IsFloat(const HloInstruction* n) { return IsFloatingPointType(n->shape().element_type()); }
 
-std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
+// `row_choice`: with two query dims (grouped-query attention: q [b, t, kv_heads, group, d]
+// against k [b, s, kv_heads, d]), which of them is the row; the other becomes a batch dim that
+// k and v do not have (stride 0). 0 or 1; 1 only matters with two query dims.
+std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
   const DotDimensionNumbers& dn2 = *dot2->attrs().dot_dimension_numbers;
   const HloInstruction* pv_p = dot2->operand(p_side);
   const HloInstruction* pv_v = dot2->operand(1 - p_side);
@@ -504,7 +532,8 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
   const int64_t kdim = p_contract[0];
   if (xs.dimensions(kdim) < 2) return std::nullopt;
   // max: reduce-max(x) over kdim [, maximum with -inf].
-  const HloInstruction* mx = RowVector(sub->operand(1), xs, kdim);
+  DimMap mx_map;  // checked below, once the max's input is known
+  const HloInstruction* mx = RowVector(sub->operand(1), xs, kdim, &mx_map);
   if (mx == nullptr) return std::nullopt;
   if (mx->opcode() == HloOpcode::kMaximum) {
     double v = 0;
@@ -514,24 +543,40 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
     if (reduce_side < 0 || mx->user_count() != 1) return std::nullopt;
     mx = mx->operand(reduce_side);
   }
-  // The max reads x itself or x before unit reshapes (jax.nn.dot_product_attention).
+  // The max reads x itself or x before unit reshapes and transposes (jax.nn.dot_product_attention).
   if (mx->opcode() != HloOpcode::kReduce || mx->user_count() != 1 || mx->attrs().dimensions.size() != 1)
     return std::nullopt;
   const HloInstruction* x_max = mx->operand(0);
   const HloInstruction* above_max = nullptr;
   {
     const HloInstruction* t = x;
+    DimMap frame = IdentityMap(xs);  // per dim of t, the x dim
     int64_t kd = kdim;
     while (t != x_max) {
-      if ((t->opcode() != HloOpcode::kReshape && t->opcode() != HloOpcode::kBitcast) || t->user_count() != 1)
+      if ((t->opcode() != HloOpcode::kReshape && t->opcode() != HloOpcode::kBitcast &&
+           t->opcode() != HloOpcode::kTranspose) ||
+          t->user_count() != 1)
         return std::nullopt;
-      std::optional<std::vector<int64_t>> corr = UnitReshape(t->operand(0)->shape(), t->shape());
-      if (!corr || (*corr)[kd] < 0) return std::nullopt;
-      kd = (*corr)[kd];
+      std::optional<DimMap> next = MapToOperand(*t, frame);
+      if (!next) return std::nullopt;
+      if (t->opcode() == HloOpcode::kTranspose) {
+        kd = t->attrs().dimensions[kd];
+      } else {
+        std::optional<std::vector<int64_t>> corr = UnitReshape(t->operand(0)->shape(), t->shape());
+        if (!corr || (*corr)[kd] < 0) return std::nullopt;
+        kd = (*corr)[kd];
+      }
+      frame = *next;
       above_max = t;
       t = t->operand(0);
     }
     if (!IsRowReduce(mx, kd, HloOpcode::kMaximum, -INFINITY)) return std::nullopt;
+    // The broadcast max must line up with x as the reduce computed it.
+    DimMap want = ReducedFrame(frame, kd);
+    const HloInstruction* mv = sub->operand(1);
+    DimMap got;
+    const HloInstruction* again = RowVector(mv, xs, kdim, &got);
+    if (again == nullptr || !SameRowDims(again, got, want)) return std::nullopt;  // maximum(m, -inf) has m's dims
   }
   // x (x_max) is used by the max and the subtract (the reshapes to it) only.
   for (const HloInstruction* u : x_max->users())
@@ -540,8 +585,10 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
     for (const HloInstruction* u : x->users())
       if (u != sub) return std::nullopt;
   // sum: reduce-add(e [converted]) over kdim, broadcast back (possibly converted).
-  const HloInstruction* lsum = RowVector(div->operand(1), xs, kdim);
+  DimMap lsum_map;
+  const HloInstruction* lsum = RowVector(div->operand(1), xs, kdim, &lsum_map);
   if (lsum == nullptr) return std::nullopt;
+  if (!SameRowDims(lsum, lsum_map, ReducedFrame(IdentityMap(xs), kdim))) return std::nullopt;
   while (lsum->opcode() == HloOpcode::kConvert && lsum->user_count() == 1) lsum = lsum->operand(0);
   if (!IsRowReduce(lsum, kdim, HloOpcode::kAdd, 0.0) || lsum->user_count() != 1) return std::nullopt;
   const HloInstruction* summed = lsum->operand(0);
@@ -639,11 +686,20 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
     if (k_out_base + static_cast<int64_t>(i) == key_out) k_row_dim = kfree[i];
     else if (kop->shape().dimensions(kfree[i]) != 1) return std::nullopt;
   }
-  for (size_t i = 0; i < qfree.size(); ++i) {
-    if (qop->shape().dimensions(qfree[i]) == 1) continue;
-    if (q_row_dim >= 0) return std::nullopt;  // several query dims (grouped heads): not yet
-    q_row_dim = qfree[i];
-    q_row_out = q_out_base + static_cast<int64_t>(i);
+  std::vector<size_t> q_dims;  // non-unit free dims of q (indices into qfree)
+  for (size_t i = 0; i < qfree.size(); ++i)
+    if (qop->shape().dimensions(qfree[i]) != 1) q_dims.push_back(i);
+  if (q_dims.size() > 2 || (row_choice == 1 && q_dims.size() < 2)) return std::nullopt;
+  int64_t group_dim = -1, group_out = -1;
+  if (!q_dims.empty()) {
+    const size_t r = q_dims.size() == 2 ? q_dims[row_choice] : q_dims[0];
+    q_row_dim = qfree[r];
+    q_row_out = q_out_base + static_cast<int64_t>(r);
+    if (q_dims.size() == 2) {
+      const size_t g = q_dims[1 - row_choice];
+      group_dim = qfree[g];
+      group_out = q_out_base + static_cast<int64_t>(g);
+    }
   }
   if (k_row_dim < 0) return std::nullopt;
   const auto& qb = k_side == 0 ? dn1.rhs_batch_dimensions : dn1.lhs_batch_dimensions;
@@ -661,6 +717,15 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
     labels[m[o]] = Label{Role::kBatch, static_cast<int64_t>(batch_sizes.size())};
     batch_sizes.push_back(dot1->shape().dimensions(o));
     batch_out.push_back(o);
+  }
+  // The group dim (grouped-query attention) is the last batch dim; k and v broadcast along it.
+  int64_t group_label = -1, group_xdim = -1;
+  if (group_out >= 0) {
+    if (m[group_out] < 0) return std::nullopt;
+    group_xdim = m[group_out];
+    group_label = static_cast<int64_t>(batch_sizes.size());
+    labels[group_xdim] = Label{Role::kBatch, group_label};
+    batch_sizes.push_back(dot1->shape().dimensions(group_out));
   }
   labels[kdim] = Label{Role::kKey, 0};
   int64_t q_xdim = -1;
@@ -702,11 +767,12 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
     v_batch_dim[l.batch] = v_batch[i];
     out_batch_pos[l.batch] = static_cast<int64_t>(i);
   }
-  for (int64_t d : v_batch_dim)
-    if (d < 0) return std::nullopt;
+  for (size_t i = 0; i < v_batch_dim.size(); ++i)
+    if (v_batch_dim[i] < 0 && static_cast<int64_t>(i) != group_label) return std::nullopt;
   const std::vector<int64_t> pfree = free_dims(pv_p->shape(), p_batch, p_contract);
   for (int64_t f : pfree)
-    if (xs.dimensions(f) != 1 && f != q_xdim) return std::nullopt;
+    if (xs.dimensions(f) != 1 && f != q_xdim && f != group_xdim) return std::nullopt;
+  if (group_label >= 0 && v_batch_dim[group_label] >= 0) return std::nullopt;  // the group is a free dim of p
   // dot2's output positions of the row and the value head.
   const int64_t nb2 = static_cast<int64_t>(p_batch.size());
   int64_t out_row = -1, out_head = -1;
@@ -719,11 +785,13 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
       const bool is_p = side == p_side;
       for (size_t i = 0; i < f.size(); ++i) {
         if (is_p && f[i] == q_xdim) out_row = base + static_cast<int64_t>(i);
+        if (is_p && group_xdim >= 0 && f[i] == group_xdim) out_batch_pos[group_label] = base + static_cast<int64_t>(i);
         if (!is_p && f[i] == v_head) out_head = base + static_cast<int64_t>(i);
       }
     }
   }
   if (out_head < 0) return std::nullopt;
+  if (group_label >= 0 && out_batch_pos[group_label] < 0) return std::nullopt;
   const int64_t head_dim = qop->shape().dimensions(q_head);
   if (kop->shape().dimensions(k_head) != head_dim) return std::nullopt;
   const int64_t v_rows = pv_v->shape().dimensions(v_contract[0]);
@@ -791,10 +859,11 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
   c.probs_type = pv_p->shape().element_type();
   c.output_type = dot2->shape().element_type();
   if (pv_v->shape().element_type() != c.input_type) return std::nullopt;
+  // A batch dim of -1 is one the operand does not have (the group of k and v): stride 0.
   auto view = [&](const StridedValue& sv, const std::vector<int64_t>& bdims, int64_t row_dim, int64_t elem_dim) {
     AttentionView v;
     v.offset = sv.offset;
-    for (int64_t d : bdims) v.batch.push_back(sv.strides[d]);
+    for (int64_t d : bdims) v.batch.push_back(d >= 0 ? sv.strides[d] : 0);
     v.row = row_dim >= 0 ? sv.strides[row_dim] : 0;
     v.element = sv.strides[elem_dim];
     return v;
@@ -803,6 +872,10 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side) {
   for (int64_t o : batch_out) {
     qbd.push_back(qb[o]);
     kbd.push_back(kb[o]);
+  }
+  if (group_label >= 0) {
+    qbd.push_back(group_dim);
+    kbd.push_back(-1);
   }
   c.q = view(qv, qbd, q_row_dim, q_head);
   c.k = view(kv, kbd, k_row_dim, k_head);
@@ -1115,7 +1188,8 @@ StatusOr<bool> AttentionRewriter::Run(HloModule& module) {
       for (HloInstruction* dot : comp->MakeInstructionPostOrder()) {
         if (dot->opcode() != HloOpcode::kDot || !dot->attrs().dot_dimension_numbers) continue;
         std::optional<Match> match;
-        for (int side = 0; side < 2 && !match; ++side) match = MatchAt(dot, side);
+        for (int side = 0; side < 2 && !match; ++side)
+          for (int row = 0; row < 2 && !match; ++row) match = MatchAt(dot, side, row);
         if (!match) continue;
         if (options_.supported && !options_.supported(match->config)) continue;
         KILN_ASSIGN_OR_RETURN(bool did, Rewrite(*match, *comp));

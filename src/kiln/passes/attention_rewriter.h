@@ -21,6 +21,9 @@
 //     always true; the fill must be -inf or at most -1e4 after the scaling that follows it
 //     (exp of it is then 0 next to any unmasked score);
 //   * scalar constant multiplies of q or k (flax scales q) are folded into the scale;
+//   * grouped- and multi-query attention (jax.nn.dot_product_attention with fewer k/v heads:
+//     q [b, t, kv_heads, group, d] against k [b, s, kv_heads, d]) has two query dims; the group
+//     becomes a batch dim that k and v do not have (their stride 0);
 //   * q, k and v are strided views of the buffers they are read from: transposes, reshapes,
 //     bitcasts, copies and unit-stride slices above the dots are folded into offsets and strides
 //     (the heads of [b, s, h, d], the q/k/v thirds of a fused qkv projection), as are the

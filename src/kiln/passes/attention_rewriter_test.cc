@@ -129,6 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Expect{"attn_d128_causal_bf16", 1, AttentionMask::kCausal, 0, 72},
                       Expect{"attn_fused_qkv_bf16", 1, AttentionMask::kCausal, 0, 32},
                       Expect{"attn_causal_f32", 1, AttentionMask::kCausal, 0, 32},
+                      Expect{"attn_gqa_dpa_causal_bf16", 1, AttentionMask::kCausal, 0, 64},
+                      Expect{"attn_mqa_dpa_bf16", 1, AttentionMask::kNone, 0, 40},
                       Expect{"nn_attention_causal_f32", 1, AttentionMask::kCausal, 0, 0},
                       Expect{"nn_attention_noncausal_f32", 1, AttentionMask::kNone, 0, 0},
                       Expect{"nn_transformer_block_f32", 1, AttentionMask::kCausal, 0, 0},
@@ -160,6 +162,21 @@ TEST(AttentionRewriterTest, ScaleAndViewsOfTheFusedQkvBuffer) {
   EXPECT_EQ(call->shape().dimensions(), (std::vector<int64_t>{1, 32, 128}));
   EXPECT_EQ(c->out.row, 128);
   EXPECT_EQ(c->out.batch, std::vector<int64_t>{64});
+}
+
+TEST(AttentionRewriterTest, GroupedQueryHeadsBroadcastKeysAndValues) {
+  int matches = 0;
+  std::unique_ptr<HloModule> m = Rewrite(ReadCase("attn_gqa_dpa_causal_bf16"), &matches);
+  if (!m) GTEST_SKIP();
+  ASSERT_EQ(matches, 1);
+  StatusOr<AttentionConfig> c = AttentionConfigOf(*AttentionCalls(*m)[0]);
+  ASSERT_TRUE(c.ok());
+  // Batch dims: the 2 k/v heads, then the group of 2 query heads each (k and v stride 0).
+  EXPECT_EQ(c->batch, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(c->k.batch[1], 0);
+  EXPECT_EQ(c->v.batch[1], 0);
+  EXPECT_EQ(c->q.batch[1], 64);
+  EXPECT_EQ(c->q.batch[0], 128);
 }
 
 TEST(AttentionRewriterTest, FlaxScaledQueryFoldsIntoTheScale) {

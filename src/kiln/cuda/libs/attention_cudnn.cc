@@ -94,23 +94,26 @@ StatusOr<std::vector<std::vector<int>>> BatchGroups(const AttentionDesc& d) {
   return groups;
 }
 
-// [b, h, s, d] dims and strides of one operand.
-Tensor4 TensorOf(const AttentionDesc& d, const std::vector<std::vector<int>>& groups, const AttentionDesc::Operand& o,
-                 int64_t rows) {
+// [b, h, s, d] dims and strides of one operand. A head dim k/v do not have (stride 0: grouped-
+// or multi-query attention) becomes cuDNN's native form, one k/v head for all query heads.
+StatusOr<Tensor4> TensorOf(const AttentionDesc& d, const std::vector<std::vector<int>>& groups,
+                           const AttentionDesc::Operand& o, int64_t rows) {
   Tensor4 t;
   for (int g = 0; g < 2; ++g) {
     t.dims[g] = 1;
     for (int i : groups[g]) t.dims[g] *= d.batch[i];
     t.strides[g] = groups[g].empty() ? 0 : o.batch[groups[g].back()];
   }
+  if (t.dims[0] > 1 && t.strides[0] == 0) return Unimplemented("cudnn sdpa: an operand broadcast along the batch");
+  if (t.dims[1] > 1 && t.strides[1] == 0) t.dims[1] = 1;  // q keeps all heads
   t.dims[2] = rows;
   t.strides[2] = o.row;
   t.dims[3] = d.head_dim;
   t.strides[3] = 1;
   // cuDNN wants every stride set, also of size-1 dims: the extent of the dims inside.
-  if (t.strides[1] == 0 || t.dims[1] == 1) t.strides[1] = std::max<int64_t>(t.strides[2] * rows, 1);
-  if (t.strides[0] == 0 || t.dims[0] == 1) t.strides[0] = t.strides[1] * t.dims[1];
   if (rows == 1 && t.strides[2] == 0) t.strides[2] = d.head_dim;
+  if (t.dims[1] == 1) t.strides[1] = std::max<int64_t>(t.strides[2] * rows, 1);
+  if (t.dims[0] == 1) t.strides[0] = t.strides[1] * t.dims[1];
   return t;
 }
 
@@ -130,10 +133,11 @@ StatusOr<std::shared_ptr<fe::graph::Graph>> BuildGraph(const AttentionDesc& d, c
                              .set_stride({t.strides[0], t.strides[1], t.strides[2], t.strides[3]}));
   };
   KILN_ASSIGN_OR_RETURN(std::vector<std::vector<int>> groups, BatchGroups(d));
-  const Tensor4 tq = TensorOf(d, groups, d.q, d.q_len);
-  const Tensor4 tk = TensorOf(d, groups, d.k, d.kv_len);
-  const Tensor4 tv = TensorOf(d, groups, d.v, d.kv_len);
-  const Tensor4 to = TensorOf(d, groups, d.out, d.q_len);
+  KILN_ASSIGN_OR_RETURN(const Tensor4 tq, TensorOf(d, groups, d.q, d.q_len));
+  KILN_ASSIGN_OR_RETURN(const Tensor4 tk, TensorOf(d, groups, d.k, d.kv_len));
+  KILN_ASSIGN_OR_RETURN(const Tensor4 tv, TensorOf(d, groups, d.v, d.kv_len));
+  KILN_ASSIGN_OR_RETURN(const Tensor4 to, TensorOf(d, groups, d.out, d.q_len));
+  if (tq.dims[1] == 1 && (tk.dims[1] > 1 || tv.dims[1] > 1)) return Unimplemented("cudnn sdpa: more k/v heads than q heads");
   auto q = make("Q", kQ, tq);
   auto k = make("K", kK, tk);
   auto v = make("V", kV, tv);
