@@ -101,6 +101,13 @@ def register(add):
       qkv(1, 4, 64, 64, layout='bshd'), qkv(1, 2, 64, 64, layout='bshd'), qkv(1, 2, 64, 64, layout='bshd'))
   add('attn_mqa_dpa_bf16', lambda q, k, v: jax.nn.dot_product_attention(q, k, v),
       qkv(2, 4, 40, 64, layout='bshd'), qkv(2, 1, 40, 64, layout='bshd'), qkv(2, 1, 40, 64, layout='bshd'))
+  # f32 forms the CPU's fused kernel runs: a decoder step's offset mask, bshd heads, grouped heads.
+  add('attn_decoder_q8_kv40_f32', lambda q, k, v: sdpa(q, k, v, causal(8, 40), fill=-1e9),
+      qkv(1, 2, 8, 32, 'f32'), qkv(1, 2, 40, 32, 'f32'), qkv(1, 2, 40, 32, 'f32'))
+  add('attn_bshd_causal_f32', lambda q, k, v: sdpa(q, k, v, causal(70, 70), layout='bshd'),
+      qkv(2, 2, 70, 16, 'f32', 'bshd'), qkv(2, 2, 70, 16, 'f32', 'bshd'), qkv(2, 2, 70, 16, 'f32', 'bshd'))
+  add('attn_gqa_causal_f32', lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True),
+      qkv(1, 4, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'))
   # Must not match: the softmax runs over the query axis; a random mask; probabilities kept.
   add('attn_refuse_wrong_axis_bf16', lambda q, k, v: sdpa(q, k, v, axis=-2),
       qkv(1, 2, 64, 64), qkv(1, 2, 64, 64), qkv(1, 2, 64, 64))

@@ -7,6 +7,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/cpu/divide_to_multiply.h"
+#include "kiln/cpu/kernels/kernels.h"
 #include "kiln/cpu/dot_transpose_folding.h"
 #include "kiln/cpu/layout_normalization.h"
 #include "kiln/cpu/row_tiles_thunk.h"
@@ -94,6 +95,11 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   SimplificationOptions so;
   so.hoist_scan_dots = true;
   so.canonicalize_dots = options.canonicalize_dots;
+  if (options.fused_attention) {
+    AttentionRewriterOptions ao;
+    ao.supported = [](const AttentionConfig& c) { return internal::CpuAttentionSupported(c); };
+    so.attention = std::move(ao);
+  }
   AddSimplificationPasses(pipeline, so);
   if (options.canonicalize_dots) pipeline.AddPass<DotTransposeFolding>();
   pipeline.AddPass<FlattenCallGraph>();

@@ -62,6 +62,9 @@ struct CpuCompileOptions {
   bool fusion = true;
   // Bring dots into the canonical [B,M,K]x[B,K,N] form.
   bool canonicalize_dots = true;
+  // f32 attention found in the HLO (passes/attention_rewriter.h) runs as one fused kernel
+  // (kernels/attention.cc); off: the dots and the softmax as written (flag cpu_attention=off).
+  bool fused_attention = true;
   // Lower peak memory with the memory-aware list scheduler (off: post order).
   bool memory_aware_schedule = true;
   // Run chains of row-local fusions tile by tile over their rows (row_tiling.h).

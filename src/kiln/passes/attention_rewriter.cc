@@ -515,14 +515,19 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
   const auto& p_contract = p_side == 0 ? dn2.lhs_contracting_dimensions : dn2.rhs_contracting_dimensions;
   const auto& v_contract = p_side == 0 ? dn2.rhs_contracting_dimensions : dn2.lhs_contracting_dimensions;
   if (p_contract.size() != 1 || v_contract.size() != 1 || !IsFloat(pv_p) || pv_p->user_count() != 1) return std::nullopt;
-  // p = e / broadcast(l), possibly converted.
+  // p = e / broadcast(l), or e * broadcast(1 / l) (as XLA's and kiln's CPU pipelines rewrite
+  // divisions by a broadcast), possibly converted.
   const HloInstruction* div = pv_p;
   while (div->opcode() == HloOpcode::kConvert) {
     if (div->user_count() != 1) return std::nullopt;
     div = div->operand(0);
   }
-  if (div->opcode() != HloOpcode::kDivide || div->user_count() != 1) return std::nullopt;
-  const HloInstruction* e = div->operand(0);
+  if ((div->opcode() != HloOpcode::kDivide && div->opcode() != HloOpcode::kMultiply) || div->user_count() != 1)
+    return std::nullopt;
+  const bool reciprocal = div->opcode() == HloOpcode::kMultiply;
+  const int e_side = reciprocal && div->operand(1)->opcode() == HloOpcode::kExp ? 1 : 0;
+  const HloInstruction* e = div->operand(e_side);
+  const HloInstruction* denominator = div->operand(1 - e_side);
   if (e->opcode() != HloOpcode::kExp) return std::nullopt;
   const HloInstruction* sub = e->operand(0);
   if (sub->opcode() != HloOpcode::kSubtract || sub->user_count() != 1) return std::nullopt;
@@ -586,9 +591,19 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
       if (u != sub) return std::nullopt;
   // sum: reduce-add(e [converted]) over kdim, broadcast back (possibly converted).
   DimMap lsum_map;
-  const HloInstruction* lsum = RowVector(div->operand(1), xs, kdim, &lsum_map);
+  const HloInstruction* lsum = RowVector(denominator, xs, kdim, &lsum_map);
   if (lsum == nullptr) return std::nullopt;
   if (!SameRowDims(lsum, lsum_map, ReducedFrame(IdentityMap(xs), kdim))) return std::nullopt;
+  const HloInstruction* recip = nullptr;
+  if (reciprocal) {
+    double one = 0;
+    if (lsum->opcode() != HloOpcode::kDivide || lsum->user_count() != 1 || !IsScalarConstant(lsum->operand(0), &one) ||
+        one != 1.0)
+      return std::nullopt;
+    recip = lsum;
+    lsum = lsum->operand(1);
+    if (lsum->shape().dimensions() != recip->shape().dimensions()) return std::nullopt;
+  }
   while (lsum->opcode() == HloOpcode::kConvert && lsum->user_count() == 1) lsum = lsum->operand(0);
   if (!IsRowReduce(lsum, kdim, HloOpcode::kAdd, 0.0) || lsum->user_count() != 1) return std::nullopt;
   const HloInstruction* summed = lsum->operand(0);
@@ -599,6 +614,7 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
   if (summed != e) return std::nullopt;
   for (const HloInstruction* u : e->users())
     if (u != div && u != lsum && u != lsum->operand(0)) return std::nullopt;
+  (void)recip;
 
   // The score chain from x down to the first dot.
   struct Select {

@@ -10,6 +10,7 @@
 
 #include "kiln/base/status.h"
 #include "kiln/cpu/kernel.h"
+#include "kiln/passes/attention_rewriter.h"
 #include "kiln/cpu/kernels/expr_program.h"
 
 namespace kiln::cpu::internal {
@@ -61,6 +62,12 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateSortKernel(const HloInstruction& inst
                                                       const CpuKernelOptions& options);
 StatusOr<std::unique_ptr<CpuKernel>> CreateTopKKernel(const HloInstruction& instr,
                                                       const CpuKernelOptions& options);
+
+// Fused attention (the __kiln$attention call, kernels/attention.cc): f32 flash attention over
+// the call's strided views. CpuAttentionSupported: what it takes (the CPU matcher's predicate).
+StatusOr<std::unique_ptr<CpuKernel>> CreateAttentionKernel(const HloInstruction& instr,
+                                                           const CpuKernelOptions& options);
+bool CpuAttentionSupported(const AttentionConfig& config);
 
 // rng-bit-generator (the evaluator's bit streams, eval/rng_bits.h, in parallel).
 StatusOr<std::unique_ptr<CpuKernel>> CreateRngBitGeneratorKernel(const HloInstruction& instr,
