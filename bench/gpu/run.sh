@@ -65,3 +65,12 @@ if [ "${KILN_BENCH_SKIP_TORCH:-0}" != 1 ]; then
   python3 "$benchdir/torch_workloads.py" "$csv" > "$out/torch.jsonl" 2>> "$out/bench_py.log" || true
 fi
 python3 "$(dirname "$0")/report.py" "$out" "$benchdir/suite" | tee "$out/table.md"
+# Issue 15's training step with attention (not in the shared suite): KILN_BENCH_TRAIN_ATTENTION=1
+# times XLA on it (bench/gpu/train_attention/gen.py --time) and benches kiln's compile of the
+# same module (train_attention.txt).
+if [ "${KILN_BENCH_TRAIN_ATTENTION:-0}" = 1 ]; then
+  ta="$out/train_attention"
+  KILN_BENCH_DIR="$benchdir" python3 "$(dirname "$0")/train_attention/gen.py" "$ta" --time > "$out/train_attention_xla.jsonl" 2>> "$out/bench_py.log" || true
+  "$kiln" bench "$ta/train_attention_bf16/module.hlo" --device cuda --warmup 3 --iterations 30 --autotune off \
+    > "$out/train_attention.txt" 2>&1 || echo "FAILED: kiln bench train_attention_bf16" >> "$out/train_attention.txt"
+fi

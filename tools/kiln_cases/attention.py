@@ -108,6 +108,11 @@ def register(add):
       qkv(2, 2, 70, 16, 'f32', 'bshd'), qkv(2, 2, 70, 16, 'f32', 'bshd'), qkv(2, 2, 70, 16, 'f32', 'bshd'))
   add('attn_gqa_causal_f32', lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True),
       qkv(1, 4, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'))
+  # Gradients through attention (the backward pass a training step runs; not fused yet: the
+  # forward probabilities are reused by the backward dots, so the forward does not match either).
+  grad = jax.grad(lambda q, k, v: jnp.sum(jnp.square(sdpa(q, k, v, tril(24)).astype(jnp.float32))), argnums=(0, 1, 2))
+  add('attn_grad_causal_f32', grad, qkv(1, 2, 24, 16, 'f32'), qkv(1, 2, 24, 16, 'f32'), qkv(1, 2, 24, 16, 'f32'))
+  add('attn_grad_causal_bf16', grad, qkv(1, 2, 24, 64), qkv(1, 2, 24, 64), qkv(1, 2, 24, 64))
   # Must not match: the softmax runs over the query axis; a random mask; probabilities kept.
   add('attn_refuse_wrong_axis_bf16', lambda q, k, v: sdpa(q, k, v, axis=-2),
       qkv(1, 2, 64, 64), qkv(1, 2, 64, 64), qkv(1, 2, 64, 64))
