@@ -91,7 +91,9 @@ TEST_P(AttentionCaseTest, MatchesAsJaxWroteIt) {
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     EXPECT_EQ(c->mask, e.mask) << c->ToString();
     EXPECT_EQ(c->causal_offset, e.causal_offset) << c->ToString();
-    if (e.q_len) EXPECT_EQ(c->q_len, e.q_len) << c->ToString();
+    if (e.q_len) {
+      EXPECT_EQ(c->q_len, e.q_len) << c->ToString();
+    }
     // The config's meaning against the outlined computation, on random operands.
     std::vector<Literal> args;
     for (int64_t i = 0; i < call->operand_count(); ++i) {
