@@ -240,9 +240,10 @@ Status AttentionThunk::Initialize(const ThunkInitParams& params) {
       return OkStatus();
     }
     s = plan.status();
-    if (cudnn_index_ >= -1)
+    if (cudnn_index_ >= -1) {
       KILN_LOG(Warning) << "attention %" << name() << ": cuDNN SDPA declined the tuned plan (" << s.message()
                         << "); the flash kernel runs it";
+    }
   }
   const libs::AttentionKernelConfig config = tuned_ ? *tuned_ : libs::DefaultAttentionConfig(desc_);
   StatusOr<std::unique_ptr<libs::AttentionPlan>> plan = libs::AttentionPlan::Create(desc_, *params.device, config);
