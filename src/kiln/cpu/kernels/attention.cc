@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kiln/base/strings.h"
+#include "kiln/cpu/kernels/expr_internal.h"
 #include "kiln/cpu/kernels/gemm.h"
 #include "kiln/cpu/kernels/kernels.h"
 #include "kiln/passes/attention_rewriter.h"
@@ -46,7 +47,7 @@ class AttentionKernel : public CpuKernel {
     auto body = [&](int64_t begin, int64_t end) {
       const int64_t d = c_.head_dim, dv = c_.v_head_dim;
       std::vector<float> qb(kRows * d), kb(kKeys * d), vb(kKeys * dv), s(kRows * kKeys), acc(kRows * dv);
-      std::vector<float> mx(kRows), sum(kRows);
+      std::vector<float> mx(kRows), sum(kRows), shifted(kKeys);
       std::vector<int64_t> bi(c_.batch.size());
       for (int64_t t = begin; t < end; ++t) {
         // The heaviest (last) query blocks first under a causal mask.
@@ -91,8 +92,10 @@ class AttentionKernel : public CpuKernel {
             for (int64_t j = 0; j < keep; ++j) m = std::max(m, row[j] * scale);
             const float m_use = std::isinf(m) && m < 0 ? 0.f : m;
             const float alpha = std::exp(mx[i] - m_use);
+            for (int64_t j = 0; j < keep; ++j) shifted[j] = row[j] * scale - m_use;
+            internal::VectorExpF32(shifted.data(), row, keep);
             float l = 0;
-            for (int64_t j = 0; j < keep; ++j) l += (row[j] = std::exp(row[j] * scale - m_use));
+            for (int64_t j = 0; j < keep; ++j) l += row[j];
             for (int64_t j = keep; j < cols; ++j) row[j] = 0.f;
             mx[i] = m;
             sum[i] = sum[i] * alpha + l;

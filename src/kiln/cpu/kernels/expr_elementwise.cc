@@ -357,6 +357,8 @@ BlockFn CompareFn(const HloInstruction& instr) {
 
 }  // namespace
 
+void VectorExpF32(const float* a, float* o, int64_t n) { FastExpF32<1>(a, o, n); }
+
 BlockFn ResolveConvertBlockFn(PrimitiveType from, PrimitiveType to) {
   return FastTypeSwitch(
       from,

@@ -116,6 +116,11 @@ BlockFn ResolveConvertBlockFn(PrimitiveType from, PrimitiveType to);
 // Generic elementwise op through an evaluator ElementFn, one element at a time.
 void GenericElementwiseBlock(const ExprOp& op, int64_t n, void* const* ptrs);
 
+// o[i] = exp(a[i]) for f32 with Eigen's packet exp and libm's answers at the borders (Note
+// [Vectorized f32 transcendentals] in expr_elementwise.cc); o and a do not overlap. Also used by
+// the fused attention kernel (kernels/attention.cc).
+void VectorExpF32(const float* a, float* o, int64_t n);
+
 // ---- Execution helpers (expr_exec.cc) ----
 
 // Computes the runs of `map` from its parent's runs (or from the block for kLoop).
