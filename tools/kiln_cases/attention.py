@@ -106,6 +106,8 @@ def register(add):
       qkv(1, 2, 8, 32, 'f32'), qkv(1, 2, 40, 32, 'f32'), qkv(1, 2, 40, 32, 'f32'))
   add('attn_bshd_causal_f32', lambda q, k, v: sdpa(q, k, v, causal(70, 70), layout='bshd'),
       qkv(2, 2, 70, 16, 'f32', 'bshd'), qkv(2, 2, 70, 16, 'f32', 'bshd'), qkv(2, 2, 70, 16, 'f32', 'bshd'))
+  add('attn_nomask_q70_kv300_f32', sdpa, qkv(1, 2, 70, 16, 'f32'), qkv(1, 2, 300, 16, 'f32'),
+      qkv(1, 2, 300, 16, 'f32'))
   add('attn_gqa_causal_f32', lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True),
       qkv(1, 4, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'))
   # Gradients through attention (the backward pass a training step runs; not fused yet: the

@@ -134,6 +134,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Expect{"attn_gqa_dpa_causal_bf16", 1, AttentionMask::kCausal, 0, 64},
                       Expect{"attn_decoder_q8_kv40_f32", 1, AttentionMask::kCausal, 32, 8},
                       Expect{"attn_bshd_causal_f32", 1, AttentionMask::kCausal, 0, 70},
+                      Expect{"attn_nomask_q70_kv300_f32", 1, AttentionMask::kNone, 0, 70},
                       Expect{"attn_gqa_causal_f32", 1, AttentionMask::kCausal, 0, 33},
                       Expect{"attn_mqa_dpa_bf16", 1, AttentionMask::kNone, 0, 40},
                       Expect{"nn_attention_causal_f32", 1, AttentionMask::kCausal, 0, 0},
