@@ -468,7 +468,18 @@ Status Autotuner::Decide(Group& group, AutotuneReport& report) {
     if (hit) {
       bool upgrade = options_.level == TuningLevel::kExhaustive && !hit->result.exhaustive &&
                      cache_->writable() && device_ != nullptr;
-      if (!upgrade && FindBackend(hit->result.config.backend()) != nullptr) {
+      Backend* owner = FindBackend(hit->result.config.backend());
+      if (owner != nullptr) {
+        Status valid = owner->CheckConfig(first, hit->result.config);
+        if (!valid.ok()) {
+          KILN_LOG(Warning) << "autotune: ignoring the cache entry for " << first.name() << " ("
+                            << hit->result.config.ToString() << "): " << valid.message()
+                            << "; tuning it again";
+          owner = nullptr;
+          hit.reset();
+        }
+      }
+      if (hit && !upgrade && owner != nullptr) {
         r.time_us = hit->result.time_us;
         r.runner_up = hit->result.runner_up;
         r.runner_up_us = hit->result.runner_up_us;

@@ -431,6 +431,33 @@ TEST_F(AutotunerTest, CorruptEntriesAreRetunedAndReplaced) {
   EXPECT_EQ(report.groups[0].source, ChoiceSource::kCache);
 }
 
+// An entry that parses but is outside its backend's config space (a hand-edited cache, another
+// version's config) is ignored with a warning and the instruction tuned again, never applied.
+TEST_F(AutotunerTest, EntriesOutsideTheConfigSpaceAreRetuned) {
+  auto cache = OpenCache();
+  auto module = testing::ParseOrDie(kAddOnly);
+  KILN_ASSERT_OK_AND_ASSIGN(AutotuneReport report, Tune(*module, cache.get()));
+  const std::string path = cache_dir_.path() + "/" + report.groups[0].key_hash + ".json";
+  ASSERT_TRUE(std::filesystem::exists(path));
+  nlohmann::json entry;
+  {
+    std::ifstream in(path);
+    in >> entry;
+  }
+  ASSERT_TRUE(entry.contains("result"));
+  const std::string backend = entry["result"]["config"]["backend"].get<std::string>();
+  entry["result"]["config"]["params"] = {{"id", 999}};  // no such config in the script
+  std::ofstream(path) << entry.dump();
+  auto fresh = OpenCache();
+  auto again = testing::ParseOrDie(kAddOnly);
+  ::testing::internal::CaptureStderr();
+  KILN_ASSERT_OK_AND_ASSIGN(report, Tune(*again, fresh.get()));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(report.groups[0].source, ChoiceSource::kTuned) << backend;
+  EXPECT_NE(err.find("ignoring the cache entry"), std::string::npos) << err;
+  EXPECT_NE(ChosenFor(*again, "s1"), FakeBackend::MakeConfig(backend, 999));
+}
+
 TEST_F(AutotunerTest, ExhaustiveRetunesEntriesMadeWithoutIt) {
   auto cache = OpenCache();
   auto a = testing::ParseOrDie(kAddOnly);

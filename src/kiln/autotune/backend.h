@@ -92,6 +92,15 @@ class Backend {
                                                        const Config& config) = 0;
   virtual Status Apply(HloInstruction& instr, const Config& config) = 0;
   virtual bool CanProduceWrongResults() const = 0;
+  // Whether `config` is in this backend's config space for `instr` (well-typed fields, values in
+  // range). The autotuner checks every cache entry with it before applying it: an entry that
+  // fails is ignored with a warning and the instruction tuned again (a hand-edited cache, an
+  // entry of another version). Must work without a device. Default: any config of this backend.
+  virtual Status CheckConfig(const HloInstruction& instr, const Config& config) {
+    (void)instr;
+    if (config.backend() != name()) return InvalidArgument("a ", config.backend(), " config for ", name());
+    return OkStatus();
+  }
 
  protected:
   Backend() = default;

@@ -189,16 +189,23 @@ class HostGemmBackend : public Backend {
     return Config::From(std::string(name()), GemmTile{});
   }
   Status Apply(HloInstruction& instr, const Config& config) override {
-    KILN_RETURN_IF_ERROR(config.As<GemmTile>().status());
+    KILN_RETURN_IF_ERROR(CheckConfig(instr, config));
     return WriteConfigToBackendConfig(instr, config);
+  }
+  // Tiles of 1..4096 in each dimension, loop order ikj or ijk.
+  Status CheckConfig(const HloInstruction&, const Config& config) override {
+    if (config.backend() != name()) return InvalidArgument("not a host_gemm config: ", config.ToString());
+    KILN_ASSIGN_OR_RETURN(GemmTile t, config.As<GemmTile>());
+    auto in_range = [](int v) { return v >= 1 && v <= 4096; };
+    if (!in_range(t.tile_m) || !in_range(t.tile_n) || !in_range(t.tile_k) || (t.order != "ikj" && t.order != "ijk"))
+      return InvalidArgument("bad host_gemm config ", config.ToString(), " (tiles 1..4096, order ikj or ijk)");
+    return OkStatus();
   }
 
   StatusOr<std::unique_ptr<Candidate>> Compile(const HloInstruction& instr,
                                                const Config& config) override {
+    KILN_RETURN_IF_ERROR(CheckConfig(instr, config));
     KILN_ASSIGN_OR_RETURN(GemmTile t, config.As<GemmTile>());
-    if (t.tile_m < 1 || t.tile_n < 1 || t.tile_k < 1 || (t.order != "ikj" && t.order != "ijk")) {
-      return InvalidArgument("bad host_gemm config ", config.ToString());
-    }
     const int64_t m = instr.operand(0)->shape().dimensions()[0];
     const int64_t k = instr.operand(0)->shape().dimensions()[1];
     const int64_t n = instr.operand(1)->shape().dimensions()[1];

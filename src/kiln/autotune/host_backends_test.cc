@@ -82,6 +82,17 @@ TEST(HostBackendsTest, ExhaustiveListsTheWholeGrid) {
   KILN_ASSERT_OK_AND_ASSIGN(auto many, all[0]->SupportedConfigs(*d));
   EXPECT_EQ(few.size(), 5u);
   EXPECT_EQ(many.size(), 128u);
+  // The config space: tiles 1..4096, loop order ikj or ijk (cache entries are checked with it).
+  KILN_EXPECT_OK(on[0]->CheckConfig(*d, few[0]));
+  for (const nlohmann::json& bad :
+       {nlohmann::json{{"tile_m", -5}, {"tile_n", 64}, {"tile_k", 64}, {"order", "ikj"}},
+        nlohmann::json{{"tile_m", 0}, {"tile_n", 64}, {"tile_k", 64}, {"order", "ikj"}},
+        nlohmann::json{{"tile_m", int64_t{1} << 40}, {"tile_n", 64}, {"tile_k", 64}, {"order", "ikj"}},
+        nlohmann::json{{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 64}, {"order", "kji"}},
+        nlohmann::json{{"tile_m", "big"}}}) {
+    EXPECT_FALSE(on[0]->CheckConfig(*d, Config("host_gemm", bad)).ok()) << bad.dump();
+  }
+  EXPECT_FALSE(on[0]->CheckConfig(*d, Config("cublas", few[0].params())).ok());
   // A malformed config is a compile failure, not a crash.
   EXPECT_FALSE(on[0]->Compile(*d, Config("host_gemm", {{"tile_m", "big"}})).ok());
   EXPECT_FALSE(on[0]->Compile(*d, Config("host_gemm", {{"tile_m", 0}})).ok());

@@ -76,6 +76,15 @@ StatusOr<std::vector<Config>> FakeBackend::SupportedConfigs(const HloInstruction
   return out;
 }
 
+Status FakeBackend::CheckConfig(const HloInstruction&, const Config& config) {
+  const nlohmann::json& p = config.params();
+  if (config.backend() != name_ || !p.is_object() || !p.contains("id") || !p["id"].is_number_integer())
+    return InvalidArgument("not a ", name_, " config: ", config.ToString());
+  for (const FakeConfig& c : configs_)
+    if (c.id == p["id"].get<int>()) return OkStatus();
+  return InvalidArgument(name_, " has no config ", config.ToString());
+}
+
 StatusOr<Config> FakeBackend::DefaultConfig(const HloInstruction&) {
   if (configs_.empty()) return NotFound(name_, " has no configs");
   return MakeConfig(name_, configs_[default_index_].id);

@@ -51,6 +51,8 @@ class FakeBackend : public Backend {
                                                const Config& config) override;
   Status Apply(HloInstruction& instr, const Config& config) override;
   bool CanProduceWrongResults() const override { return can_be_wrong_; }
+  // {"id": N} with N one of the script's ids.
+  Status CheckConfig(const HloInstruction& instr, const Config& config) override;
 
   static Config MakeConfig(std::string backend, int id);
 

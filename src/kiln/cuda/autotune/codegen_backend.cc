@@ -97,6 +97,9 @@ class CodegenBackend : public autotune::Backend {
   // The emitters decide what a config does; the architecture is part of the device key.
   std::string version() const override { return "kiln-codegen 1"; }
   bool CanProduceWrongResults() const override { return true; }
+  Status CheckConfig(const HloInstruction&, const Config& config) override {
+    return KernelConfigFromConfig(config).status();
+  }
 
   StatusOr<std::vector<Config>> SupportedConfigs(const HloInstruction& instr) override {
     if (!Takes(instr)) return std::vector<Config>{};

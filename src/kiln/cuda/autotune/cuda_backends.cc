@@ -68,6 +68,11 @@ class GemmBackendBase : public autotune::Backend {
       : device_(device), options_(options), version_(std::move(version)) {}
   std::string version() const override { return version_; }
   bool CanProduceWrongResults() const override { return false; }  // vendor libraries
+  Status CheckConfig(const HloInstruction& instr, const Config& config) override {
+    if (config.backend() != name()) return InvalidArgument("not a ", name(), " config: ", config.ToString());
+    KILN_ASSIGN_OR_RETURN(libs::GemmDesc desc, GemmDescForCall(instr));
+    return GemmAlgorithmFromConfig(config, desc).status();
+  }
   Status Apply(HloInstruction& instr, const Config& config) override {
     return autotune::WriteConfigToBackendConfig(instr, config);
   }
@@ -202,6 +207,10 @@ class CudnnBackend : public autotune::Backend {
   std::string_view name() const override { return "cudnn"; }
   std::string version() const override { return version_; }
   bool CanProduceWrongResults() const override { return false; }
+  Status CheckConfig(const HloInstruction&, const Config& config) override {
+    if (config.backend() != name()) return InvalidArgument("not a cudnn config: ", config.ToString());
+    return ConvAlgorithmFromConfig(config).status();
+  }
   Status Apply(HloInstruction& instr, const Config& config) override {
     return autotune::WriteConfigToBackendConfig(instr, config);
   }
@@ -272,6 +281,9 @@ class FlashAttentionBackend : public autotune::Backend {
   std::string_view name() const override { return kFlashAttentionBackend; }
   std::string version() const override { return "flash-attention 1"; }
   bool CanProduceWrongResults() const override { return true; }
+  Status CheckConfig(const HloInstruction&, const Config& config) override {
+    return AttentionKernelConfigFromConfig(config).status();
+  }
   Status Apply(HloInstruction& instr, const Config& config) override {
     return autotune::WriteConfigToBackendConfig(instr, config);
   }
@@ -327,6 +339,13 @@ class CudnnSdpaBackend : public autotune::Backend {
   std::string_view name() const override { return kCudnnSdpaBackend; }
   std::string version() const override { return version_; }
   bool CanProduceWrongResults() const override { return false; }
+  Status CheckConfig(const HloInstruction&, const Config& config) override {
+    const nlohmann::json& p = config.params();
+    if (config.backend() != kCudnnSdpaBackend || !p.is_object() || !p.contains("plan") || !p["plan"].is_number_integer() ||
+        p["plan"].get<int64_t>() < -1 || p["plan"].get<int64_t>() > 4096)
+      return InvalidArgument("not a cudnn_sdpa config: ", config.ToString());
+    return OkStatus();
+  }
   Status Apply(HloInstruction& instr, const Config& config) override {
     return autotune::WriteConfigToBackendConfig(instr, config);
   }
