@@ -381,7 +381,6 @@ struct StridedValue {
   int64_t offset = 0;
   std::vector<int64_t> strides;  // per dimension of the viewed value
   double scale = 1.0;            // folded scalar multiplies (only where allowed)
-  std::vector<const HloInstruction*> chain;  // the instructions between root (excluded) and the value
 };
 
 // The operand a foldable op reads its data from (the other one of a scalar multiply is the
@@ -483,7 +482,6 @@ StridedValue ViewOf(const HloInstruction* x, bool allow_scale) {
         ok = false;
         break;
       }
-      v.chain.push_back(up[i]);
     }
     if (ok) return v;
   }
@@ -540,6 +538,7 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
   DimMap mx_map;  // checked below, once the max's input is known
   const HloInstruction* mx = RowVector(sub->operand(1), xs, kdim, &mx_map);
   if (mx == nullptr) return std::nullopt;
+  const HloInstruction* max_vector = mx;  // maximum(m, -inf) has m's dims
   if (mx->opcode() == HloOpcode::kMaximum) {
     double v = 0;
     int reduce_side = -1;
@@ -577,11 +576,7 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
     }
     if (!IsRowReduce(mx, kd, HloOpcode::kMaximum, -INFINITY)) return std::nullopt;
     // The broadcast max must line up with x as the reduce computed it.
-    DimMap want = ReducedFrame(frame, kd);
-    const HloInstruction* mv = sub->operand(1);
-    DimMap got;
-    const HloInstruction* again = RowVector(mv, xs, kdim, &got);
-    if (again == nullptr || !SameRowDims(again, got, want)) return std::nullopt;  // maximum(m, -inf) has m's dims
+    if (!SameRowDims(max_vector, mx_map, ReducedFrame(frame, kd))) return std::nullopt;
   }
   // x (x_max) is used by the max and the subtract (the reshapes to it) only.
   for (const HloInstruction* u : x_max->users())
@@ -594,15 +589,12 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
   const HloInstruction* lsum = RowVector(denominator, xs, kdim, &lsum_map);
   if (lsum == nullptr) return std::nullopt;
   if (!SameRowDims(lsum, lsum_map, ReducedFrame(IdentityMap(xs), kdim))) return std::nullopt;
-  const HloInstruction* recip = nullptr;
   if (reciprocal) {
     double one = 0;
     if (lsum->opcode() != HloOpcode::kDivide || lsum->user_count() != 1 || !IsScalarConstant(lsum->operand(0), &one) ||
-        one != 1.0)
+        one != 1.0 || lsum->operand(1)->shape().dimensions() != lsum->shape().dimensions())
       return std::nullopt;
-    recip = lsum;
     lsum = lsum->operand(1);
-    if (lsum->shape().dimensions() != recip->shape().dimensions()) return std::nullopt;
   }
   while (lsum->opcode() == HloOpcode::kConvert && lsum->user_count() == 1) lsum = lsum->operand(0);
   if (!IsRowReduce(lsum, kdim, HloOpcode::kAdd, 0.0) || lsum->user_count() != 1) return std::nullopt;
@@ -614,7 +606,6 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
   if (summed != e) return std::nullopt;
   for (const HloInstruction* u : e->users())
     if (u != div && u != lsum && u != lsum->operand(0)) return std::nullopt;
-  (void)recip;
 
   // The score chain from x down to the first dot.
   struct Select {
@@ -953,14 +944,12 @@ std::optional<Members> CollectMembers(const Match& match) {
 StatusOr<bool> Rewrite(const Match& match, HloComputation& comp) {
   std::optional<Members> members = CollectMembers(match);
   if (!members) return false;
-  HloInstruction* output = match.output;
   FuseSpec spec;
   spec.members = members->members;
   spec.duplicated = members->duplicated;
   spec.kind = FusionKind::kCustom;
   spec.name = "attention";
   if (FusionWouldCreateCycle(spec.members, spec.duplicated)) return false;
-  const Shape shape = output->shape();
   KILN_ASSIGN_OR_RETURN(HloInstruction * fusion, FuseInstructions(spec));
   HloComputation* body = fusion->fused_computation();
   HloModule* module = comp.parent();
@@ -984,7 +973,6 @@ StatusOr<bool> Rewrite(const Match& match, HloComputation& comp) {
   HloEditor editor(&comp);
   HloInstruction* added = editor.Add(std::move(call), fusion);
   added->set_name(UniqueInstructionName(comp, "attention"));
-  (void)shape;
   fusion->ReplaceAllUsesWith(added);
   KILN_RETURN_IF_ERROR(comp.RemoveInstruction(fusion));
   return true;

@@ -342,9 +342,9 @@ class Emitter {
       }
       case How::kAttention: {
         KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostThunk> fallback, MakeHost(instr));
-        StatusOr<libs::AttentionDesc> d = AttentionDescForCall(instr, options_.device.compute_capability_major);
-        if (!d.ok()) return AddHost(instr, d.status().message(), out);
         KILN_ASSIGN_OR_RETURN(AttentionConfig c, AttentionConfigOf(instr));
+        StatusOr<libs::AttentionDesc> d = AttentionDescForConfig(c, options_.device.compute_capability_major);
+        if (!d.ok()) return AddHost(instr, d.status().message(), out);
         KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> ops, OperandSlices(instr));
         KILN_ASSIGN_OR_RETURN(BufferSlice o, Slice(instr));
         KILN_ASSIGN_OR_RETURN(std::optional<AttentionChoice> tuned, TunedAttentionChoice(instr));
