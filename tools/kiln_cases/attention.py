@@ -71,6 +71,33 @@ def attention_and_probs(q, k, v):
   return jnp.einsum('bhqk,bhkd->bhqd', p.astype(q.dtype), v), p
 
 
+@jax.custom_jvp
+def softmax_jvp(x):
+  """A softmax with its own jvp, as libraries that predate jax.nn.softmax's write it."""
+  e = jnp.exp(x - lax.stop_gradient(x.max(-1, keepdims=True)))
+  return e / e.sum(-1, keepdims=True)
+
+
+@softmax_jvp.defjvp
+def _softmax_jvp(primals, tangents):
+  y = softmax_jvp(primals[0])
+  return y, y * (tangents[0] - jnp.sum(y * tangents[0], -1, keepdims=True))
+
+
+def custom_jvp_attention(q, k, v, mask):
+  s = jnp.einsum('bhqd,bhkd->bhqk', q, k) * jnp.asarray(q.shape[-1] ** -0.5, q.dtype)
+  s = jnp.where(mask, s, -1e30)
+  return jnp.einsum('bhqk,bhkd->bhqd', softmax_jvp(s), v)
+
+
+def attention_layer(x, wqkv, wo, heads=2):
+  """Projections around causal attention: the gradients of a transformer's attention weights."""
+  b, n, dm = x.shape
+  y = (x @ wqkv).reshape(b, n, 3, heads, dm // heads).transpose(2, 0, 3, 1, 4)
+  o = sdpa(y[0], y[1], y[2], mask=tril(n))
+  return o.transpose(0, 2, 1, 3).reshape(b, n, dm) @ wo
+
+
 def register(add):
   add('attn_bhqd_causal_bf16', lambda q, k, v: sdpa(q, k, v, tril(128)),
       qkv(1, 2, 128, 64), qkv(1, 2, 128, 64), qkv(1, 2, 128, 64))
@@ -110,11 +137,32 @@ def register(add):
       qkv(1, 2, 300, 16, 'f32'))
   add('attn_gqa_causal_f32', lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True),
       qkv(1, 4, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'))
-  # Gradients through attention (the backward pass a training step runs; not fused yet: the
-  # forward probabilities are reused by the backward dots, so the forward does not match either).
-  grad = jax.grad(lambda q, k, v: jnp.sum(jnp.square(sdpa(q, k, v, tril(24)).astype(jnp.float32))), argnums=(0, 1, 2))
+  # Gradients through attention (the backward pass a training step runs: the backward matcher's
+  # cases, Note [Attention backward]): layouts, masks, jax.nn.dot_product_attention, a q scaled
+  # before the product, a fused qkv buffer, a softmax with a custom jvp, odd lengths, head dim
+  # 128, weights in front; grouped-query heads are not matched backward.
+  def grad_of(f):
+    return jax.grad(lambda *a: jnp.sum(jnp.square(f(*a).astype(jnp.float32))), argnums=(0, 1, 2))
+  grad = grad_of(lambda q, k, v: sdpa(q, k, v, tril(24)))
   add('attn_grad_causal_f32', grad, qkv(1, 2, 24, 16, 'f32'), qkv(1, 2, 24, 16, 'f32'), qkv(1, 2, 24, 16, 'f32'))
   add('attn_grad_causal_bf16', grad, qkv(1, 2, 24, 64), qkv(1, 2, 24, 64), qkv(1, 2, 24, 64))
+  add('attn_grad_bshd_nomask_bf16', grad_of(lambda q, k, v: sdpa(q, k, v, layout='bshd')),
+      qkv(2, 2, 32, 64, layout='bshd'), qkv(2, 2, 32, 64, layout='bshd'), qkv(2, 2, 32, 64, layout='bshd'))
+  add('attn_grad_dpa_causal_bf16', grad_of(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True)),
+      qkv(1, 2, 40, 64, layout='bshd'), qkv(1, 2, 40, 64, layout='bshd'), qkv(1, 2, 40, 64, layout='bshd'))
+  add('attn_grad_flax_scaled_q_bf16', grad_of(flax_style), qkv(1, 2, 32, 64), qkv(1, 2, 32, 64), qkv(1, 2, 32, 64))
+  add('attn_grad_s7_causal_bf16', grad_of(lambda q, k, v: sdpa(q, k, v, tril(7))),
+      qkv(1, 3, 7, 64), qkv(1, 3, 7, 64), qkv(1, 3, 7, 64))
+  add('attn_grad_d128_causal_bf16', grad_of(lambda q, k, v: sdpa(q, k, v, tril(40))),
+      qkv(1, 2, 40, 128), qkv(1, 2, 40, 128), qkv(1, 2, 40, 128))
+  add('attn_grad_custom_jvp_f32', grad_of(lambda q, k, v: custom_jvp_attention(q, k, v, tril(20))),
+      qkv(1, 2, 20, 16, 'f32'), qkv(1, 2, 20, 16, 'f32'), qkv(1, 2, 20, 16, 'f32'))
+  add('attn_grad_fused_qkv_bf16', jax.grad(lambda x: jnp.sum(jnp.square(fused_qkv_attention(x).astype(jnp.float32)))),
+      F((1, 32, 384), 'bf16', -1, 1))
+  add('attn_grad_block_f32', jax.grad(lambda x, wqkv, wo: jnp.mean(jnp.square(attention_layer(x, wqkv, wo))), argnums=(0, 1, 2)),
+      F((2, 16, 32), 'f32', -1, 1), F((32, 96), 'f32', -0.2, 0.2), F((32, 32), 'f32', -0.2, 0.2))
+  add('attn_grad_gqa_dpa_bf16', grad_of(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True)),
+      qkv(1, 4, 32, 64, layout='bshd'), qkv(1, 2, 32, 64, layout='bshd'), qkv(1, 2, 32, 64, layout='bshd'))
   # Must not match: the softmax runs over the query axis; a random mask; probabilities kept.
   add('attn_refuse_wrong_axis_bf16', lambda q, k, v: sdpa(q, k, v, axis=-2),
       qkv(1, 2, 64, 64), qkv(1, 2, 64, 64), qkv(1, 2, 64, 64))

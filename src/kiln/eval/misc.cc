@@ -314,7 +314,7 @@ StatusOr<Literal> EvalCustomCall(const HloInstruction& instr, std::span<const Li
   const std::string& target = instr.attrs().custom_call_target;
   if (target == "TopK") return eval_internal::EvalTopKCustomCall(instr, ops, e);
   // Fused attention (passes/attention_rewriter.h): its value is its outlined computation's.
-  if (target == "__kiln$attention") {
+  if (target == "__kiln$attention" || target == "__kiln$attention_backward") {
     if (instr.called_computations().size() != 1)
       return InvalidArgument("attention call %", instr.name(), " has no outlined computation");
     return e.Evaluate(*instr.called_computations()[0], ops);

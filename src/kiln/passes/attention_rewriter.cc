@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <random>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -497,6 +498,14 @@ struct Match {
   AttentionConfig config;
   const HloInstruction* roots[3] = {nullptr, nullptr, nullptr};  // q, k, v
   HloInstruction* output = nullptr;                               // the instruction the call replaces
+  // The softmax's pieces, for the backward match (MatchBackward): the probabilities as the
+  // division computes them and as the second dot reads them, the exponentials, the scores
+  // (x: the softmax input) and the first dot; which dim of x is which.
+  const HloInstruction *div = nullptr, *pv_p = nullptr, *e = nullptr, *x = nullptr, *dot1 = nullptr;
+  const HloInstruction *qop = nullptr, *kop = nullptr, *vop = nullptr;
+  std::vector<Label> labels;
+  int64_t kdim = -1, q_xdim = -1;
+  bool grouped = false;
 };
 
 bool IsFloat(const HloInstruction* n) { return IsFloatingPointType(n->shape().element_type()); }
@@ -504,7 +513,9 @@ bool IsFloat(const HloInstruction* n) { return IsFloatingPointType(n->shape().el
 // `row_choice`: with two query dims (grouped-query attention: q [b, t, kv_heads, group, d]
 // against k [b, s, kv_heads, d]), which of them is the row; the other becomes a batch dim that
 // k and v do not have (stride 0). 0 or 1; 1 only matters with two query dims.
-std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
+// `shared`: the softmax's intermediates may have other users (a backward graph reads the
+// probabilities, the exponentials and the sum); MatchBackward asks so, the rewrite never does.
+std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice, bool shared = false) {
   const DotDimensionNumbers& dn2 = *dot2->attrs().dot_dimension_numbers;
   const HloInstruction* pv_p = dot2->operand(p_side);
   const HloInstruction* pv_v = dot2->operand(1 - p_side);
@@ -512,15 +523,16 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
   const auto& v_batch = p_side == 0 ? dn2.rhs_batch_dimensions : dn2.lhs_batch_dimensions;
   const auto& p_contract = p_side == 0 ? dn2.lhs_contracting_dimensions : dn2.rhs_contracting_dimensions;
   const auto& v_contract = p_side == 0 ? dn2.rhs_contracting_dimensions : dn2.lhs_contracting_dimensions;
-  if (p_contract.size() != 1 || v_contract.size() != 1 || !IsFloat(pv_p) || pv_p->user_count() != 1) return std::nullopt;
+  if (p_contract.size() != 1 || v_contract.size() != 1 || !IsFloat(pv_p) || (!shared && pv_p->user_count() != 1))
+    return std::nullopt;
   // p = e / broadcast(l), or e * broadcast(1 / l) (as XLA's and kiln's CPU pipelines rewrite
   // divisions by a broadcast), possibly converted.
   const HloInstruction* div = pv_p;
   while (div->opcode() == HloOpcode::kConvert) {
-    if (div->user_count() != 1) return std::nullopt;
+    if (!shared && div->user_count() != 1) return std::nullopt;
     div = div->operand(0);
   }
-  if ((div->opcode() != HloOpcode::kDivide && div->opcode() != HloOpcode::kMultiply) || div->user_count() != 1)
+  if ((div->opcode() != HloOpcode::kDivide && div->opcode() != HloOpcode::kMultiply) || (!shared && div->user_count() != 1))
     return std::nullopt;
   const bool reciprocal = div->opcode() == HloOpcode::kMultiply;
   const int e_side = reciprocal && div->operand(1)->opcode() == HloOpcode::kExp ? 1 : 0;
@@ -591,21 +603,23 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
   if (!SameRowDims(lsum, lsum_map, ReducedFrame(IdentityMap(xs), kdim))) return std::nullopt;
   if (reciprocal) {
     double one = 0;
-    if (lsum->opcode() != HloOpcode::kDivide || lsum->user_count() != 1 || !IsScalarConstant(lsum->operand(0), &one) ||
+    if (lsum->opcode() != HloOpcode::kDivide || (!shared && lsum->user_count() != 1) ||
+        !IsScalarConstant(lsum->operand(0), &one) ||
         one != 1.0 || lsum->operand(1)->shape().dimensions() != lsum->shape().dimensions())
       return std::nullopt;
     lsum = lsum->operand(1);
   }
-  while (lsum->opcode() == HloOpcode::kConvert && lsum->user_count() == 1) lsum = lsum->operand(0);
-  if (!IsRowReduce(lsum, kdim, HloOpcode::kAdd, 0.0) || lsum->user_count() != 1) return std::nullopt;
+  while (lsum->opcode() == HloOpcode::kConvert && (shared || lsum->user_count() == 1)) lsum = lsum->operand(0);
+  if (!IsRowReduce(lsum, kdim, HloOpcode::kAdd, 0.0) || (!shared && lsum->user_count() != 1)) return std::nullopt;
   const HloInstruction* summed = lsum->operand(0);
   if (summed->opcode() == HloOpcode::kConvert) {
-    if (summed->user_count() != 1) return std::nullopt;
+    if (!shared && summed->user_count() != 1) return std::nullopt;
     summed = summed->operand(0);
   }
   if (summed != e) return std::nullopt;
-  for (const HloInstruction* u : e->users())
-    if (u != div && u != lsum && u != lsum->operand(0)) return std::nullopt;
+  if (!shared)
+    for (const HloInstruction* u : e->users())
+      if (u != div && u != lsum && u != lsum->operand(0)) return std::nullopt;
 
   // The score chain from x down to the first dot.
   struct Select {
@@ -897,6 +911,18 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
   match.roots[1] = kv.root;
   match.roots[2] = vv.root;
   match.output = output;
+  match.div = div;
+  match.pv_p = pv_p;
+  match.e = e;
+  match.x = x;
+  match.dot1 = dot1;
+  match.qop = qop;
+  match.kop = kop;
+  match.vop = pv_v;
+  match.labels = labels;
+  match.kdim = kdim;
+  match.q_xdim = q_xdim;
+  match.grouped = group_label >= 0;
   return match;
 }
 
@@ -906,10 +932,14 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice) {
 struct Members {
   std::vector<HloInstruction*> members, duplicated;
 };
-std::optional<Members> CollectMembers(const Match& match) {
-  std::unordered_set<const HloInstruction*> roots(std::begin(match.roots), std::end(match.roots));
+// `outputs`: the instructions the call replaces; `roots`: its operands. An intermediate that
+// depends on one of `private_roots` must have no user outside the match (a pure view is
+// duplicated); one that depends on the other roots only is duplicated (recomputed inside).
+std::optional<Members> CollectMembersOf(std::span<HloInstruction* const> outputs,
+                                        const std::unordered_set<const HloInstruction*>& roots,
+                                        const std::unordered_set<const HloInstruction*>& private_roots) {
   std::unordered_set<HloInstruction*> set;
-  std::vector<HloInstruction*> stack = {match.output};
+  std::vector<HloInstruction*> stack(outputs.begin(), outputs.end());
   while (!stack.empty()) {
     HloInstruction* n = stack.back();
     stack.pop_back();
@@ -920,25 +950,47 @@ std::optional<Members> CollectMembers(const Match& match) {
     for (HloInstruction* o : n->operands()) stack.push_back(o);
   }
   Members out;
-  // Post order restricted to the set: whether each depends on a root.
-  std::unordered_map<const HloInstruction*, bool> dep;
-  std::vector<HloInstruction*> order = match.output->parent()->MakeInstructionPostOrder();
+  // Post order restricted to the set: whether each depends on a root, a private one.
+  std::unordered_map<const HloInstruction*, std::pair<bool, bool>> dep;
+  const std::unordered_set<const HloInstruction*> outs(outputs.begin(), outputs.end());
+  std::vector<HloInstruction*> order = outputs[0]->parent()->MakeInstructionPostOrder();
   for (HloInstruction* n : order) {
     if (!set.count(n)) continue;
-    bool d = false;
-    for (const HloInstruction* o : n->operands()) d = d || roots.count(o) > 0 || (dep.count(o) && dep[o]);
-    dep[n] = d;
+    bool d = false, p = false;
+    for (const HloInstruction* o : n->operands()) {
+      d = d || roots.count(o) > 0 || (dep.count(o) && dep[o].first);
+      p = p || private_roots.count(o) > 0 || (dep.count(o) && dep[o].second);
+    }
+    dep[n] = {d, p};
     out.members.push_back(n);
-    if (n == match.output) continue;
+    if (outs.count(n)) continue;
     bool outside = false;
     for (const HloInstruction* u : n->users()) outside = outside || !set.count(const_cast<HloInstruction*>(u));
     if (n->IsRoot()) outside = true;
     if (outside) {
-      if (d && !IsPureView(n->opcode())) return std::nullopt;
+      if (p && !IsPureView(n->opcode())) return std::nullopt;
       out.duplicated.push_back(n);
     }
   }
+  // What a duplicated member reads stays outside too (users first: reverse post order).
+  std::unordered_set<const HloInstruction*> dup(out.duplicated.begin(), out.duplicated.end());
+  for (size_t i = out.members.size(); i-- > 0;) {
+    HloInstruction* n = out.members[i];
+    if (!dup.count(n)) continue;
+    for (HloInstruction* o : n->operands()) {
+      if (!set.count(o) || dup.count(o)) continue;
+      if (dep[o].second && !IsPureView(o->opcode())) return std::nullopt;
+      dup.insert(o);
+      out.duplicated.push_back(o);
+    }
+  }
   return out;
+}
+
+std::optional<Members> CollectMembers(const Match& match) {
+  std::unordered_set<const HloInstruction*> roots(std::begin(match.roots), std::end(match.roots));
+  HloInstruction* outputs[1] = {match.output};
+  return CollectMembersOf(outputs, roots, roots);
 }
 
 StatusOr<bool> Rewrite(const Match& match, HloComputation& comp) {
@@ -973,6 +1025,617 @@ StatusOr<bool> Rewrite(const Match& match, HloComputation& comp) {
   HloEditor editor(&comp);
   HloInstruction* added = editor.Add(std::move(call), fusion);
   added->set_name(UniqueInstructionName(comp, "attention"));
+  fusion->ReplaceAllUsesWith(added);
+  KILN_RETURN_IF_ERROR(comp.RemoveInstruction(fusion));
+  return true;
+}
+
+// ---- the backward match (Note [Attention backward]) ----
+
+constexpr int64_t kHead = -2;  // in a frame: the head (element) dim of q, k, v, dO or a gradient
+
+bool IsUnitView(const HloInstruction* n) {
+  return n->opcode() == HloOpcode::kConvert || n->opcode() == HloOpcode::kCopy || IsViewOp(n->opcode());
+}
+
+// The first instruction below `n` that is not a convert, copy, transpose, reshape or bitcast.
+const HloInstruction* StripViews(const HloInstruction* n) {
+  while (IsUnitView(n)) n = n->operand(0);
+  return n;
+}
+
+// The frame of `n` (x dims per dim, kHead, or -1) from the frame of its base `base` (reached
+// through StripViews-kind steps): nullopt when a step reorders data otherwise.
+std::optional<DimMap> FrameFromBase(const HloInstruction* n, const HloInstruction* base, const DimMap& base_frame) {
+  std::vector<const HloInstruction*> chain;
+  for (const HloInstruction* t = n; t != base; t = t->operand(0)) {
+    if (!IsUnitView(t)) return std::nullopt;
+    chain.push_back(t);
+  }
+  DimMap f = base_frame;
+  for (size_t i = chain.size(); i-- > 0;) {
+    const HloInstruction* t = chain[i];
+    DimMap g(t->shape().rank(), -1);
+    if (t->opcode() == HloOpcode::kTranspose) {
+      for (size_t j = 0; j < g.size(); ++j) g[j] = f[t->attrs().dimensions[j]];
+    } else if (t->opcode() == HloOpcode::kReshape || t->opcode() == HloOpcode::kBitcast) {
+      std::optional<std::vector<int64_t>> c = UnitReshape(t->operand(0)->shape(), t->shape());
+      if (!c) return std::nullopt;
+      for (size_t j = 0; j < g.size(); ++j) g[j] = (*c)[j] >= 0 ? f[(*c)[j]] : -1;
+    } else {
+      if (t->shape().dimensions() != t->operand(0)->shape().dimensions()) return std::nullopt;
+      g = f;
+    }
+    for (int64_t j = 0; j < t->shape().rank(); ++j)
+      if (t->shape().dimensions(j) == 1) g[j] = -1;
+    f = g;
+  }
+  return f;
+}
+
+// Frames equal on the non-unit dims of `s`.
+bool SameFrame(const Shape& s, const DimMap& a, const DimMap& b) {
+  if (static_cast<int64_t>(a.size()) != s.rank() || static_cast<int64_t>(b.size()) != s.rank()) return false;
+  for (int64_t i = 0; i < s.rank(); ++i)
+    if (s.dimensions(i) != 1 && a[i] != b[i]) return false;
+  return true;
+}
+
+struct DotFrames {
+  DimMap other, out;
+};
+
+// For dot `d` whose operand `side` has frame `known`: the other operand's frame and the
+// output's. The one contracting pair must contract `contract` (a frame value) on the known
+// side; the other side's one non-unit free dim gets `other_free`.
+std::optional<DotFrames> PairDot(const HloInstruction* d, int side, const DimMap& known, int64_t contract,
+                                 int64_t other_free) {
+  const DotDimensionNumbers& dn = *d->attrs().dot_dimension_numbers;
+  if (!d->attrs().sparsity.empty()) return std::nullopt;
+  const auto& kb = side == 0 ? dn.lhs_batch_dimensions : dn.rhs_batch_dimensions;
+  const auto& ob = side == 0 ? dn.rhs_batch_dimensions : dn.lhs_batch_dimensions;
+  const auto& kc = side == 0 ? dn.lhs_contracting_dimensions : dn.rhs_contracting_dimensions;
+  const auto& oc = side == 0 ? dn.rhs_contracting_dimensions : dn.lhs_contracting_dimensions;
+  const HloInstruction* other = d->operand(1 - side);
+  const HloInstruction* k = d->operand(side);
+  // One contracting pair of non-unit dims (pairs of size-1 dims contract nothing).
+  int64_t kc0 = -1, oc0 = -1;
+  if (kc.size() != oc.size()) return std::nullopt;
+  for (size_t i = 0; i < kc.size(); ++i) {
+    if (k->shape().dimensions(kc[i]) == 1) continue;
+    if (kc0 >= 0) return std::nullopt;
+    kc0 = kc[i];
+    oc0 = oc[i];
+  }
+  if (kc0 < 0 || known[kc0] != contract) return std::nullopt;
+  auto contracted = [](const std::vector<int64_t>& c, int64_t i) { return std::find(c.begin(), c.end(), i) != c.end(); };
+  DotFrames f;
+  f.other.assign(other->shape().rank(), -1);
+  for (size_t i = 0; i < kb.size(); ++i) {
+    if (known[kb[i]] == kHead) return std::nullopt;
+    f.other[ob[i]] = other->shape().dimensions(ob[i]) == 1 ? -1 : known[kb[i]];
+  }
+  f.other[oc0] = known[kc0];
+  int free_seen = 0;
+  for (int64_t i = 0; i < other->shape().rank(); ++i) {
+    if (std::find(ob.begin(), ob.end(), i) != ob.end() || contracted(oc, i) || other->shape().dimensions(i) == 1) continue;
+    f.other[i] = other_free;
+    ++free_seen;
+  }
+  if (free_seen != 1) return std::nullopt;
+  // The known side's free dims: one non-unit (what it is comes from `known`).
+  int known_free = 0;
+  std::vector<int64_t> kfree, ofree;
+  for (int64_t i = 0; i < k->shape().rank(); ++i)
+    if (std::find(kb.begin(), kb.end(), i) == kb.end() && !contracted(kc, i)) {
+      kfree.push_back(i);
+      if (k->shape().dimensions(i) != 1) ++known_free;
+    }
+  for (int64_t i = 0; i < other->shape().rank(); ++i)
+    if (std::find(ob.begin(), ob.end(), i) == ob.end() && !contracted(oc, i)) ofree.push_back(i);
+  if (known_free != 1) return std::nullopt;
+  for (int64_t b : kb) f.out.push_back(known[b]);
+  const std::vector<int64_t>& lfree = side == 0 ? kfree : ofree;
+  const std::vector<int64_t>& rfree = side == 0 ? ofree : kfree;
+  const DimMap& lframe = side == 0 ? known : f.other;
+  const DimMap& rframe = side == 0 ? f.other : known;
+  for (int64_t i : lfree) f.out.push_back(lframe[i]);
+  for (int64_t i : rfree) f.out.push_back(rframe[i]);
+  for (int64_t i = 0; i < d->shape().rank(); ++i)
+    if (d->shape().dimensions(i) == 1) f.out[i] = -1;
+  return f;
+}
+
+// The x dim of each batch label.
+std::vector<int64_t> BatchXDims(const Match& f) {
+  std::vector<int64_t> out(f.config.batch.size(), -1);
+  for (size_t xd = 0; xd < f.labels.size(); ++xd)
+    if (f.labels[xd].role == Role::kBatch) out[f.labels[xd].batch] = static_cast<int64_t>(xd);
+  return out;
+}
+
+// The frame of dot operand `op` when it is a view of `root` with the strides of `want` (its
+// rows being x dim `row_xdim`): each non-unit dim named by the one stride of `want` it has.
+// `*scale` receives the scalar multiplies folded on the way.
+std::optional<DimMap> FrameByView(const HloInstruction* op, const HloInstruction* root, const AttentionView& want,
+                                  int64_t row_xdim, const std::vector<int64_t>& batch_xdim, bool allow_scale,
+                                  double* scale) {
+  const StridedValue sv = ViewOf(op, allow_scale);
+  if (sv.root != root || sv.offset != want.offset) return std::nullopt;
+  DimMap f(op->shape().rank(), -1);
+  std::vector<int> used(batch_xdim.size() + 2, 0);
+  for (int64_t i = 0; i < op->shape().rank(); ++i) {
+    if (op->shape().dimensions(i) == 1) continue;
+    const int64_t st = sv.strides[i];
+    int hits = 0;
+    if (st == want.element) {
+      f[i] = kHead;
+      ++used[0];
+      ++hits;
+    }
+    if (st == want.row) {
+      f[i] = row_xdim;
+      ++used[1];
+      ++hits;
+    }
+    for (size_t l = 0; l < batch_xdim.size(); ++l)
+      if (st == want.batch[l]) {
+        f[i] = batch_xdim[l];
+        ++used[2 + l];
+        ++hits;
+      }
+    if (hits != 1) return std::nullopt;
+  }
+  for (int u : used)
+    if (u > 1) return std::nullopt;
+  if (scale) *scale = sv.scale;
+  return f;
+}
+
+// The view of a value whose dims have frame `f` at strides `strides` (the config's order).
+std::optional<AttentionView> ViewFromFrame(const DimMap& f, const std::vector<int64_t>& strides, int64_t offset,
+                                           const Shape& s, int64_t row_xdim, const std::vector<int64_t>& batch_xdim,
+                                           const std::vector<int64_t>& batch_sizes) {
+  AttentionView v;
+  v.offset = offset;
+  v.batch.assign(batch_xdim.size(), 0);
+  std::vector<bool> have(batch_xdim.size(), false);
+  bool row = false, head = false;
+  for (int64_t i = 0; i < s.rank(); ++i) {
+    if (s.dimensions(i) == 1) continue;
+    if (f[i] == kHead) {
+      v.element = strides[i];
+      head = true;
+    } else if (f[i] == row_xdim) {
+      v.row = strides[i];
+      row = true;
+    } else {
+      bool found = false;
+      for (size_t l = 0; l < batch_xdim.size(); ++l)
+        if (f[i] == batch_xdim[l]) {
+          v.batch[l] = strides[i];
+          have[l] = found = true;
+        }
+      if (!found) return std::nullopt;
+    }
+  }
+  for (size_t l = 0; l < have.size(); ++l)
+    if (!have[l] && batch_sizes[l] != 1) return std::nullopt;
+  if (!head || !row) return std::nullopt;
+  return v;
+}
+
+// Row-local evaluation of the softmax gradient's subgraph (Note [Attention backward]): every
+// value at one fixed batch index and query row, a vector over K synthetic keys where its dims
+// include the key dim, else a number.
+struct RowValue {
+  bool full = false;
+  std::vector<double> v;
+  double s = 0;
+  double at(size_t j) const { return full ? v[j] : s; }
+};
+
+class RowEvaluator {
+ public:
+  RowEvaluator(const Match& f, const std::unordered_set<const HloInstruction*>& pset,
+               std::function<std::optional<DimMap>(const HloInstruction*)> dp_frame)
+      : f_(f), pset_(pset), dp_frame_(std::move(dp_frame)) {}
+
+  void SetData(std::vector<double> e, std::vector<double> dp) {
+    e_ = std::move(e);
+    dp_ = std::move(dp);
+    double l = 0;
+    for (double x : e_) l += x;
+    p_.resize(e_.size());
+    for (size_t j = 0; j < e_.size(); ++j) p_[j] = e_[j] / l;
+    memo_.clear();
+  }
+  const std::vector<double>& p() const { return p_; }
+  const std::vector<double>& dp() const { return dp_; }
+  const HloInstruction* dp_dot() const { return dp_dot_; }
+  const std::unordered_set<const HloInstruction*>& interior() const { return interior_; }
+
+  std::optional<RowValue> Eval(const HloInstruction* n, const DimMap& frame, int depth = 0) {
+    if (depth > 64) return std::nullopt;
+    auto key = std::make_pair(n, frame);
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+    std::optional<RowValue> r = Compute(n, frame, depth);
+    if (r) memo_[key] = *r;
+    return r;
+  }
+
+ private:
+  RowValue Full(const std::vector<double>& v) { return RowValue{true, v, 0}; }
+  bool IsX(const HloInstruction* n, const DimMap& frame) const {
+    return n->shape().dimensions() == f_.x->shape().dimensions() &&
+           SameFrame(n->shape(), frame, IdentityMap(f_.x->shape()));
+  }
+
+  std::optional<RowValue> Compute(const HloInstruction* n, const DimMap& frame, int depth) {
+    if (pset_.count(n)) return IsX(n, frame) ? std::optional<RowValue>(Full(p_)) : std::nullopt;
+    if (n == f_.e) return IsX(n, frame) ? std::optional<RowValue>(Full(e_)) : std::nullopt;
+    double c = 0;
+    if (IsScalarConstant(n, &c)) return RowValue{false, {}, c};
+    if (n->opcode() == HloOpcode::kDot) {
+      if (dp_dot_ != nullptr && dp_dot_ != n) return std::nullopt;
+      std::optional<DimMap> df = dp_frame_(n);
+      if (!df || !SameFrame(n->shape(), *df, frame)) return std::nullopt;
+      dp_dot_ = n;
+      return Full(dp_);
+    }
+    if (!IsFloat(n)) return std::nullopt;
+    interior_.insert(n);
+    const size_t K = e_.size();
+    switch (n->opcode()) {
+      case HloOpcode::kConvert:
+      case HloOpcode::kCopy:
+      case HloOpcode::kNegate:
+      case HloOpcode::kBroadcast:
+      case HloOpcode::kReshape:
+      case HloOpcode::kBitcast:
+      case HloOpcode::kTranspose: {
+        if (n->opcode() == HloOpcode::kConvert && !IsFloat(n->operand(0))) return std::nullopt;
+        std::optional<DimMap> om = MapToOperand(*n, frame);
+        if (!om) return std::nullopt;
+        std::optional<RowValue> a = Eval(n->operand(0), *om, depth + 1);
+        if (!a) return std::nullopt;
+        if (n->opcode() == HloOpcode::kNegate) {
+          a->s = -a->s;
+          for (double& x : a->v) x = -x;
+        }
+        return a;
+      }
+      case HloOpcode::kAdd:
+      case HloOpcode::kSubtract:
+      case HloOpcode::kMultiply:
+      case HloOpcode::kDivide: {
+        std::optional<DimMap> m0 = MapToOperand(*n, frame, 0), m1 = MapToOperand(*n, frame, 1);
+        if (!m0 || !m1) return std::nullopt;
+        std::optional<RowValue> a = Eval(n->operand(0), *m0, depth + 1);
+        if (!a) return std::nullopt;
+        std::optional<RowValue> b = Eval(n->operand(1), *m1, depth + 1);
+        if (!b) return std::nullopt;
+        auto op = [&](double x, double y) {
+          switch (n->opcode()) {
+            case HloOpcode::kAdd: return x + y;
+            case HloOpcode::kSubtract: return x - y;
+            case HloOpcode::kMultiply: return x * y;
+            default: return x / y;
+          }
+        };
+        RowValue r;
+        r.full = a->full || b->full;
+        if (r.full) {
+          r.v.resize(K);
+          for (size_t j = 0; j < K; ++j) r.v[j] = op(a->at(j), b->at(j));
+        } else {
+          r.s = op(a->s, b->s);
+        }
+        return r;
+      }
+      case HloOpcode::kReduce: {
+        if (n->operand_count() != 2 || !IsBinaryReducer(n->to_apply(), HloOpcode::kAdd)) return std::nullopt;
+        double init = 1;
+        if (!IsScalarConstant(n->operand(1), &init) || init != 0) return std::nullopt;
+        const HloInstruction* a = n->operand(0);
+        const std::vector<int64_t>& rd = n->attrs().dimensions;
+        DimMap fo(a->shape().rank(), -1);
+        int64_t ni = 0;
+        int keys = 0;
+        for (int64_t i = 0; i < a->shape().rank(); ++i) {
+          if (std::find(rd.begin(), rd.end(), i) != rd.end()) {
+            if (a->shape().dimensions(i) != 1) {
+              fo[i] = f_.kdim;
+              ++keys;
+            }
+          } else {
+            fo[i] = a->shape().dimensions(i) == 1 ? -1 : frame[ni];
+            ++ni;
+          }
+        }
+        if (keys > 1) return std::nullopt;
+        if (keys == 1)
+          for (int64_t i = 0; i < n->shape().rank(); ++i)
+            if (n->shape().dimensions(i) != 1 && frame[i] == f_.kdim) return std::nullopt;
+        std::optional<RowValue> v = Eval(a, fo, depth + 1);
+        if (!v) return std::nullopt;
+        if (keys == 0) return v;
+        if (!v->full) return std::nullopt;  // a sum of a broadcast row: depends on the real length
+        double sum = 0;
+        for (double x : v->v) sum += x;
+        return RowValue{false, {}, sum};
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+
+  const Match& f_;
+  const std::unordered_set<const HloInstruction*>& pset_;
+  std::function<std::optional<DimMap>(const HloInstruction*)> dp_frame_;
+  std::vector<double> e_, dp_, p_;
+  std::map<std::pair<const HloInstruction*, DimMap>, RowValue> memo_;
+  const HloInstruction* dp_dot_ = nullptr;
+  std::unordered_set<const HloInstruction*> interior_;
+};
+
+struct BackwardMatch {
+  AttentionConfig config;
+  const HloInstruction* roots[4] = {nullptr, nullptr, nullptr, nullptr};  // q, k, v, dO
+  HloInstruction* dots[3] = {nullptr, nullptr, nullptr};                   // dQ, dK, dV
+};
+
+std::vector<int64_t> RowMajorOf(const Shape& s) { return RowMajorStrides(s); }
+
+std::optional<BackwardMatch> MatchBackward(HloComputation& comp, HloInstruction* dot2) {
+  std::optional<Match> fm;
+  for (int side = 0; side < 2 && !fm; ++side)
+    for (int row = 0; row < 2 && !fm; ++row) fm = MatchAt(dot2, side, row, /*shared=*/true);
+  if (!fm || fm->grouped || fm->q_xdim < 0) return std::nullopt;
+  const Match& f = *fm;
+  const AttentionConfig& c = f.config;
+  const Shape& xs = f.x->shape();
+  const DimMap xid = IdentityMap(xs);
+  const std::vector<int64_t> bx = BatchXDims(f);
+  for (int64_t b : bx)
+    if (b < 0) return std::nullopt;
+  std::unordered_set<const HloInstruction*> pset;
+  for (const HloInstruction* n = f.pv_p;; n = n->operand(0)) {
+    pset.insert(n);
+    if (n == f.div) break;
+  }
+  // dV = dot(p, dO) contracting the rows.
+  HloInstruction* dv = nullptr;
+  int dv_side = -1;
+  std::vector<HloInstruction*> dots;
+  for (HloInstruction* d : comp.MakeInstructionPostOrder())
+    if (d->opcode() == HloOpcode::kDot && d->attrs().dot_dimension_numbers && d != dot2 && d != f.dot1)
+      dots.push_back(d);
+  for (HloInstruction* d : dots)
+    for (int s = 0; s < 2; ++s)
+      if (pset.count(StripViews(d->operand(s)))) {
+        if (dv != nullptr) return std::nullopt;
+        dv = d;
+        dv_side = s;
+      }
+  if (dv == nullptr) return std::nullopt;
+  std::optional<DimMap> pframe = FrameFromBase(dv->operand(dv_side), StripViews(dv->operand(dv_side)), xid);
+  if (!pframe) return std::nullopt;
+  std::optional<DotFrames> dvf = PairDot(dv, dv_side, *pframe, f.q_xdim, kHead);
+  if (!dvf) return std::nullopt;
+  const HloInstruction* gop = dv->operand(1 - dv_side);
+  const StridedValue gv = ViewOf(gop, /*allow_scale=*/false);
+  std::optional<AttentionView> d_out =
+      ViewFromFrame(dvf->other, gv.strides, gv.offset, gop->shape(), f.q_xdim, bx, c.batch);
+  if (!d_out) return std::nullopt;
+  std::optional<AttentionView> dv_view =
+      ViewFromFrame(dvf->out, RowMajorOf(dv->shape()), 0, dv->shape(), f.kdim, bx, c.batch);
+  if (!dv_view) return std::nullopt;
+  // dQ = dot(dS, k) contracting the keys; dK = dot(dS, q) contracting the rows.
+  HloInstruction *dq = nullptr, *dk = nullptr;
+  const HloInstruction *dsq = nullptr, *dsk = nullptr;
+  DotFrames dqf, dkf;
+  double kfold = 1, qfold = 1;
+  for (HloInstruction* d : dots) {
+    if (d == dv) continue;
+    for (int s = 0; s < 2; ++s) {
+      double fold = 1;
+      std::optional<DimMap> kf = FrameByView(d->operand(s), f.roots[1], c.k, f.kdim, bx, true, &fold);
+      if (kf) {
+        std::optional<DotFrames> pf = PairDot(d, s, *kf, f.kdim, f.q_xdim);
+        if (pf) {
+          if (dq != nullptr) return std::nullopt;
+          dq = d;
+          dsq = d->operand(1 - s);
+          dqf = *pf;
+          kfold = fold;
+          continue;
+        }
+      }
+      std::optional<DimMap> qf = FrameByView(d->operand(s), f.roots[0], c.q, f.q_xdim, bx, true, &fold);
+      if (qf) {
+        std::optional<DotFrames> pf = PairDot(d, s, *qf, f.q_xdim, f.kdim);
+        if (pf) {
+          if (dk != nullptr) return std::nullopt;
+          dk = d;
+          dsk = d->operand(1 - s);
+          dkf = *pf;
+          qfold = fold;
+        }
+      }
+    }
+  }
+  if (dq == nullptr || dk == nullptr || dq == dk) return std::nullopt;
+  std::optional<AttentionView> dq_view =
+      ViewFromFrame(dqf.out, RowMajorOf(dq->shape()), 0, dq->shape(), f.q_xdim, bx, c.batch);
+  std::optional<AttentionView> dk_view =
+      ViewFromFrame(dkf.out, RowMajorOf(dk->shape()), 0, dk->shape(), f.kdim, bx, c.batch);
+  if (!dq_view || !dk_view) return std::nullopt;
+  // Both read one dS value z (through converts and unit views).
+  const HloInstruction* z = StripViews(dsq);
+  if (StripViews(dsk) != z) return std::nullopt;
+  auto frame_down = [](const HloInstruction* from, const HloInstruction* to, DimMap m) -> std::optional<DimMap> {
+    for (const HloInstruction* t = from; t != to; t = t->operand(0)) {
+      std::optional<DimMap> om = MapToOperand(*t, m);
+      if (!om) return std::nullopt;
+      m = *om;
+    }
+    return m;
+  };
+  std::optional<DimMap> zf = frame_down(dsq, z, dqf.other), zf2 = frame_down(dsk, z, dkf.other);
+  if (!zf || !zf2 || !SameFrame(z->shape(), *zf, *zf2)) return std::nullopt;
+  // The chain from z to Y: converts, scalar scales, select(mask, ., 0), unit views.
+  double chain = 1;
+  const HloInstruction* y = z;
+  DimMap yf = *zf;
+  for (int guard = 0; guard < 32; ++guard) {
+    if (y != z && y->user_count() != 1) return std::nullopt;
+    if (IsUnitView(y)) {
+      if (y->opcode() == HloOpcode::kConvert && !IsFloat(y->operand(0))) return std::nullopt;
+      std::optional<DimMap> om = MapToOperand(*y, yf);
+      if (!om) return std::nullopt;
+      yf = *om;
+      y = y->operand(0);
+      continue;
+    }
+    if (y->opcode() == HloOpcode::kMultiply || y->opcode() == HloOpcode::kDivide) {
+      double k = 0;
+      int data = -1;
+      if (IsScalarConstant(y->operand(1), &k)) data = 0;
+      else if (y->opcode() == HloOpcode::kMultiply && IsScalarConstant(y->operand(0), &k)) data = 1;
+      if (data < 0) break;
+      if (k == 0 || !std::isfinite(k)) return std::nullopt;
+      chain *= y->opcode() == HloOpcode::kMultiply ? k : 1.0 / k;
+      std::optional<DimMap> om = MapToOperand(*y, yf, data);
+      if (!om) return std::nullopt;
+      yf = *om;
+      y = y->operand(data);
+      continue;
+    }
+    if (y->opcode() == HloOpcode::kSelect) {
+      double fill = 1;
+      if (!IsScalarConstant(y->operand(2), &fill) || fill != 0) return std::nullopt;
+      std::optional<DimMap> mp = MapToOperand(*y, yf, 0), md = MapToOperand(*y, yf, 1);
+      if (!mp || !md) return std::nullopt;
+      std::optional<MaskForm> mf = MaskOf(y->operand(0), *mp, f.labels, c.q_len, c.kv_len);
+      if (!mf) return std::nullopt;
+      const bool same = !mf->causal || (c.mask == AttentionMask::kCausal && mf->c == c.causal_offset);
+      if (!same) return std::nullopt;  // it would zero gradients the forward kept
+      yf = *md;
+      y = y->operand(1);
+      continue;
+    }
+    break;
+  }
+  // dP = dot(dO, v) contracting the head: what the row evaluator accepts as its dP leaf.
+  const HloInstruction* g_root = gv.root;
+  auto dp_frame = [&](const HloInstruction* d) -> std::optional<DimMap> {
+    if (!d->attrs().dot_dimension_numbers) return std::nullopt;
+    for (int s = 0; s < 2; ++s) {
+      std::optional<DimMap> vf = FrameByView(d->operand(s), f.roots[2], c.v, f.kdim, bx, false, nullptr);
+      if (!vf) continue;
+      std::optional<DotFrames> pf = PairDot(d, s, *vf, kHead, f.q_xdim);
+      if (!pf) continue;
+      std::optional<DimMap> gf = FrameByView(d->operand(1 - s), g_root, *d_out, f.q_xdim, bx, false, nullptr);
+      if (!gf || !SameFrame(d->operand(1 - s)->shape(), *gf, pf->other)) continue;
+      return pf->out;
+    }
+    return std::nullopt;
+  };
+  RowEvaluator ev(f, pset, dp_frame);
+  std::mt19937_64 rng(0x5eed);
+  std::uniform_real_distribution<double> u(-1, 1), pos(0.1, 2.0);
+  constexpr int kKeys = 7;
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<double> e(kKeys), dp(kKeys);
+    for (int j = 0; j < kKeys; ++j) {
+      e[j] = (j + trial) % 3 == 0 ? 0.0 : pos(rng);
+      dp[j] = u(rng);
+    }
+    ev.SetData(e, dp);
+    std::optional<RowValue> r = ev.Eval(y, yf);
+    if (!r || !r->full || ev.dp_dot() == nullptr) return std::nullopt;
+    double rowsum = 0;
+    for (int j = 0; j < kKeys; ++j) rowsum += ev.p()[j] * ev.dp()[j];
+    for (int j = 0; j < kKeys; ++j) {
+      const double want = ev.p()[j] * (ev.dp()[j] - rowsum);
+      if (!(std::abs(r->v[j] - want) <= 1e-9 * (1 + std::abs(want)))) return std::nullopt;
+    }
+  }
+  BackwardMatch b;
+  b.config = c;
+  b.config.backward = true;
+  b.config.d_out = *d_out;
+  b.config.dq = *dq_view;
+  b.config.dk = *dk_view;
+  b.config.dv = *dv_view;
+  b.config.dq_scale = chain * kfold;
+  b.config.dk_scale = chain * qfold;
+  b.config.grad_type = gop->shape().element_type();
+  b.config.dq_type = dq->shape().element_type();
+  b.config.dk_type = dk->shape().element_type();
+  b.config.dv_type = dv->shape().element_type();
+  b.config.out = AttentionView{};
+  b.config.out.batch.assign(c.batch.size(), 0);
+  b.roots[0] = f.roots[0];
+  b.roots[1] = f.roots[1];
+  b.roots[2] = f.roots[2];
+  b.roots[3] = g_root;
+  b.dots[0] = dq;
+  b.dots[1] = dk;
+  b.dots[2] = dv;
+  return b;
+}
+
+StatusOr<bool> RewriteBackward(const BackwardMatch& match, HloComputation& comp) {
+  const std::unordered_set<const HloInstruction*> roots(std::begin(match.roots), std::end(match.roots));
+  const std::unordered_set<const HloInstruction*> private_roots = {match.roots[3]};
+  std::optional<Members> members = CollectMembersOf(match.dots, roots, private_roots);
+  if (!members) return false;
+  // dO must not be computed from q, k or v inside the match (it is an operand).
+  FuseSpec spec;
+  spec.members = members->members;
+  spec.duplicated = members->duplicated;
+  spec.kind = FusionKind::kCustom;
+  spec.name = "attention_backward";
+  if (FusionWouldCreateCycle(spec.members, spec.duplicated)) return false;
+  const std::string names[3] = {match.dots[0]->name(), match.dots[1]->name(), match.dots[2]->name()};
+  KILN_ASSIGN_OR_RETURN(HloInstruction * fusion, FuseInstructions(spec));
+  HloComputation* body = fusion->fused_computation();
+  const HloInstruction* root = body->root_instruction();
+  if (root->opcode() != HloOpcode::kTuple || root->operand_count() != 3)
+    return Internal("attention rewriter: the outlined backward has ", root->shape().ToString(false),
+                    " outputs, not (dQ, dK, dV)");
+  HloModule* module = comp.parent();
+  body->set_name(UniqueComputationName(*module, "attention_backward"));
+  AttentionConfig config = match.config;
+  AttentionView* outs[3] = {&config.dq, &config.dk, &config.dv};
+  for (int i = 0; i < 3; ++i) {
+    outs[i]->operand = -1;
+    for (int64_t t = 0; t < 3; ++t)
+      if (root->operand(t)->name() == names[i]) outs[i]->operand = t;
+    if (outs[i]->operand < 0) return Internal("attention rewriter: output ", names[i], " not found in the outlined backward");
+  }
+  auto index_of = [&](const HloInstruction* r) -> int64_t {
+    for (int64_t i = 0; i < fusion->operand_count(); ++i)
+      if (fusion->operand(i) == r) return i;
+    return -1;
+  };
+  config.q.operand = index_of(match.roots[0]);
+  config.k.operand = index_of(match.roots[1]);
+  config.v.operand = index_of(match.roots[2]);
+  config.d_out.operand = index_of(match.roots[3]);
+  if (config.q.operand < 0 || config.k.operand < 0 || config.v.operand < 0 || config.d_out.operand < 0)
+    return Internal("attention rewriter: a view root is not an operand of the outlined backward");
+  auto call = std::make_unique<HloInstruction>(HloOpcode::kCustomCall, fusion->shape(), "");
+  call->attrs().custom_call_target = std::string(kAttentionBackwardCallTarget);
+  for (HloInstruction* o : fusion->operands()) call->AppendOperand(o);
+  call->AppendCalledComputation(body);
+  call->backend_config() = BackendConfig{config.ToJson(), true};
+  HloEditor editor(&comp);
+  HloInstruction* added = editor.Add(std::move(call), fusion);
+  added->set_name(UniqueInstructionName(comp, "attention_backward"));
   fusion->ReplaceAllUsesWith(added);
   KILN_RETURN_IF_ERROR(comp.RemoveInstruction(fusion));
   return true;
@@ -1032,6 +1695,20 @@ std::string AttentionConfig::ToJson() const {
   j["k"] = ViewJson(k, true);
   j["v"] = ViewJson(v, true);
   j["out"] = ViewJson(out, false);
+  if (backward) {
+    nlohmann::ordered_json b;
+    b["d_out"] = ViewJson(d_out, true);
+    b["dq"] = ViewJson(dq, true);
+    b["dk"] = ViewJson(dk, true);
+    b["dv"] = ViewJson(dv, true);
+    b["dq_scale"] = dq_scale;
+    b["dk_scale"] = dk_scale;
+    b["grad_type"] = std::string(PrimitiveTypeName(grad_type));
+    b["dq_type"] = std::string(PrimitiveTypeName(dq_type));
+    b["dk_type"] = std::string(PrimitiveTypeName(dk_type));
+    b["dv_type"] = std::string(PrimitiveTypeName(dv_type));
+    j["backward"] = b;
+  }
   nlohmann::ordered_json top;
   top["attention"] = j;
   return top.dump();
@@ -1085,12 +1762,36 @@ StatusOr<AttentionConfig> AttentionConfig::FromJson(std::string_view text) {
     const char* name;
     AttentionView* view;
   };
-  for (V v : {V{"q", &c.q}, V{"k", &c.k}, V{"v", &c.v}, V{"out", &c.out}}) {
-    auto it = j.find(v.name);
-    if (it == j.end() || !ViewFromJson(*it, *v.view)) return InvalidArgument("attention config: malformed view '", v.name, "'");
-    if (v.view->batch.size() != c.batch.size())
-      return InvalidArgument("attention config: view '", v.name, "' has ", v.view->batch.size(), " batch strides for ",
-                             c.batch.size(), " batch dimensions");
+  auto views = [&](const nlohmann::json& o, std::initializer_list<V> list) -> Status {
+    for (V v : list) {
+      auto it = o.find(v.name);
+      if (it == o.end() || !ViewFromJson(*it, *v.view))
+        return InvalidArgument("attention config: malformed view '", v.name, "'");
+      if (v.view->batch.size() != c.batch.size())
+        return InvalidArgument("attention config: view '", v.name, "' has ", v.view->batch.size(),
+                               " batch strides for ", c.batch.size(), " batch dimensions");
+    }
+    return OkStatus();
+  };
+  KILN_RETURN_IF_ERROR(views(j, {V{"q", &c.q}, V{"k", &c.k}, V{"v", &c.v}, V{"out", &c.out}}));
+  auto bw = j.find("backward");
+  if (bw != j.end()) {
+    if (!bw->is_object()) return InvalidArgument("attention config: 'backward' is not an object");
+    c.backward = true;
+    KILN_RETURN_IF_ERROR(views(*bw, {V{"d_out", &c.d_out}, V{"dq", &c.dq}, V{"dk", &c.dk}, V{"dv", &c.dv}}));
+    for (auto [name, out] : {std::pair<const char*, double*>{"dq_scale", &c.dq_scale}, {"dk_scale", &c.dk_scale}}) {
+      auto it = bw->find(name);
+      if (it == bw->end() || !it->is_number()) return InvalidArgument("attention config: missing '", name, "'");
+      *out = it->get<double>();
+    }
+    for (auto [name, out] : {std::pair<const char*, PrimitiveType*>{"grad_type", &c.grad_type},
+                             {"dq_type", &c.dq_type}, {"dk_type", &c.dk_type}, {"dv_type", &c.dv_type}}) {
+      auto it = bw->find(name);
+      if (it == bw->end() || !it->is_string()) return InvalidArgument("attention config: missing type '", name, "'");
+      std::optional<PrimitiveType> t = ParsePrimitiveType(it->get<std::string>());
+      if (!t) return InvalidArgument("attention config: unknown type '", it->get<std::string>(), "'");
+      *out = *t;
+    }
   }
   return c;
 }
@@ -1101,7 +1802,7 @@ std::string AttentionConfig::ToString() const {
   return StrCat(PrimitiveTypeName(input_type), " [", b, "] q ", q_len, " kv ", kv_len, " d ", head_dim,
                 v_head_dim != head_dim ? StrCat("/", v_head_dim) : "", " ",
                 mask == AttentionMask::kCausal ? StrCat("causal(", causal_offset, ")") : std::string("no mask"),
-                " scale ", scale, " softmax ", PrimitiveTypeName(softmax_type));
+                " scale ", scale, " softmax ", PrimitiveTypeName(softmax_type), backward ? " backward" : "");
 }
 
 StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Literal* const> operands,
@@ -1163,20 +1864,124 @@ StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Li
   return out;
 }
 
+StatusOr<Literal> EvaluateAttentionBackward(const AttentionConfig& c, std::span<const Literal* const> operands,
+                                            const Shape& result) {
+  if (!c.backward) return InvalidArgument("attention: not a backward config");
+  for (const AttentionView* v : {&c.q, &c.k, &c.v, &c.d_out})
+    if (v->operand < 0 || v->operand >= static_cast<int64_t>(operands.size()))
+      return InvalidArgument("attention backward: view of operand ", v->operand, " of ", operands.size());
+  if (!result.IsTuple() || result.tuple_shapes_size() != 3)
+    return InvalidArgument("attention backward: result ", result.ToString(false), " is not a 3-tuple");
+  std::vector<Literal> outs;
+  for (const AttentionView* v : {&c.dq, &c.dk, &c.dv})
+    if (v->operand < 0 || v->operand >= 3) return InvalidArgument("attention backward: result index ", v->operand);
+  for (int i = 0; i < 3; ++i) {
+    outs.emplace_back(result.tuple_shapes(i));
+    for (int64_t j = 0; j < outs.back().element_count(); ++j) outs.back().SetFromDouble(j, NAN);
+  }
+  const int64_t nb = static_cast<int64_t>(c.batch.size());
+  int64_t batches = 1;
+  for (int64_t b : c.batch) batches *= b;
+  std::vector<int64_t> bi(nb, 0);
+  auto at = [&](const AttentionView& v, int64_t row, int64_t e) {
+    int64_t a = v.offset + row * v.row + e * v.element;
+    for (int64_t i = 0; i < nb; ++i) a += bi[i] * v.batch[i];
+    return a;
+  };
+  Status bad = OkStatus();
+  auto get = [&](const AttentionView& v, int64_t row, int64_t e) {
+    const Literal& l = *operands[v.operand];
+    const int64_t a = at(v, row, e);
+    if (a < 0 || a >= l.element_count()) {
+      bad = InvalidArgument("attention backward: a view reaches element ", a, " of ", l.element_count());
+      return 0.0;
+    }
+    return l.GetAsDouble(a);
+  };
+  const int64_t Q = c.q_len, K = c.kv_len, D = c.head_dim, DV = c.v_head_dim;
+  std::vector<double> p(Q * K), dp(Q * K), dq(Q * D), dk(K * D), dv(K * DV);
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t rest = b;
+    for (int64_t i = nb - 1; i >= 0; --i) {
+      bi[i] = rest % c.batch[i];
+      rest /= c.batch[i];
+    }
+    for (int64_t i = 0; i < Q; ++i) {
+      double mx = -INFINITY;
+      for (int64_t j = 0; j < K; ++j) {
+        double acc = 0;
+        for (int64_t e = 0; e < D; ++e) acc += get(c.q, i, e) * get(c.k, j, e);
+        const bool kept = c.mask != AttentionMask::kCausal || j <= i + c.causal_offset;
+        p[i * K + j] = kept ? acc * c.scale : -INFINITY;
+        mx = std::max(mx, p[i * K + j]);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < K; ++j) sum += (p[i * K + j] = std::exp(p[i * K + j] - mx));
+      double rowsum = 0;
+      for (int64_t j = 0; j < K; ++j) {
+        p[i * K + j] /= sum;
+        double acc = 0;
+        for (int64_t e = 0; e < DV; ++e) acc += get(c.d_out, i, e) * get(c.v, j, e);
+        dp[i * K + j] = acc;
+        rowsum += p[i * K + j] * acc;
+      }
+      for (int64_t j = 0; j < K; ++j) dp[i * K + j] = p[i * K + j] * (dp[i * K + j] - rowsum);  // dS
+    }
+    KILN_RETURN_IF_ERROR(bad);
+    std::fill(dq.begin(), dq.end(), 0.0);
+    std::fill(dk.begin(), dk.end(), 0.0);
+    std::fill(dv.begin(), dv.end(), 0.0);
+    for (int64_t i = 0; i < Q; ++i)
+      for (int64_t j = 0; j < K; ++j) {
+        const double ds = dp[i * K + j], pij = p[i * K + j];
+        for (int64_t e = 0; e < D; ++e) {
+          dq[i * D + e] += ds * get(c.k, j, e);
+          dk[j * D + e] += ds * get(c.q, i, e);
+        }
+        for (int64_t e = 0; e < DV; ++e) dv[j * DV + e] += pij * get(c.d_out, i, e);
+      }
+    KILN_RETURN_IF_ERROR(bad);
+    auto put = [&](const AttentionView& v, int64_t rows, int64_t cols, const std::vector<double>& x, double s) -> Status {
+      Literal& l = outs[v.operand];
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t e = 0; e < cols; ++e) {
+          const int64_t a = at(v, r, e);
+          if (a < 0 || a >= l.element_count())
+            return InvalidArgument("attention backward: a result view reaches element ", a, " of ", l.element_count());
+          l.SetFromDouble(a, s * x[r * cols + e]);
+        }
+      return OkStatus();
+    };
+    KILN_RETURN_IF_ERROR(put(c.dq, Q, D, dq, c.dq_scale));
+    KILN_RETURN_IF_ERROR(put(c.dk, K, D, dk, c.dk_scale));
+    KILN_RETURN_IF_ERROR(put(c.dv, K, DV, dv, 1.0));
+  }
+  return Literal::MakeTuple(std::move(outs));
+}
+
 bool IsAttentionCall(const HloInstruction& instr) {
   return instr.opcode() == HloOpcode::kCustomCall && instr.attrs().custom_call_target == kAttentionCallTarget;
 }
 
+bool IsAttentionBackwardCall(const HloInstruction& instr) {
+  return instr.opcode() == HloOpcode::kCustomCall && instr.attrs().custom_call_target == kAttentionBackwardCallTarget;
+}
+
 StatusOr<AttentionConfig> AttentionConfigOf(const HloInstruction& call) {
-  if (!IsAttentionCall(call)) return InvalidArgument("%", call.name(), " is not an attention call");
-  return AttentionConfig::FromJson(call.backend_config().text);
+  if (!IsAttentionCall(call) && !IsAttentionBackwardCall(call))
+    return InvalidArgument("%", call.name(), " is not an attention call");
+  KILN_ASSIGN_OR_RETURN(AttentionConfig c, AttentionConfig::FromJson(call.backend_config().text));
+  if (c.backward != IsAttentionBackwardCall(call))
+    return InvalidArgument("%", call.name(), ": a ", c.backward ? "backward" : "forward", " config on a ",
+                           call.attrs().custom_call_target, " call");
+  return c;
 }
 
 std::unordered_set<const HloComputation*> AttentionBodies(const HloModule& module) {
   std::unordered_set<const HloComputation*> out;
   for (const HloComputation* c : module.computations())
     for (const HloInstruction* i : c->instructions())
-      if (IsAttentionCall(*i))
+      if (IsAttentionCall(*i) || IsAttentionBackwardCall(*i))
         for (const HloComputation* b : i->called_computations()) out.insert(b);
   return out;
 }
@@ -1194,7 +1999,17 @@ StatusOr<bool> AttentionRewriter::Run(HloModule& module) {
         std::optional<Match> match;
         for (int side = 0; side < 2 && !match; ++side)
           for (int row = 0; row < 2 && !match; ++row) match = MatchAt(dot, side, row);
-        if (!match) continue;
+        if (!match) {
+          if (!options_.backward) continue;
+          std::optional<BackwardMatch> bm = MatchBackward(*comp, dot);
+          if (!bm || (options_.supported_backward && !options_.supported_backward(bm->config))) continue;
+          KILN_ASSIGN_OR_RETURN(bool did, RewriteBackward(*bm, *comp));
+          if (did) {
+            changed = again = true;
+            break;
+          }
+          continue;
+        }
         if (options_.supported && !options_.supported(match->config)) continue;
         KILN_ASSIGN_OR_RETURN(bool did, Rewrite(*match, *comp));
         if (did) {

@@ -36,6 +36,24 @@
 // IS that computation's value (the evaluator runs it; a backend without a fused kernel may
 // inline it back); backend_config holds AttentionConfig (JSON). Backends decide what they run
 // fused through AttentionRewriterOptions::supported; only matches it accepts are rewritten.
+//
+// Note [Attention backward]
+// jax.grad through attention reads the forward's probabilities p (and e and l) again:
+//     dV = dot(p, dO) contracting the query rows        dP = dot(dO, v) contracting the head
+//     Y  = the softmax's gradient of dP, in whatever form autodiff wrote it (jax.nn.softmax:
+//          e * (dP / l − rowsum(dP * e / l²)); a custom jvp: p * (dP − rowsum(p * dP)))
+//     dS = chain of: convert, multiply by a scalar constant, select(mask, Y, 0), unit views
+//     dQ = dot(dS, k) contracting the keys;  dK = dot(dS, q) contracting the query rows
+// MatchBackward first matches the forward at the second dot with its intermediates allowed
+// other users, then finds the three gradient dots by what they read (p, and views of q, k, v
+// and one dO with the forward's strides). Y is checked by value, not by shape: the subgraph
+// between it and its leaves (dP, p, e; reduce-adds over the key dim, elementwise arithmetic,
+// broadcasts and unit views in between, every dim tracked as in the forward) is evaluated on
+// random rows of synthetic data (e > 0 with some zeros, l = sum e, p = e / l) and must equal
+// p ∘ (dP − rowsum(p ∘ dP)) to 1e-9 on every trial; any other op, leaf or dim mix refuses.
+// The call __kiln$attention_backward(q, k, v, dO) -> (dQ, dK, dV) outlines the gradient dots
+// with the forward recomputed inside (the forward's own nodes stay for the forward call, which
+// the rewriter then matches as usual since p has no other users left).
 #pragma once
 
 #include <cstdint>
@@ -54,6 +72,7 @@
 namespace kiln {
 
 inline constexpr std::string_view kAttentionCallTarget = "__kiln$attention";
+inline constexpr std::string_view kAttentionBackwardCallTarget = "__kiln$attention_backward";
 
 enum class AttentionMask : uint8_t { kNone, kCausal };
 
@@ -82,6 +101,19 @@ struct AttentionConfig {
   PrimitiveType output_type = PrimitiveType::kInvalid;
   AttentionView q, k, v, out;
 
+  // Backward calls (kAttentionBackwardCallTarget) only; see Note [Attention backward]. With
+  // P = softmax(scale * q·kᵀ masked), dP = dO·vᵀ and dS = P ∘ (dP − rowsum(P ∘ dP)):
+  //   dQ = dq_scale * dS·k,  dK = dk_scale * dSᵀ·q,  dV = Pᵀ·dO
+  // (dq_scale and dk_scale are `scale` when the HLO differentiates q·kᵀ·scale; a q scaled
+  // before the product leaves its factor outside). `out` is unused.
+  bool backward = false;
+  AttentionView d_out;       // dO, an operand view [batch, row, v_head]
+  AttentionView dq, dk, dv;  // the results; `operand` is the index in the result tuple
+  double dq_scale = 1.0, dk_scale = 1.0;
+  PrimitiveType grad_type = PrimitiveType::kInvalid;  // dO
+  PrimitiveType dq_type = PrimitiveType::kInvalid, dk_type = PrimitiveType::kInvalid,
+                dv_type = PrimitiveType::kInvalid;
+
   std::string ToJson() const;
   static StatusOr<AttentionConfig> FromJson(std::string_view text);
   // One line for --stats: "bf16 [4x16] q 4096 kv 4096 d 64 causal(0) scale 0.125 f32 softmax".
@@ -90,6 +122,7 @@ struct AttentionConfig {
 };
 
 bool IsAttentionCall(const HloInstruction& instr);
+bool IsAttentionBackwardCall(const HloInstruction& instr);
 // The config of an attention call (InvalidArgument for anything else or a malformed config).
 StatusOr<AttentionConfig> AttentionConfigOf(const HloInstruction& call);
 // What `config` means, computed directly (double precision, no rounding in between) on the
@@ -97,12 +130,20 @@ StatusOr<AttentionConfig> AttentionConfigOf(const HloInstruction& call);
 // the reference the matcher's configs are checked against, and a slow host fallback.
 StatusOr<Literal> EvaluateAttention(const AttentionConfig& config, std::span<const Literal* const> operands,
                                     const Shape& result);
+// What a backward config means (dQ, dK, dV as above, double precision) on the call's operands,
+// into a tuple of `result`'s element shapes (elements the views do not reach are NaN).
+StatusOr<Literal> EvaluateAttentionBackward(const AttentionConfig& config, std::span<const Literal* const> operands,
+                                            const Shape& result);
 // The computations outlined into attention calls (passes that rewrite for a backend skip them).
 std::unordered_set<const HloComputation*> AttentionBodies(const HloModule& module);
 
 struct AttentionRewriterOptions {
   // Whether the backend runs `config` fused; empty: every match is rewritten.
   std::function<bool(const AttentionConfig&)> supported;
+  // Whether backward graphs are matched too (Note [Attention backward]), and which of those
+  // configs the backend runs fused (empty: all).
+  bool backward = false;
+  std::function<bool(const AttentionConfig&)> supported_backward;
 };
 
 class AttentionRewriter : public HloPass {

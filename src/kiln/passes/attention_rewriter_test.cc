@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/base/strings.h"
 #include "kiln/eval/compare.h"
 #include "kiln/eval/evaluator.h"
 #include "kiln/eval/tolerance.h"
@@ -142,9 +143,124 @@ INSTANTIATE_TEST_SUITE_P(
                       Expect{"nn_transformer_block_f32", 1, AttentionMask::kCausal, 0, 0},
                       Expect{"attn_refuse_wrong_axis_bf16", 0}, Expect{"attn_refuse_random_mask_bf16", 0},
                       Expect{"attn_refuse_probs_used_bf16", 0}, Expect{"nn_softmax_f32", 0},
-                      // Backward graphs reuse the forward probabilities: nothing matches yet.
+                      // Backward graphs reuse the forward probabilities: without the backward
+                      // matcher (AttentionBackwardTest) the forward does not match either.
                       Expect{"attn_grad_causal_f32", 0}, Expect{"attn_grad_causal_bf16", 0}),
     [](const ::testing::TestParamInfo<Expect>& i) { return i.param.name; });
+
+// ---- backward (Note [Attention backward]) ----
+
+std::vector<HloInstruction*> BackwardCalls(const HloModule& m) {
+  std::vector<HloInstruction*> out;
+  for (HloComputation* c : m.computations())
+    for (HloInstruction* i : c->instructions())
+      if (IsAttentionBackwardCall(*i)) out.push_back(i);
+  return out;
+}
+
+std::unique_ptr<HloModule> RewriteWithBackward(const std::string& text) {
+  std::unique_ptr<HloModule> m = ParseOrDie(text);
+  if (!m) return nullptr;
+  HloPassPipeline p("test");
+  p.AddPass<LayoutNormalization>();
+  AddSimplificationPasses(p);
+  AttentionRewriterOptions o;
+  o.backward = true;
+  p.AddPass<AttentionRewriter>(o);
+  StatusOr<bool> r = p.Run(*m);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return m;
+}
+
+struct ExpectBackward {
+  std::string name;
+  int backward = 1;  // backward calls (and as many forward calls)
+  AttentionMask mask = AttentionMask::kNone;
+  int forward = -1;  // forward calls (-1: as many as backward ones)
+};
+std::ostream& operator<<(std::ostream& os, const ExpectBackward& e) { return os << e.name; }
+
+class AttentionBackwardTest : public ::testing::TestWithParam<ExpectBackward> {};
+
+// Random values in [-1, 1] for each operand of `call`.
+std::vector<Literal> RandomOperands(const HloInstruction* call) {
+  std::vector<Literal> args;
+  for (int64_t i = 0; i < call->operand_count(); ++i) {
+    Literal l(call->operand(i)->shape());
+    std::mt19937_64 rng(300 + i);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (int64_t j = 0; j < l.element_count(); ++j) l.SetFromDouble(j, u(rng));
+    args.push_back(std::move(l));
+  }
+  return args;
+}
+
+TEST_P(AttentionBackwardTest, GradientsMatchAsJaxWroteThem) {
+  const ExpectBackward& e = GetParam();
+  const std::string text = ReadCase(e.name);
+  if (text.empty()) GTEST_SKIP() << "no tests/data/" << e.name;
+  std::unique_ptr<HloModule> m = RewriteWithBackward(text);
+  ASSERT_TRUE(m);
+  const std::vector<HloInstruction*> calls = BackwardCalls(*m);
+  ASSERT_EQ(static_cast<int>(calls.size()), e.backward) << m->ToString();
+  // Once the backward took its dots, the forward matches too.
+  EXPECT_EQ(static_cast<int>(AttentionCalls(*m).size()), e.forward < 0 ? e.backward : e.forward) << m->ToString();
+  std::unique_ptr<HloModule> original = ParseOrDie(text);
+  const std::string diff = CompareModules(*original, *m, RandomArguments(*original, 11), testing::Match::kClose);
+  EXPECT_TRUE(diff.empty() || diff.rfind("skip", 0) == 0) << diff;
+  for (HloInstruction* call : calls) {
+    StatusOr<AttentionConfig> c = AttentionConfigOf(*call);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_TRUE(c->backward);
+    EXPECT_EQ(c->mask, e.mask) << c->ToString();
+    EXPECT_NEAR(c->dq_scale, c->scale, 1e-6 * c->scale) << c->ToJson();
+    EXPECT_NEAR(c->dk_scale, c->scale, 1e-6 * c->scale) << c->ToJson();
+    StatusOr<AttentionConfig> back = AttentionConfig::FromJson(c->ToJson());
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, *c);
+    // The config's meaning against the outlined computation, on random operands.
+    std::vector<Literal> args = RandomOperands(call);
+    std::vector<const Literal*> ptrs;
+    for (const Literal& l : args) ptrs.push_back(&l);
+    Evaluator ev;
+    StatusOr<Literal> body = ev.Evaluate(*call->called_computations()[0], ptrs);
+    ASSERT_TRUE(body.ok()) << body.status().ToString();
+    StatusOr<Literal> direct = EvaluateAttentionBackward(*c, ptrs, call->shape());
+    ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+    for (int64_t t = 0; t < 3; ++t) {
+      const Shape& s = call->shape().tuple_shapes(t);
+      // Gradients of 16-bit inputs (also f32 ones) sum products of rounded p, dP and dS: twice
+      // the 16-bit tolerance.
+      const bool narrow = PrimitiveByteWidth(c->input_type) == 2;
+      Tolerance tol = DefaultTolerance(narrow ? c->input_type : s.element_type());
+      if (narrow) {
+        tol.atol *= 2;
+        tol.rtol *= 2;
+      }
+      ArrayComparison cmp = CompareArrays(direct->tuple_element(t), body->tuple_element(t), tol, StrCat("gradient ", t));
+      EXPECT_TRUE(cmp.ok()) << cmp.ToString() << "\n" << c->ToJson();
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Jax, AttentionBackwardTest,
+    ::testing::Values(ExpectBackward{"attn_grad_causal_f32", 1, AttentionMask::kCausal},
+                      ExpectBackward{"attn_grad_causal_bf16", 1, AttentionMask::kCausal},
+                      ExpectBackward{"attn_grad_bshd_nomask_bf16", 1, AttentionMask::kNone},
+                      ExpectBackward{"attn_grad_dpa_causal_bf16", 1, AttentionMask::kCausal},
+                      ExpectBackward{"attn_grad_flax_scaled_q_bf16", 1, AttentionMask::kCausal},
+                      ExpectBackward{"attn_grad_s7_causal_bf16", 1, AttentionMask::kCausal},
+                      ExpectBackward{"attn_grad_d128_causal_bf16", 1, AttentionMask::kCausal},
+                      ExpectBackward{"attn_grad_custom_jvp_f32", 1, AttentionMask::kCausal},
+                      ExpectBackward{"attn_grad_fused_qkv_bf16", 1, AttentionMask::kCausal},
+                      ExpectBackward{"attn_grad_block_f32", 1, AttentionMask::kCausal},
+                      // Not matched backward: grouped-query heads (dK, dV sum over the group).
+                      ExpectBackward{"attn_grad_gqa_dpa_bf16", 0},
+                      // Forward graphs have no backward.
+                      ExpectBackward{"attn_bhqd_causal_bf16", 0, AttentionMask::kCausal, 1},
+                      ExpectBackward{"attn_refuse_probs_used_bf16", 0}),
+    [](const ::testing::TestParamInfo<ExpectBackward>& i) { return i.param.name; });
 
 TEST(AttentionRewriterTest, ScaleAndViewsOfTheFusedQkvBuffer) {
   int matches = 0;

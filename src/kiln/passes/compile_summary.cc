@@ -118,7 +118,7 @@ std::string FusionSummary(const HloModule& module) {
   CallGraph graph(module);
   KernelCounts total;
   std::string body, attention_lines;
-  int64_t attention = 0;
+  int64_t attention = 0, backward = 0;
   for (const HloComputation* c : graph.sequential_computations()) {
     KernelCounts k = CountKernels(*c);
     total.Add(k);
@@ -126,8 +126,8 @@ std::string FusionSummary(const HloModule& module) {
                    " kernels (", k.ToString(), ")\n");
     for (const HloInstruction* i : c->MakeInstructionPostOrder()) {
       if (IsFusion(*i)) body += FusionLine(*i);
-      if (IsAttentionCall(*i)) {
-        ++attention;
+      if (IsAttentionCall(*i) || IsAttentionBackwardCall(*i)) {
+        ++(IsAttentionCall(*i) ? attention : backward);
         StatusOr<AttentionConfig> config = AttentionConfigOf(*i);
         attention_lines += StrCat("    %", i->name(), "  ", config.ok() ? config->ToString() : config.status().message(), "\n");
       }
@@ -135,7 +135,9 @@ std::string FusionSummary(const HloModule& module) {
   }
   std::string out = StrCat("kernels: ", total.instructions, " instructions -> ", total.kernels, " kernels (",
                            total.fusions, " fusions: ", total.ToString(), ")\n", body);
-  if (attention > 0) out += StrCat("attention: ", attention, " fused\n", attention_lines);
+  if (attention + backward > 0)
+    out += StrCat("attention: ", attention, " fused", backward ? StrCat(", ", backward, " backward fused") : "", "\n",
+                  attention_lines);
   return out;
 }
 

@@ -1,6 +1,7 @@
 #include "kiln/passes/fusion_utils.h"
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -115,15 +116,22 @@ bool FusionWouldCreateCycle(std::span<HloInstruction* const> members,
   InstrSet in_set(members.begin(), members.end());
   InstrSet dup(duplicated.begin(), duplicated.end());
   // Nodes outside the set that depend on the fusion: users of members whose original values
-  // come from the fusion (non-duplicated members, and duplicated ones reading members).
+  // come from the fusion (non-duplicated members, and duplicated ones that read such a value:
+  // a duplicated member reading only duplicated members stays outside on the originals).
+  std::unordered_map<const HloInstruction*, bool> from_fusion;
+  std::function<bool(HloInstruction*)> depends = [&](HloInstruction* m) -> bool {
+    if (!dup.count(m)) return true;
+    auto it = from_fusion.find(m);
+    if (it != from_fusion.end()) return it->second;
+    from_fusion[m] = false;
+    bool d = false;
+    for (HloInstruction* op : m->operands()) d = d || (in_set.count(op) > 0 && depends(op));
+    return from_fusion[m] = d;
+  };
   std::vector<HloInstruction*> work;
   InstrSet seen;
   for (HloInstruction* m : members) {
-    if (dup.count(m)) {
-      bool reads_member = false;
-      for (HloInstruction* op : m->operands()) reads_member |= in_set.count(op) > 0;
-      if (!reads_member) continue;
-    }
+    if (!depends(m)) continue;
     for (HloInstruction* u : m->users())
       if (!in_set.count(u) && seen.insert(u).second) work.push_back(u);
   }

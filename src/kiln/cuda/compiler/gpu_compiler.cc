@@ -1,5 +1,7 @@
 #include "kiln/cuda/compiler/gpu_compiler.h"
 
+#include "kiln/cuda/libs/attention_cudnn.h"
+
 #include <chrono>
 #include <thread>
 
@@ -8,6 +10,7 @@
 #include "kiln/codegen/emitters.h"
 #include "kiln/cuda/compiler/sort_dimension_rewriter.h"
 #include "kiln/cuda/compiler/thunk_emitter.h"
+#include "kiln/cuda/libs/attention_cudnn.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
@@ -149,6 +152,9 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
     AttentionRewriterOptions ao;
     const int cc = options.device.compute_capability_major;
     ao.supported = [cc](const AttentionConfig& c) { return AttentionDescForConfig(c, cc).ok(); };
+    // Backward graphs where cuDNN's SDPA backward is built (kiln has no backward kernel of its own yet).
+    ao.backward = libs::CudnnAttentionBuilt();
+    ao.supported_backward = ao.supported;
     so.attention = std::move(ao);
   }
   AddSimplificationPasses(pipeline, so);

@@ -1,8 +1,11 @@
 #include "kiln/cuda/compiler/library_calls.h"
 
+#include <cmath>
+
 #include "kiln/base/strings.h"
 #include "kiln/cuda/compiler/conv_config.h"
 #include "kiln/cuda/compiler/gemm_config.h"
+#include "kiln/cuda/libs/attention_cudnn.h"
 
 namespace kiln::cuda {
 
@@ -39,11 +42,26 @@ StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, i
     return Unimplemented("attention: ", PrimitiveTypeName(c.input_type), " inputs with a ",
                          PrimitiveTypeName(c.output_type), " result");
   if (c.head_dim != c.v_head_dim) return Unimplemented("attention: q/k head dim ", c.head_dim, " != v head dim ", c.v_head_dim);
-  for (const AttentionView* v : {&c.q, &c.k, &c.v, &c.out})
-    if (v->element != 1) return Unimplemented("attention: a view whose head dimension is not contiguous");
+  std::vector<const AttentionView*> views = {&c.q, &c.k, &c.v, &c.out};
+  if (c.backward) {
+    views = {&c.q, &c.k, &c.v, &c.d_out, &c.dq, &c.dk, &c.dv};
+    for (PrimitiveType t : {c.grad_type, c.dq_type, c.dk_type, c.dv_type})
+      if (t != c.input_type)
+        return Unimplemented("attention backward: a ", PrimitiveTypeName(t), " gradient of ",
+                             PrimitiveTypeName(c.input_type), " inputs");
+    for (double f : {c.dq_scale, c.dk_scale})
+      if (!(std::abs(f - c.scale) <= 1e-6 * std::abs(c.scale)))
+        return Unimplemented("attention backward: a gradient scaled by ", f, " for a forward scaled by ", c.scale);
+  }
+  // The backward's gradients may have any element stride (cuDNN writes them packed, a copy
+  // puts them in place); everything else reads a contiguous head dim.
+  for (size_t i = 0; i < views.size(); ++i)
+    if (views[i]->element != 1 && !(c.backward && i >= 4))
+      return Unimplemented("attention: a view whose head dimension is not contiguous");
   // Merge adjacent batch dims while more than three remain and every view allows it.
   std::vector<int64_t> sizes = c.batch;
-  std::vector<std::vector<int64_t>> strides = {c.q.batch, c.k.batch, c.v.batch, c.out.batch};
+  std::vector<std::vector<int64_t>> strides;
+  for (const AttentionView* v : views) strides.push_back(v->batch);
   while (sizes.size() > static_cast<size_t>(libs::kAttentionMaxBatchDims)) {
     bool merged = false;
     for (size_t i = 0; i + 1 < sizes.size() && !merged; ++i) {
@@ -67,14 +85,30 @@ StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, i
   d.scale = c.scale;
   d.causal = c.mask == AttentionMask::kCausal;
   d.causal_offset = c.causal_offset;
-  libs::AttentionDesc::Operand* ops[4] = {&d.q, &d.k, &d.v, &d.out};
-  const AttentionView* views[4] = {&c.q, &c.k, &c.v, &c.out};
-  for (int o = 0; o < 4; ++o) {
+  std::vector<libs::AttentionDesc::Operand*> ops = {&d.q, &d.k, &d.v, &d.out};
+  if (c.backward) ops = {&d.q, &d.k, &d.v, &d.d_out, &d.dq, &d.dk, &d.dv};
+  for (size_t o = 0; o < ops.size(); ++o) {
     ops[o]->offset = views[o]->offset;
     ops[o]->row = views[o]->row;
+    ops[o]->element = views[o]->element;
     for (size_t i = 0; i < sizes.size(); ++i) ops[o]->batch[base + i] = strides[o][i];
   }
-  KILN_RETURN_IF_ERROR(libs::CheckAttentionSupported(d, compute_capability_major));
+  if (!c.backward) {
+    KILN_RETURN_IF_ERROR(libs::CheckAttentionSupported(d, compute_capability_major));
+    return d;
+  }
+  // The backward runs on cuDNN only (CudnnAttentionBackwardPlan).
+  d.backward = true;
+  if (!libs::CudnnAttentionBuilt()) return Unimplemented("attention backward: kiln was built without cuDNN SDPA");
+  if (d.type != PrimitiveType::kBF16 && d.type != PrimitiveType::kF16)
+    return Unimplemented("attention backward: ", PrimitiveTypeName(d.type), " (bf16 or f16)");
+  if (compute_capability_major < 8) return Unimplemented("attention backward: sm < 80");
+  if (d.head_dim % 8 != 0 || d.head_dim > 128) return Unimplemented("attention backward: head dim ", d.head_dim);
+  if (d.causal && d.causal_offset != 0 && d.causal_offset != d.kv_len - d.q_len)
+    return Unimplemented("attention backward: causal offset ", d.causal_offset);
+  for (const libs::AttentionDesc::Operand* o : {&d.k, &d.v})
+    for (int i = 0; i < libs::kAttentionMaxBatchDims; ++i)
+      if (d.batch[i] > 1 && o->batch[i] == 0) return Unimplemented("attention backward: k/v shared across a batch dim");
   return d;
 }
 

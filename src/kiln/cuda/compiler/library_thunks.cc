@@ -269,6 +269,55 @@ Status AttentionThunk::Execute(const ThunkExecuteParams& params) const {
                     params.buffers->Get(output_), *params.stream);
 }
 
+// ---- AttentionBackward ----
+
+AttentionBackwardThunk::AttentionBackwardThunk(std::string name, libs::AttentionDesc desc,
+                                               std::array<BufferSlice, 4> inputs, std::array<BufferSlice, 3> outputs,
+                                               std::unique_ptr<GpuThunk> fallback)
+    : GpuThunk(Kind::kAttention, std::move(name),
+               // The floor reads q, k, v, dO and writes dQ, dK, dV once.
+               [&] {
+                 const int64_t w = PrimitiveByteWidth(desc.type);
+                 return w * desc.batch_count() * desc.head_dim * (3 * desc.q_len + 4 * desc.kv_len);
+               }(),
+               // The forward again (2 products) and the backward's 5.
+               static_cast<int64_t>(desc.Flops() * 3.5)),
+      desc_(desc),
+      in_(inputs),
+      out_(outputs),
+      fallback_(std::move(fallback)) {}
+
+std::string AttentionBackwardThunk::ToString() const {
+  return StrCat("attention backward %", name(), " ", use_fallback_ ? "host" : "cudnn_sdpa", " ", desc_.ToString());
+}
+
+double AttentionBackwardThunk::PeakFlops(const runtime::DeviceDescription& device) const {
+  return PeakMatmulFlops(device, desc_.type, false);
+}
+
+Status AttentionBackwardThunk::Initialize(const ThunkInitParams& params) {
+  if (plan_ || use_fallback_) return use_fallback_ ? fallback_->Initialize(params) : OkStatus();
+  StatusOr<std::unique_ptr<libs::CudnnAttentionBackwardPlan>> plan =
+      libs::CudnnAttentionBackwardPlan::Create(desc_, *params.device);
+  if (plan.ok()) {
+    plan_ = std::move(plan).value();
+    return OkStatus();
+  }
+  if (!Declined(plan.status()) && plan.status().code() != StatusCode::kUnavailable) return plan.status();
+  if (!fallback_) return plan.status();
+  KILN_LOG(Warning) << "attention backward %" << name() << " runs on the host: " << plan.status().message();
+  use_fallback_ = true;
+  return fallback_->Initialize(params);
+}
+
+Status AttentionBackwardThunk::Execute(const ThunkExecuteParams& params) const {
+  if (use_fallback_) return fallback_->Execute(params);
+  if (!plan_) return FailedPrecondition("attention backward %", name(), " is not initialized");
+  auto get = [&](const BufferSlice& s) { return params.buffers->Get(s); };
+  return plan_->Run(get(in_[0]), get(in_[1]), get(in_[2]), get(in_[3]), get(out_[0]), get(out_[1]), get(out_[2]),
+                    params.workspace, *params.stream);
+}
+
 // ---- Sort ----
 
 SortThunk::SortThunk(std::string name, libs::SortDesc desc, BufferSlice key_in, BufferSlice key_out,

@@ -11,6 +11,8 @@
 // failure is an error.
 #pragma once
 
+#include <array>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -115,6 +117,33 @@ class AttentionThunk : public GpuThunk {
   bool use_fallback_ = false;
   std::unique_ptr<libs::AttentionPlan> plan_;
   std::unique_ptr<libs::CudnnAttentionPlan> cudnn_plan_;
+};
+
+// The backward of attention for a __kiln$attention_backward call (Note [Attention backward]):
+// cuDNN's SDPA forward with statistics then backward (libs::CudnnAttentionBackwardPlan); a
+// problem cuDNN turns down at Initialize runs the host fallback with a warning.
+class AttentionBackwardThunk : public GpuThunk {
+ public:
+  // `inputs`: q, k, v, dO slices; `outputs`: dQ, dK, dV slices.
+  AttentionBackwardThunk(std::string name, libs::AttentionDesc desc, std::array<BufferSlice, 4> inputs,
+                         std::array<BufferSlice, 3> outputs, std::unique_ptr<GpuThunk> fallback);
+  Status Initialize(const ThunkInitParams& params) override;
+  Status Execute(const ThunkExecuteParams& params) const override;
+  bool SyncsHost() const override { return use_fallback_; }
+  uint64_t workspace_bytes() const override {
+    if (use_fallback_) return fallback_->workspace_bytes();
+    return plan_ ? plan_->workspace_bytes() : 0;
+  }
+  std::string ToString() const override;
+  double PeakFlops(const runtime::DeviceDescription& device) const override;
+
+ private:
+  libs::AttentionDesc desc_;
+  std::array<BufferSlice, 4> in_;
+  std::array<BufferSlice, 3> out_;
+  std::unique_ptr<GpuThunk> fallback_;
+  bool use_fallback_ = false;
+  std::unique_ptr<libs::CudnnAttentionBackwardPlan> plan_;
 };
 
 class SortThunk : public GpuThunk {

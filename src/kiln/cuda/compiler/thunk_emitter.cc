@@ -47,7 +47,7 @@ codegen::ScatterMode ScatterModeFor(const HloInstruction& scatter) {
   return codegen::ScatterMode::kSerialized;
 }
 
-enum class How { kNone, kKernel, kGemm, kConv, kAttention, kSort, kFft, kCopy, kWhile, kConditional, kCall, kHost };
+enum class How { kNone, kKernel, kGemm, kConv, kAttention, kAttentionBackward, kSort, kFft, kCopy, kWhile, kConditional, kCall, kHost };
 
 bool RowMajor(const Shape& s) { return !s.has_layout() || s.layout().IsDefaultFor(s.rank()); }
 
@@ -129,6 +129,7 @@ class Emitter {
         if (IsGemmCall(instr)) return How::kGemm;
         if (IsConvCall(instr)) return How::kConv;
         if (IsAttentionCall(instr)) return How::kAttention;
+        if (IsAttentionBackwardCall(instr)) return How::kAttentionBackward;
         if (instr.attrs().custom_call_target == "TopK") return How::kSort;
         if (IsIdentityCustomCall(instr)) return How::kCopy;
         return How::kHost;
@@ -354,6 +355,20 @@ class Emitter {
         if (tuned && !tuned->cudnn) flash = tuned->flash;
         out.push_back(std::make_unique<AttentionThunk>(instr.name(), *d, ops.at(c.q.operand), ops.at(c.k.operand),
                                                        ops.at(c.v.operand), o, std::move(fallback), flash, cudnn_plan));
+        return OkStatus();
+      }
+      case How::kAttentionBackward: {
+        KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostThunk> fallback, MakeHost(instr));
+        KILN_ASSIGN_OR_RETURN(AttentionConfig c, AttentionConfigOf(instr));
+        StatusOr<libs::AttentionDesc> d = AttentionDescForConfig(c, options_.device.compute_capability_major);
+        if (!d.ok()) return AddHost(instr, d.status().message(), out);
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> ops, OperandSlices(instr));
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> leaves, Leaves(instr));
+        if (leaves.size() != 3) return AddHost(instr, "an attention backward without three results", out);
+        std::array<BufferSlice, 4> in = {ops.at(c.q.operand), ops.at(c.k.operand), ops.at(c.v.operand),
+                                         ops.at(c.d_out.operand)};
+        std::array<BufferSlice, 3> res = {leaves.at(c.dq.operand), leaves.at(c.dk.operand), leaves.at(c.dv.operand)};
+        out.push_back(std::make_unique<AttentionBackwardThunk>(instr.name(), *d, in, res, std::move(fallback)));
         return OkStatus();
       }
       case How::kSort: {

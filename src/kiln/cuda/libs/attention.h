@@ -53,6 +53,7 @@ struct AttentionDesc {
     int64_t offset = 0;
     int64_t batch[kAttentionMaxBatchDims] = {0, 0, 0};
     int64_t row = 0;
+    int64_t element = 1;  // the head dim's stride: 1, except for a backward's gradients
   };
   PrimitiveType type = PrimitiveType::kBF16;  // q, k, v and the output: bf16 or f16
   int64_t batch[kAttentionMaxBatchDims] = {1, 1, 1};
@@ -61,6 +62,10 @@ struct AttentionDesc {
   double scale = 1.0;
   bool causal = false;
   int64_t causal_offset = 0;  // keep key j for query i iff j <= i + causal_offset
+  // Backward problems (CudnnAttentionBackwardPlan) only: dO (an input with q's rows) and the
+  // gradients' views, dQ = scale dS·K, dK = scale dSᵀ·Q, dV = Pᵀ·dO (attention_rewriter.h).
+  bool backward = false;
+  Operand d_out, dq, dk, dv;
 
   int64_t batch_count() const { return batch[0] * batch[1] * batch[2]; }
   // Buffer elements an operand's view reaches (the largest index + 1).

@@ -8,7 +8,8 @@
 //
 // The problem is AttentionDesc's, as [b, h, s, d] tensors with the views' strides (two of the
 // desc's batch dims, or three when the outer two merge); causal masks top-left (offset 0) or
-// bottom-right (offset kv_len - q_len); inference only (no softmax statistics). Plans are the
+// bottom-right (offset kv_len - q_len); the forward without softmax statistics here, with them
+// in CudnnAttentionBackwardPlan. Plans are the
 // frontend's heuristic list (modes A and fallback), in order: `plan_index` -1 is the first that
 // builds; PlanCount says how many there are for the autotuner.
 //
@@ -52,6 +53,28 @@ class CudnnAttentionPlan {
   AttentionDesc desc_;
   uint64_t workspace_bytes_ = 0;
   int64_t plan_index_ = -1;
+};
+
+// The backward of attention (desc.backward) on cuDNN's SDPA: the forward again, now with its
+// softmax statistics (O and the rows' log-sum-exp into the workspace), then sdpa_backward into
+// dQ, dK and dV. Heuristic plans only.
+class CudnnAttentionBackwardPlan {
+ public:
+  ~CudnnAttentionBackwardPlan();
+  static StatusOr<std::unique_ptr<CudnnAttentionBackwardPlan>> Create(const AttentionDesc& desc, CudaDevice& device);
+  uint64_t workspace_bytes() const { return workspace_bytes_; }
+  Status Run(runtime::DeviceMemory q, runtime::DeviceMemory k, runtime::DeviceMemory v, runtime::DeviceMemory d_out,
+             runtime::DeviceMemory dq, runtime::DeviceMemory dk, runtime::DeviceMemory dv,
+             runtime::DeviceMemory workspace, runtime::Stream& stream) const;
+
+  struct Impl;
+
+ private:
+  CudnnAttentionBackwardPlan() = default;
+  std::unique_ptr<Impl> impl_;
+  AttentionDesc desc_;
+  uint64_t workspace_bytes_ = 0;
+  uint64_t o_bytes_ = 0, stats_bytes_ = 0, grads_bytes_ = 0;
 };
 
 }  // namespace kiln::cuda::libs
