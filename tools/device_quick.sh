@@ -28,4 +28,11 @@ cat $OUT/bench/table.md | head -8
 grep -E "^=== |median" $OUT/bench/kiln.txt | head -12
 $b/src/kiln/tools/kiln compile .device-deps/shared/bench/suite/attention_bf16/module.hlo --device cuda --thunks 2>&1 | grep -i "attention" | head -3
 python3 bench/gpu/torch_sdpa.py 2>&1 | tail -4
+# KILN_BENCH_TRAIN_ATTENTION=1: the training step with attention (bench/gpu/train_attention) too.
+if [ "${KILN_BENCH_TRAIN_ATTENTION:-0}" = 1 ]; then
+  cat $OUT/bench/train_attention_xla.jsonl
+  grep -E "median|rror|FAILED" $OUT/bench/train_attention.txt | head -5
+  $b/src/kiln/tools/kiln compile $OUT/bench/train_attention/train_attention_bf16/module.hlo --device cuda --stats --thunks 2>&1 |
+    grep -iE "attention|peak|total|temp" | cut -c1-220 | head -12
+fi
 echo "total $((SECONDS-t0)) s"

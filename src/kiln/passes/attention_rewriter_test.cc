@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <random>
 #include <sstream>
 
@@ -261,6 +262,33 @@ INSTANTIATE_TEST_SUITE_P(
                       ExpectBackward{"attn_bhqd_causal_bf16", 0, AttentionMask::kCausal, 1},
                       ExpectBackward{"attn_refuse_probs_used_bf16", 0}),
     [](const ::testing::TestParamInfo<ExpectBackward>& i) { return i.param.name; });
+
+// The suite's training step (bench/gpu/train_attention: a transformer block's SGD step, bf16,
+// B8 S1024 16 heads): its attention matches forward and backward, on views of the fused qkv
+// projection, and the backward config is one the GPU takes.
+TEST(AttentionBackwardTest, TrainingStepOfTheBenchmark) {
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  std::ifstream f(std::string(src ? src : ".") + "/bench/gpu/train_attention/train_attention_bf16.hlo");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  if (ss.str().empty()) GTEST_SKIP() << "no bench/gpu/train_attention/train_attention_bf16.hlo";
+  std::unique_ptr<HloModule> m = RewriteWithBackward(ss.str());
+  ASSERT_TRUE(m);
+  ASSERT_EQ(BackwardCalls(*m).size(), 1u);
+  EXPECT_EQ(AttentionCalls(*m).size(), 1u);
+  StatusOr<AttentionConfig> c = AttentionConfigOf(*BackwardCalls(*m)[0]);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->batch, (std::vector<int64_t>{8, 16}));
+  EXPECT_EQ(c->q_len, 1024);
+  EXPECT_EQ(c->mask, AttentionMask::kCausal);
+  EXPECT_EQ(c->dq_type, PrimitiveType::kBF16) << c->ToJson();
+  EXPECT_EQ(c->dk_type, PrimitiveType::kBF16) << c->ToJson();
+  EXPECT_EQ(c->dv_type, PrimitiveType::kBF16) << c->ToJson();
+  EXPECT_NEAR(c->dq_scale, c->scale, 1e-6) << c->ToJson();
+  EXPECT_NEAR(c->dk_scale, c->scale, 1e-6) << c->ToJson();
+  EXPECT_EQ(c->d_out.element, 1) << c->ToJson();
+  std::cerr << c->ToJson() << "\n";
+}
 
 TEST(AttentionRewriterTest, ScaleAndViewsOfTheFusedQkvBuffer) {
   int matches = 0;
