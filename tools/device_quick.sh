@@ -32,6 +32,9 @@ python3 bench/gpu/torch_sdpa.py 2>&1 | tail -4
 if [ "${KILN_BENCH_TRAIN_ATTENTION:-0}" = 1 ]; then
   cat $OUT/bench/train_attention_xla.jsonl
   grep -E "median|rror|FAILED" $OUT/bench/train_attention.txt | head -5
+  timeout 120 python3 bench/gpu/train_attention/torch_train.py 2>&1 | tail -2
+  $b/src/kiln/tools/kiln bench $OUT/bench/train_attention/train_attention_bf16/module.hlo --device cuda --autotune off \
+    --warmup 3 --iterations 10 --profile 2>&1 | grep -vE "^\s*$" | head -30 | cut -c1-160
   $b/src/kiln/tools/kiln compile $OUT/bench/train_attention/train_attention_bf16/module.hlo --device cuda --stats --thunks 2>&1 |
     grep -iE "attention|peak|total|temp" | cut -c1-220 | head -12
 fi

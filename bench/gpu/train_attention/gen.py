@@ -25,6 +25,7 @@ for d in (os.environ.get('KILN_BENCH_DIR', ''), os.path.join(root, '.device-deps
     sys.path.insert(0, d)
     break
 out = sys.argv[1] if len(sys.argv) > 1 else '/tmp/train_attention'
+time_xla = '--time' in sys.argv[2:] or os.environ.get('KILN_TIME_XLA') == '1'
 sys.argv = sys.argv[:1] + [os.path.join(out, '_xla_workloads_scratch')]  # xla_workloads reads argv at import
 
 import jax  # noqa: E402
@@ -64,7 +65,7 @@ def main():
   outs = jax.tree_util.tree_leaves(fs(*small))
   np.savez(os.path.join(ds, 'case.npz'), **{f'in{i}': np.asarray(a) for i, a in enumerate(small)},
            **{f'out{i}': np.asarray(o) for i, o in enumerate(outs)})
-  if '--time' in sys.argv[1:] or os.environ.get('KILN_TIME_XLA') == '1':
+  if time_xla:
     a = args(8, 1024, 1024, jnp.bfloat16)
     c = f.lower(*a).compile()
     for _ in range(3):
