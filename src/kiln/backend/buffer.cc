@@ -33,15 +33,7 @@ Status Buffer::CopyToHost(void* dst, uint64_t bytes) const {
 
 StatusOr<Literal> Buffer::ToLiteral() const {
   if (deleted_) return FailedPrecondition("buffer ", shape_.ToString(false), " on ", device_name(), " was ", deleted_reason_);
-  StatusOr<Literal> made = [&]() -> StatusOr<Literal> {
-    try {
-      return Literal(shape_);
-    } catch (const std::bad_alloc&) {
-      return ResourceExhausted("out of host memory: a literal of ", shape_.ToString(false), " takes ", size_, " bytes");
-    }
-  }();
-  KILN_RETURN_IF_ERROR(made.status());
-  Literal literal = std::move(made).value();
+  KILN_ASSIGN_OR_RETURN(Literal literal, Literal::Create(shape_, StrCat("a copy of a buffer on ", device_name())));
   if (literal.size_bytes() != size_)
     return Internal("buffer ", shape_.ToString(false), " holds ", size_, " bytes, its literal ", literal.size_bytes());
   KILN_RETURN_IF_ERROR(CopyToHost(literal.untyped_data(), size_));

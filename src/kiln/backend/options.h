@@ -18,11 +18,15 @@ namespace kiln {
 // platforms are ignored, so one set of flags can be given to every backend.
 using BackendFlags = std::map<std::string, std::string, std::less<>>;
 
+// The most host threads a compile may ask for (CompileOptions::threads): more would only cost
+// memory and start-up time (each worker has its own queue and stack).
+inline constexpr int kMaxHostThreads = 1024;
+
 struct CompileOptions {
   // The device to compile for (its ordinal on the backend's platform). Default 0.
   int device_ordinal = 0;
   // Host threads the executable runs with, where the backend uses them (cpu); 0 (default):
-  // one per hardware thread.
+  // one per hardware thread. Outside 0..kMaxHostThreads, Compile fails with InvalidArgument.
   int threads = 0;
   // Run the HLO verifier on the module first. Default true; callers that verified the module
   // already (the `kiln` tool's LoadModule) turn it off.

@@ -343,6 +343,17 @@ std::string SerializeNpy(const NpyArray& array) {
   return out;
 }
 
+namespace {
+
+// Physical memory of this host in bytes (a large figure when it cannot be known).
+uint64_t HostMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{1} << 48;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+}  // namespace
+
 StatusOr<std::string> ReadFileToString(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -355,16 +366,26 @@ StatusOr<std::string> ReadFileToString(const std::string& path) {
     return InvalidArgument(path, " is not a regular file (a device or socket)");
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot open ", path, ": ", std::strerror(errno));
+  // A file (or what a pipe brings) larger than this host's memory cannot be read into it: say so
+  // before trying, instead of swapping or being killed on the way.
+  const uint64_t limit = HostMemoryBytes();
   std::string data;
   try {
     if (fs::is_regular_file(st)) {
       const uintmax_t size = fs::file_size(path, ec);
       if (ec) return DataLoss("cannot size ", path, ": ", ec.message());
+      if (size > limit)
+        return InvalidArgument(path, " is ", size, " bytes, more than this host's memory (", limit, " bytes)");
       data.resize(static_cast<size_t>(size));
       in.read(data.data(), static_cast<std::streamsize>(size));
       if (static_cast<uintmax_t>(in.gcount()) != size) return DataLoss("error reading ", path, " (it shrank while read?)");
     } else {
-      data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      char chunk[1 << 16];
+      while (in.read(chunk, sizeof chunk) || in.gcount() > 0) {
+        data.append(chunk, static_cast<size_t>(in.gcount()));
+        if (data.size() > limit)
+          return InvalidArgument(path, " brings more than this host's memory (", limit, " bytes)");
+      }
     }
   } catch (const std::bad_alloc&) {
     return ResourceExhausted("out of memory reading ", path);
@@ -432,7 +453,14 @@ StatusOr<std::string> Inflate(std::string_view in, uint64_t out_size, std::strin
   if (out_size > in.size() * 1040ull + 1024)
     return DataLoss(what, ": declared size ", out_size, " is impossible for ", in.size(),
                     " compressed bytes");
-  std::string out(out_size, '\0');
+  std::string out;
+  try {
+    out.assign(out_size, '\0');
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of memory allocating ", out_size, " bytes for ", what);
+  } catch (const std::length_error&) {
+    return ResourceExhausted("out of memory allocating ", out_size, " bytes for ", what);
+  }
   z_stream zs{};
   if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) return Internal(what, ": inflateInit2 failed");
   // zlib's avail_in/avail_out are 32-bit: feed in chunks.

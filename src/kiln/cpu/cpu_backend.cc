@@ -130,6 +130,9 @@ class CpuBackend final : public HostBackend {
 
   StatusOr<std::unique_ptr<Executable>> Compile(const HloModule& module, const CompileOptions& options) override {
     KILN_RETURN_IF_ERROR(CheckOrdinal(options.device_ordinal));
+    if (options.threads < 0 || options.threads > kMaxHostThreads)
+      return InvalidArgument("threads ", options.threads, " is out of range: 1 to ", kMaxHostThreads,
+                             " (0: one per hardware thread)");
     CpuCompileOptions co;
     co.threads = options.threads;
     co.dump_dir = options.dump_dir;

@@ -209,7 +209,7 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuExecutable::Create(Parts parts) {
   }
   if (total > 0) {
     exe->constants_ = AllocateBlock(total);
-    if (!exe->constants_) return ResourceExhausted("cpu executable: cannot allocate ", total, " bytes of constants");
+    if (!exe->constants_) return ResourceExhausted("out of memory allocating ", total, " bytes for the constants of ", p.module->name());
     for (const BufferAllocation& a : allocs) {
       if (a.kind != BufferAllocation::Kind::kConstant) continue;
       if (!a.constant || !a.constant->has_literal() || a.constant->literal_elided())
@@ -265,7 +265,7 @@ StatusOr<ExecutionOutput> CpuExecutable::ExecuteImpl(std::span<void* const> argu
     if (!ptr && size > 0) return InvalidArgument("cpu executable: argument ", k, " is null");
     if (!logical && arg_relayout_[k]) {
       AlignedBlock b = AllocateBlock(size);
-      if (!b) return ResourceExhausted("cpu executable: cannot allocate ", size, " bytes");
+      if (!b) return ResourceExhausted("out of memory allocating ", size, " bytes for a copy of argument ", k);
       RelayoutToRowMajor(ptr, arg_shapes_[k], arg_shapes_[k].layout(), b.get());
       ptr = b.get();
       out.owned_.push_back(std::move(b));
@@ -278,7 +278,7 @@ StatusOr<ExecutionOutput> CpuExecutable::ExecuteImpl(std::span<void* const> argu
       memory[a.index] = {constants_.get() + constant_offset_[a.index], a.size};
   if (parts_.assignment->temp_allocation() >= 0) {
     out.arena_ = LeaseArena();
-    if (!out.arena_) return ResourceExhausted("cpu executable: cannot allocate an arena of ", arena_size_, " bytes");
+    if (!out.arena_) return ResourceExhausted("out of memory allocating ", arena_size_, " bytes for the temporaries of ", parts_.module->name());
     memory[parts_.assignment->temp_allocation()] = {out.arena_.get(), arena_size_};
   }
   BufferAllocations buffers(std::move(memory));
@@ -337,7 +337,7 @@ StatusOr<ExecutionOutput> CpuExecutable::ExecuteImpl(std::span<void* const> argu
     } else if (result_relayout_[j]) {
       out.sources_.back() = {ExecutionOutput::Source::kRun, -1};
       AlignedBlock b = AllocateBlock(size);
-      if (!b) return ResourceExhausted("cpu executable: cannot allocate ", size, " bytes");
+      if (!b) return ResourceExhausted("out of memory allocating ", size, " bytes for output ", j);
       RelayoutFromRowMajor(ptr, view.shape, view.shape.layout(), b.get());
       view.data = b.get();
       out.owned_.push_back(std::move(b));
@@ -366,7 +366,7 @@ StatusOr<Literal> CpuExecutable::Run(std::span<const Literal> arguments, const C
       if (allocs[arg_allocation_[ptrs.size()]].written) {
         // A donated parameter the program writes: never write the caller's literal.
         AlignedBlock b = AllocateBlock(static_cast<int64_t>(l.size_bytes()));
-        if (!b) return ResourceExhausted("cpu executable: cannot allocate ", l.size_bytes(), " bytes");
+        if (!b) return ResourceExhausted("out of memory allocating ", l.size_bytes(), " bytes for a copy of argument ", n);
         if (l.size_bytes() > 0) std::memcpy(b.get(), data, l.size_bytes());
         data = b.get();
         copies.push_back(std::move(b));
@@ -375,7 +375,7 @@ StatusOr<Literal> CpuExecutable::Run(std::span<const Literal> arguments, const C
     }
   }
   KILN_ASSIGN_OR_RETURN(ExecutionOutput out, ExecuteImpl(ptrs, /*logical=*/true, options));
-  Literal result(result_shape());
+  KILN_ASSIGN_OR_RETURN(Literal result, Literal::Create(result_shape(), StrCat("the result of ", parts_.module->name())));
   std::vector<ShapeIndex> leaves = ArrayLeafIndices(result_shape());
   for (size_t j = 0; j < leaves.size(); ++j) {
     Literal& dst = MutableSubliteral(result, leaves[j]);

@@ -1,5 +1,7 @@
 #include "kiln/eval/evaluator.h"
 
+#include <new>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -45,6 +47,16 @@ Status UnsupportedInstruction(const HloInstruction& instr, std::string_view deta
 
 Evaluator::Evaluator(EvaluatorOptions options)
     : options_(options), rng_state_(options.rng_seed) {}
+
+namespace {
+
+Status OutOfMemory(const HloInstruction& instr) {
+  return ResourceExhausted("out of memory allocating ", instr.shape().byte_size(), " bytes for %",
+                           instr.name(), " (", instr.shape().ToString(false), ")",
+                           instr.location().line > 0 ? StrCat(" at line ", instr.location().line) : std::string());
+}
+
+}  // namespace
 
 StatusOr<Literal> Evaluator::Run(const HloModule& module, std::span<const Literal> args) {
   scalar_programs_.clear();
@@ -97,7 +109,11 @@ StatusOr<Literal> Evaluator::Evaluate(const HloComputation& computation,
       int64_t n = instr->parameter_number();
       if (n < 0 || n >= static_cast<int64_t>(args.size()))
         return InvalidArgument("parameter number ", n, " out of range in ", computation.name());
-      values.emplace(instr, *args[n]);
+      try {
+        values.emplace(instr, *args[n]);
+      } catch (const std::bad_alloc&) {
+        return OutOfMemory(*instr);
+      }
       continue;
     }
     operand_values.clear();
@@ -110,7 +126,15 @@ StatusOr<Literal> Evaluator::Evaluate(const HloComputation& computation,
     }
     EvalKernel kernel = registry.Find(instr->opcode());
     if (!kernel) return UnsupportedInstruction(*instr);
-    StatusOr<Literal> result = kernel(*instr, operand_values, *this);
+    // Kernels allocate their results (and scratch) as Literals sized by the instruction's
+    // shape; a shape the host cannot hold (a 2^40-element iota) is a status here, at the one
+    // place every kernel's allocation passes through, not an abort.
+    StatusOr<Literal> result = OutOfMemory(*instr);
+    try {
+      result = kernel(*instr, operand_values, *this);
+    } catch (const std::bad_alloc&) {
+    } catch (const std::length_error&) {
+    }
     if (!result.ok()) {
       const Status& s = result.status();
       // Add where it happened once (kernels report what went wrong).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
+#include <stdexcept>
 
 #include "kiln/base/strings.h"
 
@@ -12,8 +14,20 @@ Literal::Literal(const Shape& shape) : shape_(shape) {
     elements_.reserve(shape_.tuple_shapes_size());
     for (const Shape& s : shape_.tuple_shapes()) elements_.emplace_back(s);
   } else if (shape_.IsArray()) {
-    data_.assign(static_cast<size_t>(shape_.num_elements()) * PrimitiveByteWidth(shape_.element_type()), 0);
+    // byte_size saturates: a shape too large for int64 fails to allocate, never wraps.
+    data_.assign(static_cast<size_t>(shape_.byte_size()), 0);
   }
+}
+
+StatusOr<Literal> Literal::Create(const Shape& shape, std::string_view what) {
+  KILN_RETURN_IF_ERROR(CheckShapeSize(shape));
+  try {
+    return Literal(shape);
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return ResourceExhausted("out of memory allocating ", shape.byte_size(), " bytes for ", what, " (",
+                           shape.ToString(false), ")");
 }
 
 int64_t Literal::LinearIndex(std::span<const int64_t> index) const {

@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kiln/base/status.h"
@@ -26,7 +27,13 @@ class Literal {
  public:
   Literal() : shape_(Shape::Tuple({})) {}
   // A zero-filled literal of `shape` (tuples get zero-filled elements; tokens are empty).
+  // Throws std::bad_alloc when the host cannot hold it: use Create where the size comes from a
+  // program or a file.
   explicit Literal(const Shape& shape);
+  // The same without exceptions, for sizes that come from input (a module's shapes, a file's
+  // header): InvalidArgument when the shape is larger than kiln supports (CheckShapeSize),
+  // ResourceExhausted "out of memory allocating N bytes for <what>" when the host cannot hold it.
+  static StatusOr<Literal> Create(const Shape& shape, std::string_view what);
 
   const Shape& shape() const { return shape_; }
   // Replaces the layout part of the shape (data stays in logical order).

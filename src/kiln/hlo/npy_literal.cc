@@ -264,7 +264,7 @@ StatusOr<Literal> NpyToLiteral(const NpyArray& array, std::optional<PrimitiveTyp
     if (array.dtype.itemsize != width || array.dtype.kind == 'S')
       return InvalidArgument(what, ": holds ", array.dtype.Descr(), " elements, not the ", width,
                              "-byte bit patterns of ", PrimitiveTypeName(t));
-    Literal l(Shape::ArrayWithDefaultLayout(t, array.shape));
+    KILN_ASSIGN_OR_RETURN(Literal l, Literal::Create(Shape::ArrayWithDefaultLayout(t, array.shape), what));
     std::memcpy(l.untyped_data(), array.data.data(), array.data.size());
     // Sub-byte types and pred keep one value per byte: bring stray high bits into canonical form.
     int bits = PrimitiveBitWidth(t);
@@ -313,7 +313,7 @@ StatusOr<Literal> NpyToLiteral(const NpyArray& array, std::optional<PrimitiveTyp
                              " here (a ", d.Descr(), " member is read as the bits of the"
                              " parameter it is passed to, or of its .kiln_dtype companion)");
   }
-  Literal l(Shape::ArrayWithDefaultLayout(t, array.shape));
+  KILN_ASSIGN_OR_RETURN(Literal l, Literal::Create(Shape::ArrayWithDefaultLayout(t, array.shape), what));
   std::memcpy(l.untyped_data(), array.data.data(), array.data.size());
   if (t == PrimitiveType::kPred)
     for (uint8_t& b : std::span<uint8_t>(l.untyped_data(), l.size_bytes())) b = b != 0;
@@ -325,7 +325,7 @@ StatusOr<Literal> ConvertLiteralForParameter(const Literal& value, PrimitiveType
                                              std::string_view what) {
   PrimitiveType s = value.shape().element_type();
   if (s == type) return value;
-  Literal out(Shape::ArrayWithDefaultLayout(type, value.shape().dimensions()));
+  KILN_ASSIGN_OR_RETURN(Literal out, Literal::Create(Shape::ArrayWithDefaultLayout(type, value.shape().dimensions()), what));
   const int64_t n = value.element_count();
   for (int64_t i = 0; i < n; ++i) {
     bool rounded_ok = false;
@@ -359,7 +359,7 @@ StatusOr<Literal> ConvertNpyForParameter(const NpyArray& array, std::optional<Pr
   KILN_ASSIGN_OR_RETURN(Literal natural, NpyToLiteral(array, raw_type, what));
   KILN_ASSIGN_OR_RETURN(Literal converted, ConvertLiteralForParameter(natural, t, options, what));
   // Carry the parameter's exact shape (layout, dynamic dimensions); data order is logical.
-  Literal result(shape);
+  KILN_ASSIGN_OR_RETURN(Literal result, Literal::Create(shape, what));
   std::memcpy(result.untyped_data(), converted.untyped_data(), converted.size_bytes());
   return result;
 }

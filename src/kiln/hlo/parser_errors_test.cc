@@ -56,13 +56,16 @@ TEST(ParserErrorsTest, MessagesWithPositionAndCaret) {
        "t.hlo:3:28: expected 3 elements in dimension 0 of constant, found 2\n"
        "  ROOT c = f32[3] constant({1, 2})\n                           ^"},
       {Entry("  ROOT p = f32[16777232,1099510579201] parameter(0)"),
-       "t.hlo:3:12: shape f32[16777232,1099510579201] has more elements than 64 bits count\n"
+       "t.hlo:3:12: shape f32[16777232,1099510579201] has 18446744073709551632 elements, more than "
+       "kiln supports (at most 2^62 bytes per array)\n"
        "  ROOT p = f32[16777232,1099510579201] parameter(0)\n           ^"},
       {Entry("  ROOT p = f32[4294967296,4294967296,4] parameter(0)"),
-       "t.hlo:3:12: shape f32[4294967296,4294967296,4] has more elements than 64 bits count\n"
+       "t.hlo:3:12: shape f32[4294967296,4294967296,4] has 73786976294838206464 elements, more than "
+       "kiln supports (at most 2^62 bytes per array)\n"
        "  ROOT p = f32[4294967296,4294967296,4] parameter(0)\n           ^"},
       {Entry("  ROOT p = f32[1099511627776,4194304] parameter(0)"),
-       "t.hlo:3:12: shape f32[1099511627776,4194304] takes more bytes than 64 bits count\n"
+       "t.hlo:3:12: shape f32[1099511627776,4194304] has 4611686018427387904 elements, more than "
+       "kiln supports (at most 2^62 bytes per array)\n"
        "  ROOT p = f32[1099511627776,4194304] parameter(0)\n           ^"},
       {Entry("  ROOT c = s8[] constant(300)"),
        "t.hlo:3:26: integer 300 out of range for s8\n  ROOT c = s8[] constant(300)\n                         ^"},
@@ -172,7 +175,7 @@ TEST(ParserErrorsTest, HugeShapesAndNumbersAreRejectedWithoutAllocating) {
                 "has more elements than the text"),
             std::string::npos);
   EXPECT_NE(ParseError(Entry("  ROOT c = f32[1099511627776,1099511627776] constant({1})")).find(
-                "has more elements than 64 bits count"),
+                "has 1208925819614629174706176 elements, more than kiln supports"),
             std::string::npos);
   EXPECT_NE(ParseError(Entry("  ROOT p = f32[2] parameter(9000000000000)")).find("too large"),
             std::string::npos);
@@ -184,6 +187,41 @@ TEST(ParserErrorsTest, HugeShapesAndNumbersAreRejectedWithoutAllocating) {
   auto m = ParseHloModule(Entry("  ROOT c = f32[1099511627776,1024] constant({...})"), fill);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("cannot fill an elided constant"), std::string::npos);
+}
+
+// Issue 16: element counts and byte sizes are checked as products, not per dimension, both for
+// shapes written in the text and for shapes the parser infers.
+TEST(ParserErrorsTest, ShapeSizesAreCheckedAsProducts) {
+  const std::string too_many = "elements, more than kiln supports (at most 2^62 bytes per array)";
+  EXPECT_NE(ParseError(Entry("  ROOT p = f32[4294967296,4294967296,4294967296] parameter(0)"))
+                .find("shape f32[4294967296,4294967296,4294967296] has 79228162514264337593543950336 " + too_many),
+            std::string::npos);
+  // One past the limit in bytes, not in elements: s8 may have 2^62 elements, f32 2^60.
+  EXPECT_NE(ParseError(Entry("  ROOT p = s8[1099511627776,4194305] parameter(0)"))
+                .find("has 4611687117939015680 " + too_many),
+            std::string::npos);
+  EXPECT_EQ(ParseError(Entry("  ROOT p = s8[1099511627776,4194304] parameter(0)")), "<parsed>");
+  EXPECT_EQ(ParseError(Entry("  ROOT p = f32[1073741824,1073741824] parameter(0)")), "<parsed>");
+  // A zero dimension makes any product zero.
+  EXPECT_EQ(ParseError(Entry("  ROOT p = f32[1099511627776,1099511627776,0] parameter(0)")), "<parsed>");
+  // In a tuple, in a program shape.
+  EXPECT_NE(ParseError(Entry("  ROOT p = (f32[2], f32[1099511627776,1099511627776]) parameter(0)"))
+                .find("t.hlo:3:21: shape f32[1099511627776,1099511627776] has 1208925819614629174706176 "),
+            std::string::npos);
+  EXPECT_NE(ParseError("HloModule m, entry_computation_layout={(f32[1099511627776,1099511627776]{1,0})->f32[]{}}\n"
+                       "ENTRY e {\n  ROOT p = f32[] parameter(0)\n}")
+                .find("more than kiln supports"),
+            std::string::npos);
+  // Inferred shapes: a concatenate whose result dimension sums past the limit.
+  EXPECT_NE(ParseError(Entry("  a = f32[1099511627776,1048576] parameter(0)\n"
+                             "  ROOT c = concatenate(a, a, a, a, a), dimensions={0}"))
+                .find("shape f32[5497558138880,1048576] has 5764607523034234880 " + too_many),
+            std::string::npos);
+  // Padding arithmetic that would overflow int64 is an error, not a wrapped size.
+  EXPECT_NE(ParseError(Entry("  a = f32[4] parameter(0)\n  z = f32[] constant(0)\n"
+                             "  ROOT p = pad(a, z), padding=0_9223372036854775807"))
+                .find("cannot infer the shape of 'p'"),
+            std::string::npos);
 }
 
 TEST(ParserErrorsTest, EveryPrefixOfAValidModuleFailsCleanly) {

@@ -69,14 +69,9 @@ StatusOr<Shape> HloParser::ParseShape(bool allow_layout) {
       shape.add_dimension(size, bounded);
     } while (TryConsume(TokKind::kComma));
     KILN_RETURN_IF_ERROR(Expect(TokKind::kRsquare, "']' or ','"));
-    // Each dimension is in range; their product (and its bytes) must fit in 64 bits too, or
-    // every size computation downstream wraps (f32[16777232,1099510579201] is 16 elements).
-    int64_t elements = 1, bytes = 0;
-    for (int64_t d : shape.dimensions())
-      if (d != Shape::kUnboundedSize && __builtin_mul_overflow(elements, d, &elements))
-        return ErrorAt(t.offset, StrCat("shape ", shape.ToString(false), " has more elements than 64 bits count"));
-    if (__builtin_mul_overflow(elements, int64_t{PrimitiveByteWidth(shape.element_type())}, &bytes))
-      return ErrorAt(t.offset, StrCat("shape ", shape.ToString(false), " takes more bytes than 64 bits count"));
+    // Each dimension is in range; their product (and its bytes) must be too, or every size
+    // computation downstream wraps (f32[16777232,1099510579201] would be 16 elements).
+    if (Status size = CheckShapeSize(shape); !size.ok()) return ErrorAt(t.offset, size.message());
   }
   // A layout follows only if the brace opens a layout ("{" then int, ":" or "}"); otherwise
   // the brace belongs to the surrounding construct (a computation body).

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kiln/base/strings.h"
+
 namespace kiln {
 
 namespace {
@@ -85,6 +87,18 @@ std::vector<Literal> MakeRandomArguments(const std::vector<Shape>& parameter_sha
   out.reserve(parameter_shapes.size());
   for (size_t i = 0; i < parameter_shapes.size(); ++i)
     out.push_back(MakeRandomLiteral(parameter_shapes[i], seed, i));
+  return out;
+}
+
+StatusOr<std::vector<Literal>> CreateRandomArguments(const std::vector<Shape>& parameter_shapes,
+                                                     uint64_t seed) {
+  std::vector<Literal> out;
+  out.reserve(parameter_shapes.size());
+  for (size_t i = 0; i < parameter_shapes.size(); ++i) {
+    KILN_ASSIGN_OR_RETURN(Literal l, Literal::Create(parameter_shapes[i], StrCat("random input ", i)));
+    Fill(l, seed, i);
+    out.push_back(std::move(l));
+  }
   return out;
 }
 

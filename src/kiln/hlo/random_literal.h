@@ -24,10 +24,17 @@
 
 namespace kiln {
 
-// A random literal of `shape` (arrays, tuples, tokens).
+// A random literal of `shape` (arrays, tuples, tokens). Throws std::bad_alloc when the host
+// cannot hold it (tests and tools with shapes they chose); for shapes that come from input, use
+// CreateRandomArguments.
 Literal MakeRandomLiteral(const Shape& shape, uint64_t seed, uint64_t stream);
 
 // One random literal per parameter shape, parameter i from stream i.
 std::vector<Literal> MakeRandomArguments(const std::vector<Shape>& parameter_shapes, uint64_t seed);
+
+// The same values without exceptions: a shape larger than kiln supports is InvalidArgument, one
+// the host cannot hold ResourceExhausted "out of memory allocating N bytes for random input i".
+StatusOr<std::vector<Literal>> CreateRandomArguments(const std::vector<Shape>& parameter_shapes,
+                                                     uint64_t seed);
 
 }  // namespace kiln

@@ -1,5 +1,6 @@
 #include "kiln/hlo/shape.h"
 
+#include "kiln/base/saturating.h"
 #include "kiln/base/strings.h"
 
 namespace kiln {
@@ -53,18 +54,73 @@ void Shape::add_dimension(int64_t size, bool dynamic) {
 
 int64_t Shape::num_elements() const {
   int64_t n = 1;
-  for (int64_t d : dims_) n *= (d == kUnboundedSize ? 0 : d);
+  for (int64_t d : dims_) n = SaturatingMul(n, d == kUnboundedSize ? 0 : d);
   return n;
 }
 
 int64_t Shape::byte_size() const {
   if (IsTuple()) {
     int64_t total = 0;
-    for (const Shape& s : tuple_) total += s.byte_size();
+    for (const Shape& s : tuple_) total = SaturatingAdd(total, s.byte_size());
     return total;
   }
   if (!IsArray()) return 0;
-  return num_elements() * PrimitiveByteWidth(element_type_);
+  return SaturatingMul(num_elements(), PrimitiveByteWidth(element_type_));
+}
+
+namespace {
+
+// The exact product of `dims` in decimal (base-10^9 limbs, least significant first), for
+// messages about counts that overflow int64.
+std::string ExactProduct(const std::vector<int64_t>& dims) {
+  std::vector<uint64_t> limbs{1};
+  constexpr uint64_t kBase = 1000000000;
+  for (int64_t d : dims) {
+    unsigned __int128 carry = 0;
+    for (uint64_t& l : limbs) {
+      unsigned __int128 v = static_cast<unsigned __int128>(l) * static_cast<uint64_t>(d) + carry;
+      l = static_cast<uint64_t>(v % kBase);
+      carry = v / kBase;
+    }
+    while (carry) {
+      limbs.push_back(static_cast<uint64_t>(carry % kBase));
+      carry /= kBase;
+    }
+  }
+  while (limbs.size() > 1 && limbs.back() == 0) limbs.pop_back();
+  std::string s = std::to_string(limbs.back());
+  for (size_t i = limbs.size() - 1; i-- > 0;) {
+    std::string part = std::to_string(limbs[i]);
+    s += std::string(9 - part.size(), '0') + part;
+  }
+  return s;
+}
+
+}  // namespace
+
+Status CheckShapeSize(const Shape& shape) {
+  if (shape.IsTuple()) {
+    for (const Shape& e : shape.tuple_shapes()) KILN_RETURN_IF_ERROR(CheckShapeSize(e));
+    return OkStatus();
+  }
+  if (!shape.IsArray()) return OkStatus();
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < shape.rank(); ++i) {
+    if (shape.is_unbounded_dynamic_dimension(i)) continue;  // no size until it is known
+    if (shape.dimensions(i) < 0)
+      return InvalidArgument("shape ", shape.ToString(false), " has a negative dimension");
+    dims.push_back(shape.dimensions(i));
+  }
+  for (int64_t d : dims)
+    if (d == 0) return OkStatus();  // no elements, however large the other dimensions
+  int64_t elements = 1, bytes = 0;
+  bool overflow = false;
+  for (int64_t d : dims) overflow |= __builtin_mul_overflow(elements, d, &elements);
+  overflow |= __builtin_mul_overflow(elements, int64_t{PrimitiveByteWidth(shape.element_type())}, &bytes);
+  if (overflow || bytes > kMaxArrayBytes)
+    return InvalidArgument("shape ", shape.ToString(false), " has ", overflow ? ExactProduct(dims) : std::to_string(elements),
+                           " elements, more than kiln supports (at most 2^62 bytes per array)");
+  return OkStatus();
 }
 
 Layout& Shape::mutable_layout() {
@@ -160,7 +216,7 @@ std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
   int64_t s = 1;
   for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i) {
     strides[i] = s;
-    s *= dims[i];
+    s = SaturatingMul(s, dims[i]);
   }
   return strides;
 }

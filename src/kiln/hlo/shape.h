@@ -57,8 +57,10 @@ class Shape {
   void add_dimension(int64_t size, bool dynamic = false);
 
   // Number of elements (product of dimensions; bounds for dynamic dimensions). 1 for scalars.
+  // Saturates at INT64_MAX instead of wrapping; CheckShapeSize rejects such shapes.
   int64_t num_elements() const;
   // Bytes of a dense array (elements * PrimitiveByteWidth); for tuples, the sum over leaves.
+  // Saturates at INT64_MAX as num_elements does.
   int64_t byte_size() const;
 
   bool has_layout() const { return layout_.has_value(); }
@@ -109,6 +111,17 @@ struct ProgramShape {
   Shape result;
   std::string ToString(bool print_layout = true) const;
 };
+
+// The most bytes one array may take (2^62): every size kiln computes from a shape -- element
+// counts, byte sizes, offsets, the sum of a tuple's leaves -- then fits in int64 with room to
+// spare. The parser rejects larger shapes written in the text, shape inference larger results,
+// the verifier larger instruction shapes.
+inline constexpr int64_t kMaxArrayBytes = int64_t{1} << 62;
+
+// OK when every array of `shape` (recursing into tuples) has a non-negative, bounded size of at
+// most kMaxArrayBytes bytes; else InvalidArgument "shape f32[...] has N elements, more than kiln
+// supports (at most 2^62 bytes per array)", N the exact product even where it overflows int64.
+Status CheckShapeSize(const Shape& shape);
 
 // Row-major (logical) strides of a shape's dimensions, in elements.
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims);

@@ -1,5 +1,10 @@
 // InferShape: the per-opcode dispatcher over the family functions.
 #include "kiln/hlo/shape_inference.h"
+
+#include <functional>
+#include <unordered_map>
+
+#include "kiln/base/saturating.h"
 #include "kiln/base/strings.h"
 
 #include "kiln/hlo/computation.h"
@@ -559,17 +564,71 @@ StatusOr<Shape> InferShape(const HloInstruction& instr) {
   for (const HloInstruction* o : instr.operands())
     KILN_RETURN_IF_ERROR(ExpectBounded(o->shape(), "an operand"));
   KILN_RETURN_IF_ERROR(ExpectBounded(instr.shape(), "the result"));
-  return InferShapeImpl(instr);
+  KILN_ASSIGN_OR_RETURN(Shape result, InferShapeImpl(instr));
+  // A result computed from valid operands may still be too large (a dot of f32[2^40,1] and
+  // f32[1,2^40], a concatenate of many large operands); sizes of it must not overflow.
+  KILN_RETURN_IF_ERROR(CheckShapeSize(result));
+  return result;
 }
 
+namespace {
+
+// Equal dimensions (bounds), element types of one byte width, tuples of one arity: what a
+// kernel that sizes its loops by the declared shape needs of the shape the operands give.
+bool SameExtent(const Shape& declared, const Shape& inferred) {
+  if (declared.IsTuple() || inferred.IsTuple()) {
+    if (!declared.IsTuple() || !inferred.IsTuple() ||
+        declared.tuple_shapes_size() != inferred.tuple_shapes_size())
+      return false;
+    for (int64_t i = 0; i < declared.tuple_shapes_size(); ++i)
+      if (!SameExtent(declared.tuple_shapes(i), inferred.tuple_shapes(i))) return false;
+    return true;
+  }
+  if (declared.IsArray() != inferred.IsArray()) return false;
+  if (!declared.IsArray()) return declared.element_type() == inferred.element_type();
+  return declared.dimensions() == inferred.dimensions() &&
+         PrimitiveByteWidth(declared.element_type()) == PrimitiveByteWidth(inferred.element_type());
+}
+
+// The computation of `module` that is part of a cycle of calls, or nullptr.
+const HloComputation* FindCallCycle(const HloModule& module) {
+  std::unordered_map<const HloComputation*, int> state;  // 1: on the path, 2: done
+  std::function<const HloComputation*(const HloComputation*)> visit =
+      [&](const HloComputation* c) -> const HloComputation* {
+    int& st = state[c];
+    if (st == 1) return c;
+    if (st == 2) return nullptr;
+    st = 1;
+    for (const HloInstruction* i : c->instructions())
+      for (const HloComputation* callee : i->called_computations())
+        if (callee && callee->parent() == &module)
+          if (const HloComputation* found = visit(callee)) return found;
+    state[c] = 2;
+    return nullptr;
+  };
+  for (const HloComputation* c : module.computations())
+    if (const HloComputation* found = visit(c)) return found;
+  return nullptr;
+}
+
+}  // namespace
+
 Status CheckOperandsInRange(const HloModule& module) {
+  if (const HloComputation* c = FindCallCycle(module))
+    return InvalidArgument("computation ", c->name(), " is part of a cycle of computations calling each other");
   for (const HloComputation* c : module.computations())
     for (const HloInstruction* instr : c->instructions()) {
       if (instr->opcode() == HloOpcode::kParameter || instr->opcode() == HloOpcode::kConstant) continue;
+      const std::string where =
+          StrCat("%", instr->name(), instr->location().line > 0 ? StrCat(" (line ", instr->location().line, ")") : "");
       StatusOr<Shape> s = InferShape(*instr);
-      if (s.ok() || s.status().code() == StatusCode::kUnimplemented) continue;
-      return InvalidArgument("%", instr->name(), instr->location().line > 0 ? StrCat(" (line ", instr->location().line, ")") : "",
-                             ": ", s.status().message());
+      if (!s.ok()) {
+        if (s.status().code() == StatusCode::kUnimplemented) continue;
+        return InvalidArgument(where, ": ", s.status().message());
+      }
+      if (!SameExtent(instr->shape(), *s))
+        return InvalidArgument(where, ": shape ", instr->shape().ToString(false), " does not match the shape ",
+                               s->ToString(false), " its operands give");
     }
   return OkStatus();
 }

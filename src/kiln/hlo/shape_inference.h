@@ -45,11 +45,15 @@ class HloModule;
 // num_partitions (found through instr.parent()->parent() when set).
 StatusOr<Shape> InferShape(const HloInstruction& instr);
 
-// What the backends check even when the verifier is skipped (--no-verify): every instruction's
-// operands are ones its shape inference accepts (tuple indices, slice bounds, dimension
-// numbers in range ...), so that no kernel indexes outside its operands. InvalidArgument naming
-// the first instruction and line that fails; instructions inference does not know
-// (Unimplemented) pass.
+// What the backends check even when the verifier is skipped (--no-verify), the part of the
+// verifier that keeps kernels inside their buffers: the call graph has no cycles (passes and the
+// evaluator would recurse without end); every instruction's operands are ones its shape
+// inference accepts (tuple indices, slice bounds, dimension numbers in range, sizes that fit:
+// CheckShapeSize); and its declared shape has the dimensions, element widths and tuple arity of
+// the inferred one (kernels size their loops by the declared shape). InvalidArgument naming the
+// first instruction and line that fails; instructions inference does not know (Unimplemented)
+// pass. Everything else the verifier checks (exact element types, layouts, attribute sanity,
+// the module header) is skipped.
 Status CheckOperandsInRange(const HloModule& module);
 
 // ---- Elementwise family (shape_inference_elementwise.cc) ---------------------------------

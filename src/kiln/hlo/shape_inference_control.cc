@@ -3,6 +3,7 @@
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/module.h"
 #include "kiln/hlo/shape_inference.h"
+#include "kiln/base/saturating.h"
 #include "kiln/hlo/shape_inference_util.h"
 
 namespace kiln {
@@ -92,7 +93,7 @@ StatusOr<Shape> InferAllGatherShape(const std::vector<const Shape*>& operands, i
       return InvalidArgument("all-gather dimensions={", dimension, "} is out of range for ",
                              Str(*s));
     Shape out = NoLayout(*s);
-    out.set_dimensions(dimension, s->dimensions(dimension) * shard_count);
+    out.set_dimensions(dimension, SaturatingMul(s->dimensions(dimension), shard_count));
     outs.push_back(std::move(out));
   }
   return SingleOrTuple(std::move(outs));
@@ -187,7 +188,7 @@ int64_t CollectiveGroupSize(const HloInstruction& instr) {
   if (!a.channel_id) return replicas;
   if (partition_only_ops) return partitions;
   if (a.use_global_device_ids) return 0;
-  return replicas * partitions;
+  return SaturatingMul(replicas, partitions);
 }
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "kiln/hlo/shape_inference.h"
+#include "kiln/base/saturating.h"
 #include "kiln/hlo/shape_inference_util.h"
 
 namespace kiln {
@@ -66,7 +67,7 @@ std::vector<int64_t> LogicalDims(const Shape& s, int side,
     if (!end || *end != ':') continue;
     const long m = std::strtol(end + 1, &end, 10);
     if (n <= 0 || m <= 0 || dim < 0 || dim >= static_cast<long>(dims.size())) continue;
-    dims[dim] = dims[dim] * m / n;
+    dims[dim] = SaturatingMul(dims[dim], m) / n;
   }
   return dims;
 }
@@ -114,8 +115,10 @@ StatusOr<Shape> InferDotShapeWithSparsity(const Shape& lhs, const Shape& rhs,
                    dnums, preferred);
 }
 
+// Saturating: a huge dilation gives a huge bound (then a zero-size window output or a result
+// CheckShapeSize rejects), never a wrapped one.
 int64_t DilatedBound(int64_t bound, int64_t dilation) {
-  return bound == 0 ? 0 : (bound - 1) * dilation + 1;
+  return bound == 0 ? 0 : SaturatingAdd(SaturatingMul(bound - 1, dilation), 1);
 }
 
 Status CheckBatchNormInput(std::string_view op, const Shape& operand, int64_t feature_index) {
@@ -245,8 +248,11 @@ StatusOr<Shape> InferWindowOutputShape(const Shape& base, const Window& window,
     if (w.window_dilation < 1)
       return InvalidArgument("window rhs_dilate ", w.window_dilation, " of dimension ", i,
                              " must be >= 1");
-    const int64_t padded = w.padding_low + DilatedBound(base.dimensions(i), w.base_dilation) +
-                           w.padding_high;
+    int64_t padded = 0;
+    if (__builtin_add_overflow(w.padding_low, DilatedBound(base.dimensions(i), w.base_dilation), &padded) ||
+        __builtin_add_overflow(padded, w.padding_high, &padded))
+      return InvalidArgument("window padding ", w.padding_low, "_", w.padding_high, " of dimension ", i,
+                             " gives a size that does not fit in 64 bits");
     const int64_t window_size = DilatedBound(w.size, w.window_dilation);
     const int64_t out = window_size > padded ? 0 : (padded - window_size) / w.stride + 1;
     result.add_dimension(out, base.is_dynamic_dimension(i));

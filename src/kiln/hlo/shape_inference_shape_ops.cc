@@ -2,6 +2,7 @@
 // dynamic-slice, dynamic-update-slice, concatenate, pad, reverse, iota, tuple,
 // get-tuple-element, get/set-dimension-size, bitcast.
 #include "kiln/hlo/shape_inference.h"
+#include "kiln/base/saturating.h"
 #include "kiln/hlo/shape_inference_util.h"
 
 namespace kiln {
@@ -49,6 +50,7 @@ StatusOr<Shape> InferBroadcastShape(const Shape& operand, const std::vector<int6
   for (int64_t d : output_dims)
     if (d < 0) return InvalidArgument("broadcast to a negative dimension size ", d);
   Shape result = MakeArray(operand.element_type(), output_dims);
+  KILN_RETURN_IF_ERROR(CheckShapeSize(result));
   for (int64_t i = 0; i < operand.rank(); ++i) {
     const int64_t o = dimensions[i];
     if (output_dims[o] != operand.dimensions(i))
@@ -65,6 +67,7 @@ StatusOr<Shape> InferReshapeShape(const Shape& operand, const std::vector<int64_
   Shape result = MakeArray(operand.element_type(), new_dims);
   for (int64_t d : new_dims)
     if (d < 0) return InvalidArgument("reshape to a negative dimension size ", d);
+  KILN_RETURN_IF_ERROR(CheckShapeSize(result));  // element counts below must not saturate
   if (result.num_elements() != operand.num_elements())
     return InvalidArgument("reshape changes the element count: ", Str(operand), " has ",
                            operand.num_elements(), " elements, ", Str(result), " has ",
@@ -113,7 +116,9 @@ StatusOr<Shape> InferSliceShape(const Shape& operand, const std::vector<SliceDim
                              " is out of range [0:", operand.dimensions(i), "] for ", Str(operand));
     if (s.stride <= 0)
       return InvalidArgument("slice stride ", s.stride, " of dimension ", i, " must be positive");
-    const int64_t size = (s.limit - s.start + s.stride - 1) / s.stride;
+    // limit - start is in [0, dimension]; start + stride - 1 could overflow for a huge stride.
+    const int64_t extent = s.limit - s.start;
+    const int64_t size = extent / s.stride + (extent % s.stride != 0);
     result.add_dimension(size, size != 1 && operand.is_dynamic_dimension(i));
   }
   return result;
@@ -181,7 +186,7 @@ StatusOr<Shape> InferConcatenateShape(const std::vector<const Shape*>& operands,
                                dimension, ")");
       if (s->is_dynamic_dimension(i)) result.set_dynamic_dimension(i, true);
     }
-    total += s->dimensions(dimension);
+    total = SaturatingAdd(total, s->dimensions(dimension));  // too large: CheckShapeSize says so
     result.set_element_type(HigherPrecisionType(result.element_type(), s->element_type()));
   }
   result.set_dimensions(dimension, total);
@@ -207,7 +212,12 @@ StatusOr<Shape> InferPadShape(const Shape& operand, const Shape& padding_value,
       return InvalidArgument("pad interior padding ", p.interior, " of dimension ", i,
                              " must not be negative");
     const int64_t d = operand.dimensions(i);
-    const int64_t size = d + p.low + p.high + std::max<int64_t>(d - 1, 0) * p.interior;
+    int64_t size = 0;
+    if (__builtin_mul_overflow(std::max<int64_t>(d - 1, 0), p.interior, &size) ||
+        __builtin_add_overflow(size, d, &size) || __builtin_add_overflow(size, p.low, &size) ||
+        __builtin_add_overflow(size, p.high, &size))
+      return InvalidArgument("padding ", p.low, "_", p.high, "_", p.interior, " of dimension ", i,
+                             " (size ", d, ") gives a size that does not fit in 64 bits");
     if (size < 0)
       return InvalidArgument("padding ", p.low, "_", p.high, "_", p.interior, " of dimension ", i,
                              " (size ", d, ") gives a negative size ", size);
@@ -275,11 +285,21 @@ StatusOr<Shape> InferSetDimensionSizeShape(const Shape& operand, const Shape& si
 StatusOr<Shape> InferBitcastShape(const Shape& operand, const Shape& declared) {
   KILN_RETURN_IF_ERROR(ExpectArray(operand, "the operand of bitcast"));
   KILN_RETURN_IF_ERROR(ExpectArray(declared, "the result of bitcast"));
-  const int64_t in_bits = operand.num_elements() * PrimitiveBitWidth(operand.element_type());
-  const int64_t out_bits = declared.num_elements() * PrimitiveBitWidth(declared.element_type());
-  if (in_bits != out_bits)
-    return InvalidArgument("bitcast changes the size: ", Str(operand), " holds ", in_bits,
-                           " bits, ", Str(declared), " holds ", out_bits);
+  // In 128 bits: a 2^62-byte array holds 2^65 bits.
+  const __int128 in_bits = static_cast<__int128>(operand.num_elements()) * PrimitiveBitWidth(operand.element_type());
+  const __int128 out_bits = static_cast<__int128>(declared.num_elements()) * PrimitiveBitWidth(declared.element_type());
+  if (in_bits != out_bits) {
+    auto bits = [](__int128 v) {  // non-negative
+      std::string s;
+      do {
+        s.insert(s.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+        v /= 10;
+      } while (v > 0);
+      return s;
+    };
+    return InvalidArgument("bitcast changes the size: ", Str(operand), " holds ", bits(in_bits),
+                           " bits, ", Str(declared), " holds ", bits(out_bits));
+  }
   return NoLayout(declared);
 }
 

@@ -3,6 +3,8 @@
 // text.
 #include "kiln/hlo/shape_inference.h"
 
+#include <limits>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -358,6 +360,36 @@ TEST(ShapeInferenceConv, WindowArithmetic) {
   EXPECT_EQ(T(InferWindowOutputShape(F32({2}), Win({WD(3)}), PT::kF32)), "f32[0]");
   EXPECT_THAT(Err(InferWindowOutputShape(F32({5}), Win({WD(0)}), PT::kF32)), HasSubstr("window size 0"));
   EXPECT_THAT(Err(InferWindowOutputShape(F32({5, 5}), Win({WD(1)}), PT::kF32)), HasSubstr("1 dimensions"));
+}
+
+// Issue 16: arithmetic on huge attributes or dimensions is checked, never wrapped; results too
+// large for kiln are errors naming their element count.
+TEST(ShapeInferenceOverflow, HugeAttributesAndResults) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t big = int64_t{1} << 40;
+  // Slice stride near INT64_MAX: one element.
+  EXPECT_EQ(T(InferSliceShape(F32({10}), {{1, 10, kMax}})), "f32[1]");
+  // Pad sizes past int64.
+  EXPECT_THAT(Err(InferPadShape(F32({4}), F32({}), {{0, kMax, 0}})), HasSubstr("does not fit in 64 bits"));
+  EXPECT_THAT(Err(InferPadShape(F32({4}), F32({}), {{0, 0, kMax}})), HasSubstr("does not fit in 64 bits"));
+  EXPECT_THAT(Err(InferPadShape(F32({4}), F32({}), {{std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min(), 0}})),
+              HasSubstr("does not fit in 64 bits"));
+  // Window padding and dilation past int64.
+  EXPECT_THAT(Err(InferWindowOutputShape(F32({5}), Win({WD(1, 1, kMax, kMax)}), PT::kF32)),
+              HasSubstr("does not fit in 64 bits"));
+  EXPECT_EQ(T(InferWindowOutputShape(F32({5}), Win({WD(2, 1, 0, 0, 1, kMax)}), PT::kF32)), "f32[0]");  // window wider than any base
+  // Results whose element count overflows: reshape and broadcast targets, a concatenate.
+  const std::string too_many = "elements, more than kiln supports";
+  EXPECT_THAT(Err(InferReshapeShape(F32({16}), {16777232, 1099510579201})),
+              HasSubstr("f32[16777232,1099510579201] has 18446744073709551632 " + too_many));
+  EXPECT_THAT(Err(InferBroadcastShape(F32({}), {4294967296, 4294967296, 4294967296}, {})),
+              HasSubstr("has 79228162514264337593543950336 " + too_many));
+  Shape a = F32({big, 1 << 20});
+  std::vector<const Shape*> many(5, &a);
+  EXPECT_EQ(T(InferConcatenateShape(many, 0)), "f32[5497558138880,1048576]");  // the family function
+  // A bitcast between two arrays of 2^62 bytes (2^65 bits).
+  EXPECT_EQ(T(InferBitcastShape(A(PT::kS8, {big, 1 << 22}), A(PT::kF32, {big, 1 << 20}))),
+            "f32[1099511627776,1048576]");
 }
 
 TEST(ShapeInferenceLinalg, FftCholeskyTriangularBatchNorm) {

@@ -172,6 +172,9 @@ class Verifier {
     if (s.has_layout() && !IsPermutation(s.layout().minor_to_major(), s.rank()))
       return StrCat("layout ", s.layout().ToString(), " of ", Str(s),
                     " is not a permutation of its ", s.rank(), " dimensions");
+    // Modules built in code (or by a pass) skip the parser's check: too large an array here
+    // would wrap every size computed from it.
+    if (Status size = CheckShapeSize(s); !size.ok()) return size.message();
     return "";
   }
 

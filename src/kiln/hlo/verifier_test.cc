@@ -3,10 +3,13 @@
 // (async ops, collectives, send/recv, infeed/outfeed, fusion, custom-call).
 #include "kiln/hlo/verifier.h"
 
+#include <limits>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "kiln/hlo/parser.h"
+#include "kiln/hlo/shape_inference.h"
 
 namespace kiln {
 namespace {
@@ -802,6 +805,60 @@ TEST(VerifierTest, HandBuiltStructuralErrors) {
 
   HloModule empty("empty");
   EXPECT_THAT(VerifyModule(empty).message(), HasSubstr("module empty: there is no ENTRY computation"));
+}
+
+// Issue 16: a module built in code skips the parser's size check; the verifier catches arrays
+// whose element count or bytes do not fit (the product wraps in int64: 2^32 x 2^32 x 2^32 is 0).
+TEST(VerifierTest, HandBuiltOversizedShapes) {
+  HloModule module("huge");
+  auto entry = std::make_unique<HloComputation>("main");
+  const Shape wraps = Shape::Array(PrimitiveType::kF32, {4294967296, 4294967296, 4294967296});
+  auto p = std::make_unique<HloInstruction>(HloOpcode::kParameter, wraps, "p");
+  p->set_parameter_number(0);
+  HloInstruction* param = entry->AddInstruction(std::move(p));
+  // Each dimension fine, the bytes 2^64: over the 2^62-byte limit.
+  const Shape bytes = Shape::Array(PrimitiveType::kF32, {1099511627776, 4194304});
+  auto q = std::make_unique<HloInstruction>(HloOpcode::kParameter, bytes, "q");
+  q->set_parameter_number(1);
+  entry->AddInstruction(std::move(q));
+  entry->set_root_instruction(param);
+  module.AddComputation(std::move(entry), /*is_entry=*/true);
+  const std::string all = ::testing::PrintToString(CollectVerifierErrors(module));
+  EXPECT_THAT(all, HasSubstr("%p (computation main): shape f32[4294967296,4294967296,4294967296] has "
+                             "79228162514264337593543950336 elements, more than kiln supports"));
+  EXPECT_THAT(all, HasSubstr("%q (computation main): shape f32[1099511627776,4194304] has "
+                             "4611686018427387904 elements, more than kiln supports"));
+  // Shape's own arithmetic saturates instead of wrapping.
+  EXPECT_EQ(wraps.num_elements(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(wraps.byte_size(), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Shape::Tuple({bytes, bytes}).byte_size(), std::numeric_limits<int64_t>::max());
+  EXPECT_TRUE(CheckShapeSize(Shape::Array(PrimitiveType::kF32, {1073741824, 1073741824})).ok());
+  EXPECT_FALSE(CheckShapeSize(Shape::Tuple({Shape::Scalar(PrimitiveType::kF32), wraps})).ok());
+}
+
+// What the backends and `kiln --no-verify` still check without the verifier: call cycles,
+// operands in range, declared shapes of the operands' extent; nothing about exact types.
+TEST(VerifierTest, CheckOperandsInRangeWithoutTheVerifier) {
+  auto check = [](std::string_view text) {
+    auto m = ParseHloModule(text);
+    if (!m.ok()) return "parse error: " + m.status().message();
+    Status s = CheckOperandsInRange(**m);
+    return s.ok() ? std::string("OK") : s.message();
+  };
+  EXPECT_THAT(check("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  t = (f32[4], f32[4]) tuple(x, x)\n"
+                    "  ROOT g = f32[4] get-tuple-element(t), index=5\n}"),
+              HasSubstr("%g (line 5): get-tuple-element index=5 is out of range"));
+  EXPECT_THAT(check("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT s = f32[8] slice(x), slice={[0:8]}\n}"),
+              HasSubstr("out of range [0:4]"));
+  EXPECT_THAT(check("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT n = f32[8] negate(x)\n}"),
+              HasSubstr("%n (line 4): shape f32[8] does not match the shape f32[4] its operands give"));
+  EXPECT_THAT(check("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT n = f64[4] negate(x)\n}"),
+              HasSubstr("does not match"));
+  // Same widths pass (the verifier would reject s32 <- negate(f32)); so does what it cannot infer.
+  EXPECT_EQ(check("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT n = s32[4] negate(x)\n}"), "OK");
+  EXPECT_THAT(check("HloModule m\nf {\n  p = f32[] parameter(0)\n  ROOT c = f32[] call(p), to_apply=f\n}\n"
+                    "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT c = f32[] call(a), to_apply=f\n}"),
+              HasSubstr("computation f is part of a cycle of computations calling each other"));
 }
 
 TEST(VerifierTest, CallGraphCycle) {

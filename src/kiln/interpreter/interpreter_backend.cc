@@ -6,6 +6,7 @@
 #include "kiln/backend/host_backend.h"
 #include "kiln/base/strings.h"
 #include "kiln/eval/evaluator.h"
+#include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/module_clone.h"
 
@@ -87,7 +88,12 @@ class InterpreterBackend final : public HostBackend {
         return InvalidArgument("interpreter_max_loop_iterations: expected a positive integer, got '", v, "'");
     }
     if (module.entry_computation() == nullptr) return InvalidArgument("module ", module.name(), " has no entry computation");
-    if (options.verify) KILN_RETURN_IF_ERROR(VerifyModule(module));
+    if (options.verify) {
+      KILN_RETURN_IF_ERROR(VerifyModule(module));
+    } else if (Status s = CheckOperandsInRange(module); !s.ok()) {
+      // As on cpu: unverified modules still may not index outside their operands.
+      return InvalidArgument("interpreter: the module is invalid (checked without the verifier too): ", s.message());
+    }
     auto start = std::chrono::steady_clock::now();
     std::unique_ptr<HloModule> copy = CloneModule(module);
     CompileReport report;

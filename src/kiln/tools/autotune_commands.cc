@@ -333,7 +333,8 @@ void AddTuneCommand(CLI::App& app, const Client& client, int* exit_code) {
       "tune", "Measure every implementation choice of a module on a device and fill the cache");
   cmd->add_option("MODULE", args->module, "HLO text file")->required();
   cmd->add_option("--device", args->device,
-                  "cpu | cuda, optionally NAME:ORDINAL (default: the best available)");
+                  "cpu | cuda, optionally NAME:ORDINAL (default: the best available)")
+      ->check(DeviceNameValidator());
   AddCompileFlags(cmd, &args->flags);
   cmd->add_option("--dump-json", args->dump_json,
                   "write every candidate's timing and verdict to this JSON file");

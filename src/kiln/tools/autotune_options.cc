@@ -1,5 +1,8 @@
 #include "kiln/tools/autotune_options.h"
 
+#include <charconv>
+#include <system_error>
+
 #include "kiln/api/environment.h"
 #include "kiln/base/strings.h"
 
@@ -33,9 +36,31 @@ void AddAutotuneFlags(CLI::App* cmd, autotune::AutotuneSettings* settings) {
                   "write every tuned instruction's candidates (timing, verdict) to this JSON file");
 }
 
+CLI::Validator DeviceNameValidator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        return s.empty() ? "a device name is required (cpu, cuda, interpreter, optionally NAME:ORDINAL); "
+                           "leave the flag out for the best available"
+                         : std::string();
+      },
+      "DEVICE");
+}
+
+CLI::Validator SeedValidator() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
+        if (s.empty() || ec != std::errc() || end != s.data() + s.size())
+          return "expected a decimal integer from 0 to 18446744073709551615, got '" + s + "'";
+        return std::string();
+      },
+      "UINT64");
+}
+
 void AddCompileFlags(CLI::App* cmd, CompileFlags* flags, bool autotune) {
-  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (default: all cores)")
-      ->check(CLI::Range(0, 4096));
+  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend, 1 to 1024 (default: all cores)")
+      ->check(CLI::Range(1, kMaxHostThreads));
   cmd->add_option("--flag", flags->backend_flags,
                   "NAME=VALUE: a backend flag (repeatable; `kiln devices --flags` lists them; "
                   "KILN_<NAME> in the environment does the same)");

@@ -13,7 +13,8 @@
 //   --autotune-dump-json FILE          every candidate's timing and verdict (AutotuneReport)
 //   --flag NAME=VALUE                  a backend flag (repeatable; `kiln devices --flags` lists
 //                                      them); KILN_<NAME> in the environment does the same
-//   --threads N                        host threads of the cpu backend (default: all cores)
+//   --threads N                        host threads of the cpu backend, 1..1024 (default: all
+//                                      cores)
 //
 // They fill autotune::AutotuneSettings and the public API's CompileOptions (api/client.h).
 #pragma once
@@ -41,6 +42,12 @@ struct CompileFlags {
   bool no_verify = false;
   autotune::AutotuneSettings autotune;
 };
+// For --device and --reference: a name ("" is an error; leaving the flag out picks the best).
+CLI::Validator DeviceNameValidator();
+// For --seed: a decimal integer 0 to 2^64-1 (CLI11 alone reads "-1" as 2^64-1 and an overflowing
+// number as the largest one).
+CLI::Validator SeedValidator();
+
 // Adds --threads, --flag and (with autotune) the --autotune* flags.
 void AddCompileFlags(CLI::App* cmd, CompileFlags* flags, bool autotune = true);
 // The CompileOptions the flags and the environment (api/environment.h) ask for; --flag wins

@@ -154,7 +154,7 @@ int Bench(const BenchFlags& f, const Client& client) {
   auto args = MakeInputs(**module, io, &notes);
   if (!args.ok()) {
     PrintError(args.status().message());
-    return kExitUsage;
+    return InputErrorExitCode(args.status());
   }
   auto options = MakeCompileOptions(client, f.compile);
   if (!options.ok()) {
@@ -250,11 +250,17 @@ void AddBenchCommand(CLI::App& app, const Client& client, int* exit_code) {
   auto flags = std::make_shared<BenchFlags>();
   CLI::App* cmd = app.add_subcommand("bench", "Time the execution of a module (compiled and prepared once)");
   cmd->add_option("module", flags->module, "HLO text file")->required();
-  cmd->add_option("--device", flags->device, "where to run (default: the best available)");
+  cmd->add_option("--device", flags->device, "where to run (default: the best available)")
+      ->check(DeviceNameValidator());
   cmd->add_option("--inputs", flags->inputs, ".npz with in0, in1, ... (default: random from --seed)");
-  cmd->add_option("--seed", flags->seed, "seed of random inputs")->capture_default_str();
-  cmd->add_option("--warmup", flags->warmup, "untimed runs first")->capture_default_str();
-  cmd->add_option("--iterations", flags->iterations, "timed runs")->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "seed of random inputs")->capture_default_str()
+      ->check(SeedValidator());
+  cmd->add_option("--warmup", flags->warmup, "untimed runs first, 0 to 1000000")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--iterations", flags->iterations, "timed runs, 1 to 1000000")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
   cmd->add_flag("--profile", flags->profile, "print the time spent in each kernel / thunk");
   cmd->add_option("--trace", flags->trace,
                   "with --profile: write a Chrome/Perfetto trace of the last run (cuda)");

@@ -75,7 +75,7 @@ check expected_is_device 2 'not a regular file' -- "$KILN" compare "$DATA/small.
 check threads_out_of_range 2 'threads' -- "$KILN" run "$DATA/small.hlo" --threads 100000
 check threads_negative 2 'threads' -- "$KILN" run "$DATA/small.hlo" --threads -1
 printf 'HloModule huge\nENTRY e {\n  p = f32[1099511627776] parameter(0)\n  ROOT n = f32[1099511627776] negate(p)\n}\n' > "$TMP/huge.hlo"
-check huge_parameter 1 'out of host memory' -- "$KILN" run "$TMP/huge.hlo" --device interpreter
+check huge_parameter 1 'out of memory allocating 4398046511104 bytes for random input 0' -- "$KILN" run "$TMP/huge.hlo" --device interpreter
 check rtol_negative 2 'finite number' -- "$KILN" compare "$DATA/small.hlo" --rtol -1
 check rtol_nan 2 'finite number' -- "$KILN" compare "$DATA/small.hlo" --atol nan
 check expected_and_reference 2 'excludes' -- "$KILN" compare "$DATA/small.hlo" --expected x.npz --reference cpu
@@ -84,11 +84,12 @@ printf 'module @jit_f {\n  func.func public @main(%%arg0: tensor<2xf32>) -> tens
 check stablehlo_hint 2 'looks like StableHLO' -- "$KILN" run "$TMP/stablehlo.mlir"
 printf '\x0a\x05\x00\x01\x02binary' > "$TMP/module.pb"
 check binary_hint 2 'looks like a binary file' -- "$KILN" run "$TMP/module.pb"
-# --no-verify skips the verifier, not the bounds: an out-of-range tuple index or slice is an error.
+# --no-verify skips the verifier, not the bounds: an out-of-range tuple index or slice is a
+# malformed module (exit 2).
 printf 'HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  t = (f32[4]) tuple(x)\n  ROOT g = f32[4] get-tuple-element(t), index=3\n}\n' > "$TMP/gte.hlo"
-check no_verify_tuple_index 1 'index=3 is out of range' -- "$KILN" run "$TMP/gte.hlo" --device cpu --no-verify
+check no_verify_tuple_index 2 'index=3 is out of range' -- "$KILN" run "$TMP/gte.hlo" --device cpu --no-verify
 printf 'HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT s = f32[8] slice(x), slice={[0:8]}\n}\n' > "$TMP/slice.hlo"
-check no_verify_slice 1 'out of range \[0:4\]' -- "$KILN" run "$TMP/slice.hlo" --device cpu --no-verify
+check no_verify_slice 2 'out of range \[0:4\]' -- "$KILN" run "$TMP/slice.hlo" --device cpu --no-verify
 
 # Devices.
 check device_not_built 2 "kiln: device 'rocm' is not built yet \(available: (cuda, )?cpu, interpreter\)" -- \

@@ -85,7 +85,7 @@ int Compare(const CompareFlags& f, const Client& client) {
   auto args = MakeInputs(**module, io, &notes);
   if (!args.ok()) {
     PrintError(args.status().message());
-    return kExitUsage;
+    return InputErrorExitCode(args.status());
   }
   auto options = MakeCompileOptions(client, f.compile);
   if (!options.ok()) {
@@ -153,14 +153,18 @@ void AddCompareCommand(CLI::App& app, const Client& client, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "compare", "Run a module on a device and a reference (or against stored outputs) and compare");
   cmd->add_option("module", flags->module, "HLO text file")->required();
-  cmd->add_option("--device", flags->device, "device under test (default: the best available)");
-  CLI::Option* reference = cmd->add_option("--reference", flags->reference, "reference device")->capture_default_str();
+  cmd->add_option("--device", flags->device, "device under test (default: the best available)")
+      ->check(DeviceNameValidator());
+  CLI::Option* reference = cmd->add_option("--reference", flags->reference, "reference device")
+                               ->capture_default_str()
+                               ->check(DeviceNameValidator());
   cmd->add_option("--expected", flags->expected,
                   ".npz with the expected outputs out0, out1, ... instead of a reference run; "
                   "its in0, in1, ... are the inputs unless --inputs is given")
       ->excludes(reference);
   cmd->add_option("--inputs", flags->inputs, ".npz with in0, in1, ... (default: random from --seed)");
-  cmd->add_option("--seed", flags->seed, "seed of random inputs")->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "seed of random inputs")->capture_default_str()
+      ->check(SeedValidator());
   // A tolerance is a finite number >= 0 (NaN would pass everything; a negative one nothing).
   const auto tolerance = CLI::Validator(
       [](std::string& v) -> std::string {

@@ -63,7 +63,8 @@ void AddCompileCommand(CLI::App& app, const Client& client, int* exit_code) {
   auto flags = std::make_shared<CompileCommandFlags>();
   CLI::App* cmd = app.add_subcommand("compile", "Compile a module for a device and describe the result");
   cmd->add_option("module", flags->module, "HLO text file")->required();
-  cmd->add_option("--device", flags->device, "cpu, cuda or interpreter, optionally NAME:ORDINAL (default: the best available)");
+  cmd->add_option("--device", flags->device, "cpu, cuda or interpreter, optionally NAME:ORDINAL (default: the best available)")
+      ->check(DeviceNameValidator());
   cmd->add_option("--dump-kernels", flags->dump_kernels,
                   "write the generated kernel sources into this directory (cuda)");
   cmd->add_flag("--stats", flags->stats, "per-pass timing, fusion summary, memory statistics");

@@ -1,6 +1,7 @@
 // kiln run MODULE.hlo: parse, verify, make inputs, run on one device, summarize the outputs.
 #include <chrono>
 #include <iostream>
+#include <limits>
 
 #include "kiln/base/strings.h"
 #include "kiln/autotune/autotuner.h"
@@ -50,7 +51,7 @@ int Run(const RunFlags& f, const Client& client) {
   auto args = MakeInputs(**module, io, &notes);
   if (!args.ok()) {
     PrintError(args.status().message());
-    return kExitUsage;
+    return InputErrorExitCode(args.status());
   }
   auto options = MakeCompileOptions(client, f.compile);
   if (!options.ok()) {
@@ -100,16 +101,19 @@ void AddRunCommand(CLI::App& app, const Client& client, int* exit_code) {
   cmd->add_option("module", flags->module, "HLO text file (as JAX or XLA dump it)")->required();
   cmd->add_option("--device", flags->device,
                   "where to run: interpreter | cpu | cuda | rocm, optionally NAME:ORDINAL "
-                  "(default: the best available)");
+                  "(default: the best available)")
+      ->check(DeviceNameValidator());
   cmd->add_option("--inputs", flags->inputs,
                   ".npz with in0, in1, ... (or members named after the parameters); default: "
                   "random inputs from --seed");
   cmd->add_option("--outputs", flags->outputs, "write the outputs to this .npz as out0, out1, ...");
   cmd->add_option("--seed", flags->seed, "seed of random inputs, elided constants and rng ops")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(SeedValidator());
   cmd->add_flag("--print", flags->print, "print the output values");
-  cmd->add_option("--print-limit", flags->print_limit, "most values --print shows per output")
-      ->capture_default_str();
+  cmd->add_option("--print-limit", flags->print_limit, "most values --print shows per output (>= 0)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
   cmd->add_flag("--cast", flags->cast,
                 "convert inputs whose values do not fit the parameter type exactly (f32 -> s32, "
                 "f64 -> f32, ...)");

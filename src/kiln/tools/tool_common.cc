@@ -10,6 +10,7 @@
 #include "kiln/hlo/npy_literal.h"
 #include "kiln/api/client.h"
 #include "kiln/hlo/random_literal.h"
+#include "kiln/hlo/shape_inference.h"
 
 namespace kiln {
 
@@ -30,7 +31,15 @@ StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, const L
   po.fill_elided_constants = options.fill_elided_constants;
   po.fill_seed = options.seed;
   po.verify = options.verify;
-  return ParseModuleFile(path, po);
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, ParseModuleFile(path, po));
+  // --no-verify skips the verifier, not the checks that keep every command (info's recursive
+  // counts, the backends' kernels) inside the module: no call cycles, operands in range,
+  // declared shapes the operands give.
+  if (!options.verify) {
+    Status s = CheckOperandsInRange(*module);
+    if (!s.ok()) return InvalidArgument(path, ": the module is invalid (checked without the verifier too): ", s.message());
+  }
+  return module;
 }
 
 StatusOr<std::vector<Literal>> MakeInputs(const HloModule& module, const InputOptions& options,
@@ -42,7 +51,7 @@ StatusOr<std::vector<Literal>> MakeInputs(const HloModule& module, const InputOp
   if (options.npz_path.empty() && !options.npz) {
     if (notes && !shapes.empty())
       notes->push_back(StrCat("inputs: random, seed ", options.seed));
-    return MakeRandomArguments(shapes, options.seed);
+    return CreateRandomArguments(shapes, options.seed);
   }
   std::optional<LoadedNpz> read;
   if (!options.npz) {

@@ -19,6 +19,13 @@ inline constexpr int kExitOk = 0;       // success
 inline constexpr int kExitFailure = 1;  // a run failed, or results differ
 inline constexpr int kExitUsage = 2;    // bad arguments, unreadable or malformed input
 
+// The exit code of a failure to make a run's inputs: inputs the host cannot hold
+// (ResourceExhausted: random inputs of a 2^40-element parameter) are a failed run, anything
+// else (a missing member, a file that is a directory) unusable input.
+inline int InputErrorExitCode(const Status& status) {
+  return status.code() == StatusCode::kResourceExhausted ? kExitFailure : kExitUsage;
+}
+
 // Prints "kiln: <message>" to stderr.
 void PrintError(std::string_view message);
 // Prints an error of LoadModule: parse errors ("FILE:LINE:COL: ..." with the line and a caret)
@@ -31,7 +38,9 @@ struct LoadOptions {
   bool verify = true;                  // run the verifier after parsing
 };
 
-// Reads, parses and verifies a module file.
+// Reads, parses and verifies a module file. Without `verify`, the module still passes
+// CheckOperandsInRange (hlo/shape_inference.h): no call cycles, operands in range, declared
+// shapes of the operands' extent.
 StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, const LoadOptions& options);
 
 class LoadedNpz;
