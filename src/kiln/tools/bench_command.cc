@@ -67,10 +67,15 @@ double Median(std::vector<double>& v) {
 // the host inputs before the next run (outside the timed region).
 class Prepared {
  public:
+  // On an error, *exit_code (when given) is the exit code it calls for (CompileErrorExitCode for
+  // a failed Compile, else kExitFailure).
   static StatusOr<Prepared> Create(const Client& client, const HloModule& module, const std::string& device,
-                                   const CompileOptions& options, std::vector<Literal> args) {
+                                   const CompileOptions& options, std::vector<Literal> args,
+                                   int* exit_code = nullptr) {
     Prepared p;
-    KILN_ASSIGN_OR_RETURN(p.exe_, client.Compile(module, device, options));
+    auto compiled = client.Compile(module, device, options);
+    if (exit_code) *exit_code = compiled.ok() ? kExitFailure : CompileErrorExitCode(compiled.status());
+    KILN_ASSIGN_OR_RETURN(p.exe_, std::move(compiled));
     p.host_.reserve(args.size());
     for (Literal& a : args)
       for (Literal& leaf : FlattenLiteral(a)) p.host_.push_back(std::move(leaf));
@@ -163,11 +168,12 @@ int Bench(const BenchFlags& f, const Client& client) {
   }
   const std::string where = Client::DeviceName(*device);
   auto t0 = std::chrono::steady_clock::now();
-  auto prepared = Prepared::Create(client, **module, where, *options, std::move(*args));
+  int failure = kExitFailure;
+  auto prepared = Prepared::Create(client, **module, where, *options, std::move(*args), &failure);
   double prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (!prepared.ok()) {
     PrintError(StrCat(device->backend->name(), ": ", prepared.status().message()));
-    return kExitFailure;
+    return failure;
   }
   ExecuteOptions eo;
   eo.seed = f.seed;

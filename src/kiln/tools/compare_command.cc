@@ -32,8 +32,10 @@ struct CompareFlags {
 // Compiles the module for `device` and runs it on `args`.
 StatusOr<Literal> CompileAndRun(const Client& client, const HloModule& module, const DeviceSelection& device,
                                 const CompileOptions& options, std::span<const Literal> args, uint64_t seed,
-                                bool* tf32) {
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, client.Compile(module, Client::DeviceName(device), options));
+                                bool* tf32, int* exit_code) {
+  auto compiled = client.Compile(module, Client::DeviceName(device), options);
+  *exit_code = compiled.ok() ? kExitFailure : CompileErrorExitCode(compiled.status());
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, std::move(compiled));
   *tf32 = exe->RunsF32ProductsInTf32();
   ExecuteOptions eo;
   eo.seed = seed;
@@ -93,20 +95,21 @@ int Compare(const CompareFlags& f, const Client& client) {
     return kExitUsage;
   }
   bool device_tf32 = false, reference_tf32 = false;
-  auto actual = CompileAndRun(client, **module, *device, *options, *args, f.seed, &device_tf32);
+  int failure = kExitFailure;
+  auto actual = CompileAndRun(client, **module, *device, *options, *args, f.seed, &device_tf32, &failure);
   if (!actual.ok()) {
     PrintError(StrCat(device->backend->name(), ": ", actual.status().message()));
-    return kExitFailure;
+    return failure;
   }
   std::vector<const Literal*> actual_leaves = ArrayLeaves(*actual);
   std::vector<Literal> expected_storage;
   std::vector<const Literal*> expected_leaves;
   std::string against;
   if (reference) {
-    auto ref = CompileAndRun(client, **module, *reference, *options, *args, f.seed, &reference_tf32);
+    auto ref = CompileAndRun(client, **module, *reference, *options, *args, f.seed, &reference_tf32, &failure);
     if (!ref.ok()) {
       PrintError(StrCat(reference->backend->name(), " (reference): ", ref.status().message()));
-      return kExitFailure;
+      return failure;
     }
     expected_storage.push_back(std::move(*ref));
     expected_leaves = ArrayLeaves(expected_storage[0]);

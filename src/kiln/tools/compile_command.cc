@@ -47,7 +47,7 @@ int CompileModule(const CompileCommandFlags& f, const Client& client) {
   auto exe = client.Compile(**module, Client::DeviceName(*device), *options);
   if (!exe.ok()) {
     PrintError(StrCat(device->backend->name(), ": ", exe.status().message()));
-    return exe.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+    return CompileErrorExitCode(exe.status());
   }
   const CompileReport& report = (*exe)->compile_report();
   std::cout << "module " << (*module)->name() << " on " << Client::DeviceName(*device) << "\n"

@@ -60,14 +60,16 @@ int Run(const RunFlags& f, const Client& client) {
   }
   const std::string where = Client::DeviceName(*device);
   auto start = std::chrono::steady_clock::now();
-  StatusOr<Literal> result = [&]() -> StatusOr<Literal> {
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, client.Compile(**module, where, *options));
-    if (const auto& tuned = exe->compile_report().autotune) std::cerr << tuned->SummaryLine() << "\n";
-    ExecuteOptions eo;
-    eo.seed = f.seed;
-    eo.poison = true;  // an element no kernel writes comes back as NaN, never as a lucky value
-    return exe->Run(*args, eo);
-  }();
+  auto exe = client.Compile(**module, where, *options);
+  if (!exe.ok()) {
+    PrintError(StrCat(device->backend->name(), ": ", exe.status().message()));
+    return CompileErrorExitCode(exe.status());
+  }
+  if (const auto& tuned = (*exe)->compile_report().autotune) std::cerr << tuned->SummaryLine() << "\n";
+  ExecuteOptions eo;
+  eo.seed = f.seed;
+  eo.poison = true;  // an element no kernel writes comes back as NaN, never as a lucky value
+  StatusOr<Literal> result = (*exe)->Run(*args, eo);
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!result.ok()) {
     PrintError(StrCat(device->backend->name(), ": ", result.status().message()));

@@ -26,6 +26,13 @@ inline int InputErrorExitCode(const Status& status) {
   return status.code() == StatusCode::kResourceExhausted ? kExitFailure : kExitUsage;
 }
 
+// The exit code of a failed Compile: InvalidArgument (a bad backend flag value, a module the
+// backend refuses as invalid) is bad usage or input, anything else (unsupported, out of
+// memory) a failed run.
+inline int CompileErrorExitCode(const Status& status) {
+  return status.code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+}
+
 // Prints "kiln: <message>" to stderr.
 void PrintError(std::string_view message);
 // Prints an error of LoadModule: parse errors ("FILE:LINE:COL: ..." with the line and a caret)
