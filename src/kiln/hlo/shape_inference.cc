@@ -1,8 +1,10 @@
 // InferShape: the per-opcode dispatcher over the family functions.
 #include "kiln/hlo/shape_inference.h"
 
-#include <functional>
+#include <algorithm>
+#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "kiln/base/saturating.h"
 #include "kiln/base/strings.h"
@@ -590,32 +592,60 @@ bool SameExtent(const Shape& declared, const Shape& inferred) {
          PrimitiveByteWidth(declared.element_type()) == PrimitiveByteWidth(inferred.element_type());
 }
 
-// The computation of `module` that is part of a cycle of calls, or nullptr.
-const HloComputation* FindCallCycle(const HloModule& module) {
-  std::unordered_map<const HloComputation*, int> state;  // 1: on the path, 2: done
-  std::function<const HloComputation*(const HloComputation*)> visit =
-      [&](const HloComputation* c) -> const HloComputation* {
-    int& st = state[c];
-    if (st == 1) return c;
-    if (st == 2) return nullptr;
-    st = 1;
-    for (const HloInstruction* i : c->instructions())
-      for (const HloComputation* callee : i->called_computations())
-        if (callee && callee->parent() == &module)
-          if (const HloComputation* found = visit(callee)) return found;
-    state[c] = 2;
-    return nullptr;
-  };
-  for (const HloComputation* c : module.computations())
-    if (const HloComputation* found = visit(c)) return found;
-  return nullptr;
-}
-
 }  // namespace
 
+// Iterative: a chain of calls may be as deep as the module has computations.
+CallGraphProblem FindCallGraphProblem(const HloModule& module) {
+  std::unordered_map<const HloComputation*, int> state;     // 1: on the path, 2: done
+  std::unordered_map<const HloComputation*, int64_t> depth;  // of the done ones: longest chain
+  struct Frame {
+    const HloComputation* computation;
+    std::vector<const HloComputation*> callees;
+    size_t next = 0;
+  };
+  auto frame = [&](const HloComputation* c) {
+    Frame f{c, {}};
+    for (const HloInstruction* i : c->instructions())
+      for (const HloComputation* callee : i->called_computations())
+        if (callee && callee->parent() == &module) f.callees.push_back(callee);
+    return f;
+  };
+  for (const HloComputation* root : module.computations()) {
+    if (state[root] != 0) continue;
+    std::vector<Frame> stack;
+    state[root] = 1;
+    stack.push_back(frame(root));
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (top.next == top.callees.size()) {
+        int64_t d = 1;
+        for (const HloComputation* callee : top.callees) d = std::max(d, depth[callee] + 1);
+        if (d > kMaxCallDepth) return {top.computation, d};
+        depth[top.computation] = d;
+        state[top.computation] = 2;
+        stack.pop_back();
+        continue;
+      }
+      const HloComputation* callee = top.callees[top.next++];
+      int& st = state[callee];
+      if (st == 1) return {callee, 0};
+      if (st == 2) continue;
+      st = 1;
+      stack.push_back(frame(callee));
+    }
+  }
+  return {};
+}
+
+std::string CallGraphProblem::Message() const {
+  if (!computation) return "";
+  if (depth == 0) return "is part of a cycle of computations calling each other";
+  return StrCat("starts a chain of ", depth, " nested calls, more than kiln supports (", kMaxCallDepth, ")");
+}
+
 Status CheckOperandsInRange(const HloModule& module) {
-  if (const HloComputation* c = FindCallCycle(module))
-    return InvalidArgument("computation ", c->name(), " is part of a cycle of computations calling each other");
+  if (CallGraphProblem p = FindCallGraphProblem(module); p.computation)
+    return InvalidArgument("computation ", p.computation->name(), " ", p.Message());
   for (const HloComputation* c : module.computations())
     for (const HloInstruction* instr : c->instructions()) {
       if (instr->opcode() == HloOpcode::kParameter || instr->opcode() == HloOpcode::kConstant) continue;

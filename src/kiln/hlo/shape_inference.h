@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "kiln/base/status.h"
@@ -46,8 +47,8 @@ class HloModule;
 StatusOr<Shape> InferShape(const HloInstruction& instr);
 
 // What the backends check even when the verifier is skipped (--no-verify), the part of the
-// verifier that keeps kernels inside their buffers: the call graph has no cycles (passes and the
-// evaluator would recurse without end); every instruction's operands are ones its shape
+// verifier that keeps kernels inside their buffers: the call graph has no cycles and no chains
+// deeper than kMaxCallDepth (passes and the evaluator would recurse without end); every instruction's operands are ones its shape
 // inference accepts (tuple indices, slice bounds, dimension numbers in range, sizes that fit:
 // CheckShapeSize); and its declared shape has the dimensions, element widths and tuple arity of
 // the inferred one (kernels size their loops by the declared shape). InvalidArgument naming the
@@ -55,6 +56,20 @@ StatusOr<Shape> InferShape(const HloInstruction& instr);
 // pass. Everything else the verifier checks (exact element types, layouts, attribute sanity,
 // the module header) is skipped.
 Status CheckOperandsInRange(const HloModule& module);
+
+// The deepest chain of nested calls kiln takes: passes, the evaluator and the tool's counts
+// recurse along calls (the evaluator stops at 256 nested evaluations anyway).
+inline constexpr int64_t kMaxCallDepth = 1024;
+
+// What is wrong with the call graph (calls through to_apply, calls, body, branches, ...): a
+// computation on a cycle (depth 0), or one starting a chain of more than kMaxCallDepth nested
+// calls (depth: its length); computation null when nothing is.
+struct CallGraphProblem {
+  const HloComputation* computation = nullptr;
+  int64_t depth = 0;
+  std::string Message() const;  // "is part of a cycle of computations calling each other", ...
+};
+CallGraphProblem FindCallGraphProblem(const HloModule& module);
 
 // ---- Elementwise family (shape_inference_elementwise.cc) ---------------------------------
 

@@ -602,23 +602,7 @@ class Verifier {
   }
 
   void VerifyCallGraphAcyclic() {
-    std::unordered_map<const HloComputation*, int> state;
-    std::function<bool(const HloComputation*)> visit = [&](const HloComputation* c) -> bool {
-      int& st = state[c];
-      if (st == 1) {
-        CompError(*c, "is part of a cycle of computations calling each other");
-        return false;
-      }
-      if (st == 2) return true;
-      st = 1;
-      for (const HloInstruction* i : c->instructions())
-        for (const HloComputation* callee : i->called_computations())
-          if (callee && callee->parent() == &module_ && !visit(callee)) return false;
-      state[c] = 2;
-      return true;
-    };
-    for (const HloComputation* c : module_.computations())
-      if (!visit(c)) return;
+    if (CallGraphProblem p = FindCallGraphProblem(module_); p.computation) CompError(*p.computation, p.Message());
   }
 
   void VerifyEntryLayout() {

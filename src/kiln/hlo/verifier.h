@@ -5,7 +5,7 @@
 //    0..n-1 and unique; operands live in the same computation; no cycles through operands or
 //    control dependencies; computation names and instruction names (per computation, or per
 //    module with unique_names_across_module) are unique; the call graph has
-//    no cycles; called computations belong to the module and have the count each opcode needs
+//    no cycles and no chain of more than kMaxCallDepth (1024) nested calls; called computations belong to the module and have the count each opcode needs
 //    (while: condition+body, conditional: one per branch, fusion/call/reduce/...: one);
 //  * operand counts of fixed-arity opcodes (dot: 2 plus one per sparsity descriptor);
 //  * the declared shape: valid (layout minor_to_major is a permutation of the dimensions) and

@@ -861,6 +861,23 @@ TEST(VerifierTest, CheckOperandsInRangeWithoutTheVerifier) {
               HasSubstr("computation f is part of a cycle of computations calling each other"));
 }
 
+// Chains of nested calls deeper than kMaxCallDepth are refused (recursive passes overflowed
+// the stack at 200000); the check itself is iterative.
+TEST(VerifierTest, CallChainDepth) {
+  auto chain = [](int n) {
+    std::string text = "HloModule deep\n";
+    for (int i = 0; i < n; ++i)
+      text += "c" + std::to_string(i) + " {\n  p = f32[] parameter(0)\n  ROOT r = f32[] " +
+              (i + 1 < n ? "call(p), to_apply=c" + std::to_string(i + 1) : std::string("negate(p)")) + "\n}\n";
+    return text + "ENTRY e {\n  a = f32[] parameter(0)\n  ROOT r = f32[] call(a), to_apply=c0\n}\n";
+  };
+  EXPECT_EQ(Verify(chain(kMaxCallDepth - 1)), "OK");  // plus the entry: kMaxCallDepth
+  EXPECT_THAT(Verify(chain(kMaxCallDepth)), HasSubstr("starts a chain of 1025 nested calls, more than kiln supports (1024)"));
+  auto deep = ParseHloModule(chain(100000));
+  ASSERT_TRUE(deep.ok()) << deep.status().message();
+  EXPECT_THAT(CheckOperandsInRange(**deep).message(), HasSubstr("nested calls, more than kiln supports"));
+}
+
 TEST(VerifierTest, CallGraphCycle) {
   const std::string text = R"(HloModule m
 f {

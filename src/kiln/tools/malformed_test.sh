@@ -19,6 +19,18 @@ if [ "$(cat /proc/sys/vm/overcommit_memory 2>/dev/null)" = 1 ]; then
   ulimit -v $((64 * 1024 * 1024))  # KiB: 64 GiB
 fi
 
+# Generated inputs: a chain of 2000 computations, each calling the next (deeper than
+# kMaxCallDepth; at 200000 the recursive passes overflowed the stack).
+{
+  echo "HloModule deep_calls"
+  for ((i = 0; i < 2000; ++i)); do
+    if ((i < 1999)); then body="call(p), to_apply=c$((i + 1))"; else body="negate(p)"; fi
+    printf 'c%d {\n  p = f32[] parameter(0)\n  ROOT r = f32[] %s\n}\n' "$i" "$body"
+  done
+  printf 'ENTRY e {\n  a = f32[] parameter(0)\n  ROOT r = f32[] call(a), to_apply=c0\n}\n'
+} >"$TMP/deep_calls.hlo"
+mkdir "$TMP/empty_dir"
+
 trim() {
   local s=$1
   s=${s#"${s%%[![:space:]]*}"}
