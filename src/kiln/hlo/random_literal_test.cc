@@ -81,5 +81,31 @@ TEST(RandomLiteralTest, TuplesAndTokens) {
   EXPECT_EQ(scalar.element_count(), 1);
 }
 
+// Issue 16: arrays too large to allocate are statuses, not std::bad_alloc. 2^61 bytes is within
+// kiln's limit (2^62) and beyond any host's address space, so the allocation fails everywhere.
+TEST(RandomLiteralTest, CreateFailsCleanly) {
+  const Shape huge = Shape::Array(PrimitiveType::kS8, {int64_t{1} << 40, int64_t{1} << 21});
+  auto lit = Literal::Create(huge, "a test array");
+  ASSERT_FALSE(lit.ok());
+  EXPECT_EQ(lit.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(lit.status().message(),
+            "out of memory allocating 2305843009213693952 bytes for a test array (s8[1099511627776,2097152])");
+  auto args = CreateRandomArguments({Shape::Scalar(PrimitiveType::kF32), huge}, 42);
+  ASSERT_FALSE(args.ok());
+  EXPECT_EQ(args.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(args.status().message().find("bytes for random input 1"), std::string::npos);
+  // Larger than kiln supports: InvalidArgument before any allocation.
+  auto over = Literal::Create(Shape::Array(PrimitiveType::kF32, {int64_t{1} << 40, int64_t{1} << 40}), "x");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
+  // Small arrays: the values MakeRandomArguments gives.
+  std::vector<Shape> shapes = {Shape::Array(PrimitiveType::kF32, {3, 4}), Shape::Scalar(PrimitiveType::kS32)};
+  auto made = CreateRandomArguments(shapes, 5);
+  ASSERT_TRUE(made.ok());
+  std::vector<Literal> expected = MakeRandomArguments(shapes, 5);
+  ASSERT_EQ(made->size(), 2u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE((*made)[i].BitwiseEquals(expected[i]));
+}
+
 }  // namespace
 }  // namespace kiln

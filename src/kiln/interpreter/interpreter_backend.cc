@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <new>
 
 #include "kiln/backend/host_backend.h"
 #include "kiln/base/strings.h"
@@ -26,7 +27,13 @@ class InterpreterExecutable final : public Executable {
 
   StatusOr<std::unique_ptr<Buffer>> BufferFromLiteral(const Literal& literal) override {
     if (!literal.shape().IsArray()) return InvalidArgument("a buffer holds one array, not ", literal.shape().ToString(false));
-    return std::unique_ptr<Buffer>(HostBuffer::FromLiteral(literal, std::string(kPlatform), 0));
+    // The copy may not fit beside the caller's literal: a status, not an exception.
+    try {
+      return std::unique_ptr<Buffer>(HostBuffer::FromLiteral(literal, std::string(kPlatform), 0));
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted("out of memory allocating ", literal.size_bytes(), " bytes for a buffer of ",
+                               literal.shape().ToString(false));
+    }
   }
 
  protected:

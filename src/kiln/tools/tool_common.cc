@@ -1,10 +1,13 @@
 #include "kiln/tools/tool_common.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <optional>
 
+#include "kiln/base/saturating.h"
 #include "kiln/base/strings.h"
 #include "kiln/eval/compare.h"
 #include "kiln/hlo/npy_literal.h"
@@ -49,6 +52,15 @@ StatusOr<std::vector<Literal>> MakeInputs(const HloModule& module, const InputOp
   std::vector<Shape> shapes;
   for (const HloInstruction* p : entry->parameter_instructions()) shapes.push_back(p->shape());
   if (options.npz_path.empty() && !options.npz) {
+    // Inputs larger than the host's memory could be allocated (the kernel overcommits) and the
+    // process killed while filling them: refuse them first.
+    int64_t total = 0;
+    for (const Shape& s : shapes) total = SaturatingAdd(total, s.byte_size());
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && static_cast<uint64_t>(total) > static_cast<uint64_t>(pages) * static_cast<uint64_t>(page))
+      return ResourceExhausted("out of memory allocating ", total, " bytes for the random inputs of ", module.name(),
+                               " (more than this host's memory, ",
+                               static_cast<uint64_t>(pages) * static_cast<uint64_t>(page), " bytes)");
     if (notes && !shapes.empty())
       notes->push_back(StrCat("inputs: random, seed ", options.seed));
     return CreateRandomArguments(shapes, options.seed);
