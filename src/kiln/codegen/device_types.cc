@@ -95,6 +95,11 @@ std::string RoundFloat(PrimitiveType t, const std::string& v) {
   return "kiln_round_" + NarrowFloatName(t) + "(" + v + ")";
 }
 
+std::string RoundArithmetic(PrimitiveType t, const std::string& v) {
+  if (t == PrimitiveType::kBF16) return "kiln_round_bf16_arith(" + v + ")";
+  return RoundFloat(t, v);
+}
+
 std::string WrapInt(PrimitiveType t, const std::string& v) {
   int bits = SubByteBits(t);
   if (bits == 0) return v;

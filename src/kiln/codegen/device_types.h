@@ -53,6 +53,9 @@ std::string LoadConvert(PrimitiveType t, const std::string& storage);
 std::string StoreConvert(PrimitiveType t, const std::string& value);
 // For narrow floats: `f32_value` rounded to t (a float expression); for f32/f64: unchanged.
 std::string RoundFloat(PrimitiveType t, const std::string& f32_value);
+// RoundFloat for the result of an f32 +, -, * or /: the same bits (the GPU's arithmetic gives
+// only the canonical NaN), fewer instructions for bf16 (kiln_round_bf16_arith).
+std::string RoundArithmetic(PrimitiveType t, const std::string& f32_value);
 // For sub-byte integers: `value` wrapped to the type's width; other types unchanged.
 std::string WrapInt(PrimitiveType t, const std::string& value);
 

@@ -321,7 +321,7 @@ StatusOr<std::string> ElementalOps::Expression(const HloInstruction& instr,
   // ---- real floats ----
   if (IsFloatingPointType(ot)) {
     auto call1 = [&](const char* f32, const char* f64) { return FloatCall(t, f32, f64, a()); };
-    auto arith = [&](const char* o) { return RoundFloat(t, "(" + a() + " " + o + " " + b() + ")"); };
+    auto arith = [&](const char* o) { return RoundArithmetic(t, "(" + a() + " " + o + " " + b() + ")"); };
     switch (op) {
       case HloOpcode::kAdd: return arith("+");
       case HloOpcode::kSubtract: return arith("-");

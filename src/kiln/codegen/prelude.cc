@@ -277,13 +277,28 @@ KILN_DEVICE double kiln_reduce_precision(double x, int exponent_bits, int mantis
 // its sign (0x7e00 | sign); loads widen the bits exactly, payload included; stores and bitcasts
 // of a register NaN (already rounded, or widened from the type's own bits) give its bits back
 // unchanged. CUDA's conversions would make every NaN 0x7fff, which bitcast-convert exposes.
+// The NaN case is a select, not a branch: ptxas turns a branch per rounding into divergent
+// control flow, which made long bf16 elementwise fusions (a gelu's gradient) instruction-bound.
 KILN_DEVICE float kiln_round_f16(float x) {
-  if (x != x) return __uint_as_float((__float_as_uint(x) & 0x80000000u) | 0x7fc00000u);
-  return __half2float(__float2half_rn(x));
+  const float r = __half2float(__float2half_rn(x));
+  const float n = __uint_as_float((__float_as_uint(x) & 0x80000000u) | 0x7fc00000u);
+  return x != x ? n : r;
 }
 KILN_DEVICE float kiln_round_bf16(float x) {
-  if (x != x) return __uint_as_float((__float_as_uint(x) | 0x400000u) & 0xffff0000u);
+  const float r = __bfloat162float(__float2bfloat16_rn(x));
+  const float n = __uint_as_float((__float_as_uint(x) | 0x400000u) & 0xffff0000u);
+  return x != x ? n : r;
+}
+// The rounding of an f32 +, -, * or / result to bf16. On the GPU those return the canonical NaN
+// 0x7fffffff for every NaN, which kiln_round_bf16 and CUDA's conversion both code as 0x7fff:
+// the plain conversion (one instruction) gives the same bits. On a host compile (the codegen
+// host tests), where arithmetic propagates payloads, it is kiln_round_bf16.
+KILN_DEVICE float kiln_round_bf16_arith(float x) {
+#ifdef __CUDA_ARCH__
   return __bfloat162float(__float2bfloat16_rn(x));
+#else
+  return kiln_round_bf16(x);
+#endif
 }
 KILN_DEVICE float kiln_f16_from_bits(u32 b) {
   if ((b & 0x7c00u) == 0x7c00u && (b & 0x3ffu) != 0u)
