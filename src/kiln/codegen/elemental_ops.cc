@@ -347,7 +347,9 @@ StatusOr<std::string> ElementalOps::Expression(const HloInstruction& instr,
       case HloOpcode::kSqrt: return call1("sqrtf", "sqrt");
       case HloOpcode::kRsqrt: return call1("rsqrtf", "rsqrt");
       case HloOpcode::kCbrt: return call1("cbrtf", "cbrt");
-      case HloOpcode::kTanh: return call1("tanhf", "tanh");
+      case HloOpcode::kTanh:
+        if (t == PrimitiveType::kBF16 || t == PrimitiveType::kF16) return RoundFloat(t, "kiln_tanh_narrow(" + a() + ")");
+        return call1("tanhf", "tanh");
       case HloOpcode::kErf: return call1("erff", "erf");
       case HloOpcode::kSin: return call1("sinf", "sin");
       case HloOpcode::kCos: return call1("cosf", "cos");

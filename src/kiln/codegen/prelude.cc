@@ -307,19 +307,30 @@ KILN_DEVICE float kiln_f16_from_bits(u32 b) {
 }
 KILN_DEVICE float kiln_bf16_from_bits(u32 b) { return __uint_as_float((b & 0xffffu) << 16); }
 KILN_DEVICE u32 kiln_f16_bits(float x) {
-  if (x != x) {
-    const u32 u = __float_as_uint(x);
-    const u32 m = (u >> 13) & 0x3ffu;
-    return ((u >> 16) & 0x8000u) | 0x7c00u | (m != 0u ? m : 0x200u);
-  }
-  return __half_as_ushort(__float2half_rn(x));
+  const u32 u = __float_as_uint(x);
+  const u32 m = (u >> 13) & 0x3ffu;
+  const u32 n = ((u >> 16) & 0x8000u) | 0x7c00u | (m != 0u ? m : 0x200u);
+  const u32 r = __half_as_ushort(__float2half_rn(x));
+  return x != x ? n : r;
 }
 KILN_DEVICE u32 kiln_bf16_bits(float x) {
-  if (x != x) {
-    const u32 h = __float_as_uint(x) >> 16;
-    return (h & 0x7fu) != 0u ? h : (h | 0x40u);
-  }
-  return __bfloat16_as_ushort(__float2bfloat16_rn(x));
+  const u32 h = __float_as_uint(x) >> 16;
+  const u32 n = (h & 0x7fu) != 0u ? h : (h | 0x40u);
+  const u32 r = __bfloat16_as_ushort(__float2bfloat16_rn(x));
+  return x != x ? n : r;
+}
+// tanh of a value whose result is rounded to bf16 or f16: the hardware's tanh.approx.f32 (sm_75
+// and newer; relative error below 2^-10.9, under half of bf16's unit in the last place, so
+// the rounded result is the correctly rounded one or its neighbour), as XLA's GPU emitter uses
+// an approximation there too; tanhf on older devices and in host compiles.
+KILN_DEVICE float kiln_tanh_narrow(float x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+#else
+  return tanhf(x);
+#endif
 }
 KILN_DEVICE float kiln_load_f16(__half h) { return kiln_f16_from_bits(__half_as_ushort(h)); }
 KILN_DEVICE float kiln_load_bf16(__nv_bfloat16 h) { return kiln_bf16_from_bits(__bfloat16_as_ushort(h)); }
