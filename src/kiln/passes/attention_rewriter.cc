@@ -993,6 +993,30 @@ std::optional<Members> CollectMembers(const Match& match) {
   return CollectMembersOf(outputs, roots, roots);
 }
 
+// Replaces the outlined `fusion` by the custom call `target` with the same operands and called
+// computation; `roots` are the q, k, v (and dO) view roots, whose operand indices go into
+// `config`'s views before it becomes the call's backend_config.
+Status ReplaceWithCall(HloComputation& comp, HloInstruction* fusion, std::span<const HloInstruction* const> roots,
+                       std::string_view target, std::string_view name, AttentionConfig& config) {
+  AttentionView* views[4] = {&config.q, &config.k, &config.v, &config.d_out};
+  for (size_t r = 0; r < roots.size() && r < 4; ++r) {
+    views[r]->operand = -1;
+    for (int64_t i = 0; i < fusion->operand_count() && views[r]->operand < 0; ++i)
+      if (fusion->operand(i) == roots[r]) views[r]->operand = i;
+    if (views[r]->operand < 0) return Internal("attention rewriter: a view root is not an operand of the outlined ", name);
+  }
+  auto call = std::make_unique<HloInstruction>(HloOpcode::kCustomCall, fusion->shape(), "");
+  call->attrs().custom_call_target = std::string(target);
+  for (HloInstruction* o : fusion->operands()) call->AppendOperand(o);
+  call->AppendCalledComputation(fusion->fused_computation());
+  call->backend_config() = BackendConfig{config.ToJson(), true};
+  HloEditor editor(&comp);
+  HloInstruction* added = editor.Add(std::move(call), fusion);
+  added->set_name(UniqueInstructionName(comp, name));
+  fusion->ReplaceAllUsesWith(added);
+  return comp.RemoveInstruction(fusion);
+}
+
 StatusOr<bool> Rewrite(const Match& match, HloComputation& comp) {
   std::optional<Members> members = CollectMembers(match);
   if (!members) return false;
@@ -1007,26 +1031,7 @@ StatusOr<bool> Rewrite(const Match& match, HloComputation& comp) {
   HloModule* module = comp.parent();
   body->set_name(UniqueComputationName(*module, "attention"));
   AttentionConfig config = match.config;
-  auto index_of = [&](const HloInstruction* root) -> int64_t {
-    for (int64_t i = 0; i < fusion->operand_count(); ++i)
-      if (fusion->operand(i) == root) return i;
-    return -1;
-  };
-  config.q.operand = index_of(match.roots[0]);
-  config.k.operand = index_of(match.roots[1]);
-  config.v.operand = index_of(match.roots[2]);
-  if (config.q.operand < 0 || config.k.operand < 0 || config.v.operand < 0)
-    return Internal("attention rewriter: a view root is not an operand of the outlined match");
-  auto call = std::make_unique<HloInstruction>(HloOpcode::kCustomCall, fusion->shape(), "");
-  call->attrs().custom_call_target = std::string(kAttentionCallTarget);
-  for (HloInstruction* o : fusion->operands()) call->AppendOperand(o);
-  call->AppendCalledComputation(body);
-  call->backend_config() = BackendConfig{config.ToJson(), true};
-  HloEditor editor(&comp);
-  HloInstruction* added = editor.Add(std::move(call), fusion);
-  added->set_name(UniqueInstructionName(comp, "attention"));
-  fusion->ReplaceAllUsesWith(added);
-  KILN_RETURN_IF_ERROR(comp.RemoveInstruction(fusion));
+  KILN_RETURN_IF_ERROR(ReplaceWithCall(comp, fusion, match.roots, kAttentionCallTarget, "attention", config));
   return true;
 }
 
@@ -1617,27 +1622,8 @@ StatusOr<bool> RewriteBackward(const BackwardMatch& match, HloComputation& comp)
       if (root->operand(t)->name() == names[i]) outs[i]->operand = t;
     if (outs[i]->operand < 0) return Internal("attention rewriter: output ", names[i], " not found in the outlined backward");
   }
-  auto index_of = [&](const HloInstruction* r) -> int64_t {
-    for (int64_t i = 0; i < fusion->operand_count(); ++i)
-      if (fusion->operand(i) == r) return i;
-    return -1;
-  };
-  config.q.operand = index_of(match.roots[0]);
-  config.k.operand = index_of(match.roots[1]);
-  config.v.operand = index_of(match.roots[2]);
-  config.d_out.operand = index_of(match.roots[3]);
-  if (config.q.operand < 0 || config.k.operand < 0 || config.v.operand < 0 || config.d_out.operand < 0)
-    return Internal("attention rewriter: a view root is not an operand of the outlined backward");
-  auto call = std::make_unique<HloInstruction>(HloOpcode::kCustomCall, fusion->shape(), "");
-  call->attrs().custom_call_target = std::string(kAttentionBackwardCallTarget);
-  for (HloInstruction* o : fusion->operands()) call->AppendOperand(o);
-  call->AppendCalledComputation(body);
-  call->backend_config() = BackendConfig{config.ToJson(), true};
-  HloEditor editor(&comp);
-  HloInstruction* added = editor.Add(std::move(call), fusion);
-  added->set_name(UniqueInstructionName(comp, "attention_backward"));
-  fusion->ReplaceAllUsesWith(added);
-  KILN_RETURN_IF_ERROR(comp.RemoveInstruction(fusion));
+  KILN_RETURN_IF_ERROR(
+      ReplaceWithCall(comp, fusion, match.roots, kAttentionBackwardCallTarget, "attention_backward", config));
   return true;
 }
 

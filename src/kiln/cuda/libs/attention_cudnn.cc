@@ -187,22 +187,45 @@ Tensor4 Packed(const Tensor4& like, int64_t d) {
   return t;
 }
 
+// A graph with the attention's io type and f32 intermediates and compute.
+std::shared_ptr<fe::graph::Graph> NewGraph(const AttentionDesc& d) {
+  auto graph = std::make_shared<fe::graph::Graph>();
+  const fe::DataType_t io = d.type == PrimitiveType::kBF16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
+  graph->set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
+  return graph;
+}
+
+std::shared_ptr<fe::graph::Tensor_attributes> Input(fe::graph::Graph& graph, const char* name, int64_t uid,
+                                                    const Tensor4& t) {
+  return graph.tensor(fe::graph::Tensor_attributes()
+                          .set_name(name)
+                          .set_uid(uid)
+                          .set_dim({t.dims[0], t.dims[1], t.dims[2], t.dims[3]})
+                          .set_stride({t.strides[0], t.strides[1], t.strides[2], t.strides[3]}));
+}
+
+fe::graph::Tensor_attributes& SetOutput(fe::graph::Tensor_attributes& tensor, int64_t uid, const Tensor4& t) {
+  return tensor.set_output(true)
+      .set_uid(uid)
+      .set_dim({t.dims[0], t.dims[1], t.dims[2], t.dims[3]})
+      .set_stride({t.strides[0], t.strides[1], t.strides[2], t.strides[3]});
+}
+
+// The causal mask of `d` on SDPA's forward or backward attributes.
+template <typename Attributes>
+void SetMask(Attributes& options, const AttentionDesc& d) {
+  if (!d.causal) return;
+  if (d.causal_offset == 0) options.set_causal_mask(true);
+  else options.set_causal_mask_bottom_right(true);
+}
+
 StatusOr<std::shared_ptr<fe::graph::Graph>> BuildGraph(const AttentionDesc& d, cudnnHandle_t handle,
                                                        bool stats_too = false) {
   if (d.type != PrimitiveType::kBF16 && d.type != PrimitiveType::kF16)
     return Unimplemented("cudnn sdpa: ", PrimitiveTypeName(d.type), " (bf16 or f16)");
   if (d.causal && d.causal_offset != 0 && d.causal_offset != d.kv_len - d.q_len)
     return Unimplemented("cudnn sdpa: causal offset ", d.causal_offset, " (0 or kv_len - q_len)");
-  auto graph = std::make_shared<fe::graph::Graph>();
-  const fe::DataType_t io = d.type == PrimitiveType::kBF16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
-  graph->set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
-  auto make = [&](const char* name, int64_t uid, const Tensor4& t) {
-    return graph->tensor(fe::graph::Tensor_attributes()
-                             .set_name(name)
-                             .set_uid(uid)
-                             .set_dim({t.dims[0], t.dims[1], t.dims[2], t.dims[3]})
-                             .set_stride({t.strides[0], t.strides[1], t.strides[2], t.strides[3]}));
-  };
+  std::shared_ptr<fe::graph::Graph> graph = NewGraph(d);
   KILN_ASSIGN_OR_RETURN(std::vector<std::vector<int>> groups, BatchGroups(d));
   KILN_ASSIGN_OR_RETURN(const Tensor4 tq, TensorOf(d, groups, d.q, d.q_len));
   KILN_ASSIGN_OR_RETURN(const Tensor4 tk, TensorOf(d, groups, d.k, d.kv_len));
@@ -210,28 +233,15 @@ StatusOr<std::shared_ptr<fe::graph::Graph>> BuildGraph(const AttentionDesc& d, c
   KILN_ASSIGN_OR_RETURN(const Tensor4 to_view, TensorOf(d, groups, d.backward ? d.q : d.out, d.q_len));
   const Tensor4 to = stats_too ? Packed(to_view, d.head_dim) : to_view;
   if (tq.dims[1] == 1 && (tk.dims[1] > 1 || tv.dims[1] > 1)) return Unimplemented("cudnn sdpa: more k/v heads than q heads");
-  auto q = make("Q", kQ, tq);
-  auto k = make("K", kK, tk);
-  auto v = make("V", kV, tv);
+  auto q = Input(*graph, "Q", kQ, tq);
+  auto k = Input(*graph, "K", kK, tk);
+  auto v = Input(*graph, "V", kV, tv);
   fe::graph::SDPA_attributes options;
   options.set_name("kiln_sdpa").set_generate_stats(stats_too).set_attn_scale(static_cast<float>(d.scale));
-  if (d.causal) {
-    if (d.causal_offset == 0) options.set_causal_mask(true);
-    else options.set_causal_mask_bottom_right(true);
-  }
+  SetMask(options, d);
   auto [o, stats] = graph->sdpa(q, k, v, options);
-  o->set_output(true)
-      .set_uid(kO)
-      .set_dim({to.dims[0], to.dims[1], to.dims[2], to.dims[3]})
-      .set_stride({to.strides[0], to.strides[1], to.strides[2], to.strides[3]});
-  if (stats_too) {
-    const Tensor4 ts = Packed(to_view, 1);
-    stats->set_output(true)
-        .set_uid(kStats)
-        .set_data_type(fe::DataType_t::FLOAT)
-        .set_dim({ts.dims[0], ts.dims[1], ts.dims[2], 1})
-        .set_stride({ts.strides[0], ts.strides[1], ts.strides[2], 1});
-  }
+  SetOutput(*o, kO, to);
+  if (stats_too) SetOutput(*stats, kStats, Packed(to_view, 1)).set_data_type(fe::DataType_t::FLOAT);
   KILN_RETURN_IF_ERROR(FinishGraph(*graph, handle));
   return graph;
 }
@@ -240,16 +250,7 @@ StatusOr<std::shared_ptr<fe::graph::Graph>> BuildGraph(const AttentionDesc& d, c
 // `packed[i]` is written packed (its view's dims, contiguous strides).
 StatusOr<std::shared_ptr<fe::graph::Graph>> BuildBackwardGraph(const AttentionDesc& d, cudnnHandle_t handle,
                                                                const bool packed[3]) {
-  auto graph = std::make_shared<fe::graph::Graph>();
-  const fe::DataType_t io = d.type == PrimitiveType::kBF16 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
-  graph->set_io_data_type(io).set_intermediate_data_type(fe::DataType_t::FLOAT).set_compute_data_type(fe::DataType_t::FLOAT);
-  auto make = [&](const char* name, int64_t uid, const Tensor4& t) {
-    return graph->tensor(fe::graph::Tensor_attributes()
-                             .set_name(name)
-                             .set_uid(uid)
-                             .set_dim({t.dims[0], t.dims[1], t.dims[2], t.dims[3]})
-                             .set_stride({t.strides[0], t.strides[1], t.strides[2], t.strides[3]}));
-  };
+  std::shared_ptr<fe::graph::Graph> graph = NewGraph(d);
   KILN_ASSIGN_OR_RETURN(std::vector<std::vector<int>> groups, BatchGroups(d));
   KILN_ASSIGN_OR_RETURN(const Tensor4 tq, TensorOf(d, groups, d.q, d.q_len));
   KILN_ASSIGN_OR_RETURN(const Tensor4 tk, TensorOf(d, groups, d.k, d.kv_len));
@@ -266,34 +267,20 @@ StatusOr<std::shared_ptr<fe::graph::Graph>> BuildBackwardGraph(const AttentionDe
   if (tk.dims[1] != tq.dims[1] || tv.dims[1] != tq.dims[1])
     return Unimplemented("cudnn sdpa backward: k/v heads shared by several query heads");
   const Tensor4 to = Packed(tq, d.head_dim), ts = Packed(tq, 1);
-  auto q = make("Q", kQ, tq);
-  auto k = make("K", kK, tk);
-  auto v = make("V", kV, tv);
-  auto o = make("O", kO, to);
-  auto d_o = make("dO", kDO, tdo);
-  auto stats = graph->tensor(fe::graph::Tensor_attributes()
-                                 .set_name("Stats")
-                                 .set_uid(kStats)
-                                 .set_data_type(fe::DataType_t::FLOAT)
-                                 .set_dim({ts.dims[0], ts.dims[1], ts.dims[2], 1})
-                                 .set_stride({ts.strides[0], ts.strides[1], ts.strides[2], 1}));
+  auto q = Input(*graph, "Q", kQ, tq);
+  auto k = Input(*graph, "K", kK, tk);
+  auto v = Input(*graph, "V", kV, tv);
+  auto o = Input(*graph, "O", kO, to);
+  auto d_o = Input(*graph, "dO", kDO, tdo);
+  auto stats = Input(*graph, "Stats", kStats, ts);
+  stats->set_data_type(fe::DataType_t::FLOAT);
   fe::graph::SDPA_backward_attributes options;
   options.set_name("kiln_sdpa_backward").set_attn_scale(static_cast<float>(d.scale));
-  if (d.causal) {
-    if (d.causal_offset == 0) options.set_causal_mask(true);
-    else options.set_causal_mask_bottom_right(true);
-  }
+  SetMask(options, d);
   auto [dq, dk, dv] = graph->sdpa_backward(q, k, v, o, d_o, stats, options);
-  struct Out {
-    std::shared_ptr<fe::graph::Tensor_attributes> t;
-    int64_t uid;
-    const Tensor4* shape;
-  };
-  for (const Out& x : {Out{dq, kDQ, &tdq}, Out{dk, kDK, &tdk}, Out{dv, kDV, &tdv}})
-    x.t->set_output(true)
-        .set_uid(x.uid)
-        .set_dim({x.shape->dims[0], x.shape->dims[1], x.shape->dims[2], x.shape->dims[3]})
-        .set_stride({x.shape->strides[0], x.shape->strides[1], x.shape->strides[2], x.shape->strides[3]});
+  SetOutput(*dq, kDQ, tdq);
+  SetOutput(*dk, kDK, tdk);
+  SetOutput(*dv, kDV, tdv);
   KILN_RETURN_IF_ERROR(FinishGraph(*graph, handle));
   return graph;
 }
