@@ -98,6 +98,17 @@ def attention_layer(x, wqkv, wo, heads=2):
   return o.transpose(0, 2, 1, 3).reshape(b, n, dm) @ wo
 
 
+def split_qkv_layer(x, wqkv, wo, heads=2):
+  """The suite's transformer block's attention (jnp.split of the fused projection): its
+  gradients dq, dk and dv meet again in one concatenate, which the backward call writes in
+  place (Note [Packed gradients])."""
+  b, n, dm = x.shape
+  q, k, v = jnp.split(x @ wqkv, 3, axis=-1)
+  sh = lambda t: t.reshape(b, n, heads, dm // heads).transpose(0, 2, 1, 3)
+  o = sdpa(sh(q), sh(k), sh(v), mask=tril(n))
+  return o.transpose(0, 2, 1, 3).reshape(b, n, dm) @ wo
+
+
 def register(add):
   add('attn_bhqd_causal_bf16', lambda q, k, v: sdpa(q, k, v, tril(128)),
       qkv(1, 2, 128, 64), qkv(1, 2, 128, 64), qkv(1, 2, 128, 64))
@@ -159,6 +170,10 @@ def register(add):
       qkv(1, 2, 20, 16, 'f32'), qkv(1, 2, 20, 16, 'f32'), qkv(1, 2, 20, 16, 'f32'))
   add('attn_grad_fused_qkv_bf16', jax.grad(lambda x: jnp.sum(jnp.square(fused_qkv_attention(x).astype(jnp.float32)))),
       F((1, 32, 384), 'bf16', -1, 1))
+  add('attn_grad_split_qkv_bf16',
+      jax.grad(lambda x, wqkv, wo: jnp.mean(jnp.square(split_qkv_layer(x, wqkv, wo).astype(jnp.float32))),
+               argnums=(0, 1, 2)),
+      F((2, 40, 64), 'bf16', -1.0, 1.0), F((64, 192), 'bf16', -0.15, 0.15), F((64, 64), 'bf16', -0.15, 0.15))
   add('attn_grad_block_f32', jax.grad(lambda x, wqkv, wo: jnp.mean(jnp.square(attention_layer(x, wqkv, wo))), argnums=(0, 1, 2)),
       F((2, 16, 32), 'f32', -1, 1), F((32, 96), 'f32', -0.2, 0.2), F((32, 32), 'f32', -0.2, 0.2))
   add('attn_grad_gqa_dpa_bf16', grad_of(lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True)),

@@ -996,8 +996,9 @@ std::optional<Members> CollectMembers(const Match& match) {
 // Replaces the outlined `fusion` by the custom call `target` with the same operands and called
 // computation; `roots` are the q, k, v (and dO) view roots, whose operand indices go into
 // `config`'s views before it becomes the call's backend_config.
-Status ReplaceWithCall(HloComputation& comp, HloInstruction* fusion, std::span<const HloInstruction* const> roots,
-                       std::string_view target, std::string_view name, AttentionConfig& config) {
+StatusOr<HloInstruction*> ReplaceWithCall(HloComputation& comp, HloInstruction* fusion,
+                                          std::span<const HloInstruction* const> roots, std::string_view target,
+                                          std::string_view name, AttentionConfig& config) {
   AttentionView* views[4] = {&config.q, &config.k, &config.v, &config.d_out};
   for (size_t r = 0; r < roots.size() && r < 4; ++r) {
     views[r]->operand = -1;
@@ -1014,25 +1015,26 @@ Status ReplaceWithCall(HloComputation& comp, HloInstruction* fusion, std::span<c
   HloInstruction* added = editor.Add(std::move(call), fusion);
   added->set_name(UniqueInstructionName(comp, name));
   fusion->ReplaceAllUsesWith(added);
-  return comp.RemoveInstruction(fusion);
+  KILN_RETURN_IF_ERROR(comp.RemoveInstruction(fusion));
+  return added;
 }
 
-StatusOr<bool> Rewrite(const Match& match, HloComputation& comp) {
+// The forward call replacing `match`, or nullptr where the match cannot be outlined.
+StatusOr<HloInstruction*> Rewrite(const Match& match, HloComputation& comp) {
   std::optional<Members> members = CollectMembers(match);
-  if (!members) return false;
+  if (!members) return nullptr;
   FuseSpec spec;
   spec.members = members->members;
   spec.duplicated = members->duplicated;
   spec.kind = FusionKind::kCustom;
   spec.name = "attention";
-  if (FusionWouldCreateCycle(spec.members, spec.duplicated)) return false;
+  if (FusionWouldCreateCycle(spec.members, spec.duplicated)) return nullptr;
   KILN_ASSIGN_OR_RETURN(HloInstruction * fusion, FuseInstructions(spec));
   HloComputation* body = fusion->fused_computation();
   HloModule* module = comp.parent();
   body->set_name(UniqueComputationName(*module, "attention"));
   AttentionConfig config = match.config;
-  KILN_RETURN_IF_ERROR(ReplaceWithCall(comp, fusion, match.roots, kAttentionCallTarget, "attention", config));
-  return true;
+  return ReplaceWithCall(comp, fusion, match.roots, kAttentionCallTarget, "attention", config);
 }
 
 // ---- the backward match (Note [Attention backward]) ----
@@ -1389,9 +1391,90 @@ struct BackwardMatch {
   AttentionConfig config;
   const HloInstruction* roots[4] = {nullptr, nullptr, nullptr, nullptr};  // q, k, v, dO
   HloInstruction* dots[3] = {nullptr, nullptr, nullptr};                   // dQ, dK, dV
+  HloInstruction* packed = nullptr;  // the concatenate the call computes (Note [Packed gradients])
 };
 
 std::vector<int64_t> RowMajorOf(const Shape& s) { return RowMajorStrides(s); }
+
+// Where the gradient dots' elements go: each dot's own row-major value, or (Note [Packed
+// gradients]) positions in the row-major buffer of the one concatenate they all feed.
+struct GradientPlacement {
+  HloInstruction* concat = nullptr;
+  std::vector<int64_t> strides[3];  // per dimension of each dot's value
+  int64_t offset[3] = {0, 0, 0};
+};
+
+GradientPlacement PlaceGradients(HloInstruction* const dots[3]) {
+  GradientPlacement own;
+  for (int i = 0; i < 3; ++i) own.strides[i] = RowMajorOf(dots[i]->shape());
+  // Each dot reaches the concatenate through pure views that nothing else reads.
+  std::vector<HloInstruction*> chains[3];
+  HloInstruction* ends[3] = {nullptr, nullptr, nullptr};
+  HloInstruction* concat = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    HloInstruction* n = dots[i];
+    for (int guard = 0;; ++guard) {
+      if (guard > 16 || n->user_count() != 1 || n->IsRoot() || !n->control_successors().empty()) return own;
+      HloInstruction* u = n->users()[0];
+      if (u->opcode() == HloOpcode::kConcatenate) {
+        if (concat != nullptr && u != concat) return own;
+        concat = u;
+        break;
+      }
+      switch (u->opcode()) {
+        case HloOpcode::kCopy:
+        case HloOpcode::kReshape:
+        case HloOpcode::kBitcast:
+        case HloOpcode::kTranspose:
+          break;
+        default:
+          return own;
+      }
+      if (!u->control_predecessors().empty()) return own;
+      chains[i].push_back(u);
+      n = u;
+    }
+    ends[i] = n;
+  }
+  if (concat == nullptr || concat->operand_count() != 3 || concat->attrs().dimensions.size() != 1 ||
+      !concat->control_predecessors().empty() ||
+      (concat->shape().has_layout() && !concat->shape().layout().IsDefaultFor(concat->shape().rank())))
+    return own;
+  const int64_t dim = concat->attrs().dimensions[0];
+  const std::vector<int64_t> cs = RowMajorOf(concat->shape());
+  GradientPlacement out;
+  int seen = 0;
+  int64_t at = 0;
+  for (int64_t o = 0; o < 3; ++o) {
+    const HloInstruction* op = concat->operand(o);
+    int i = 0;
+    while (i < 3 && ends[i] != op) ++i;
+    if (i == 3 || (seen & (1 << i))) return own;
+    seen |= 1 << i;
+    // The operand is C's box at `at` along `dim`; walk the views back up to the dot (each
+    // view's inverse is a view of the same kind).
+    std::vector<int64_t> st = cs;
+    const int64_t offset = at * cs[dim];
+    at += op->shape().dimensions(dim);
+    for (size_t j = chains[i].size(); j-- > 0;) {
+      const HloInstruction* y = chains[i][j];
+      const Shape& xs = y->operand(0)->shape();
+      if (y->opcode() == HloOpcode::kTranspose) {
+        std::vector<int64_t> sx(xs.rank());
+        for (size_t d = 0; d < sx.size(); ++d) sx[y->attrs().dimensions[d]] = st[d];
+        st = sx;
+      } else if (y->opcode() != HloOpcode::kCopy) {
+        std::optional<std::vector<int64_t>> r = ReshapeStrides(y->shape().dimensions(), st, xs.dimensions());
+        if (!r) return own;
+        st = *r;
+      }
+    }
+    out.strides[i] = st;
+    out.offset[i] = offset;
+  }
+  out.concat = concat;
+  return out;
+}
 
 std::optional<BackwardMatch> MatchBackward(HloComputation& comp, HloInstruction* dot2) {
   std::optional<Match> fm;
@@ -1434,9 +1517,6 @@ std::optional<BackwardMatch> MatchBackward(HloComputation& comp, HloInstruction*
   std::optional<AttentionView> d_out =
       ViewFromFrame(dvf->other, gv.strides, gv.offset, gop->shape(), f.q_xdim, bx, c.batch);
   if (!d_out) return std::nullopt;
-  std::optional<AttentionView> dv_view =
-      ViewFromFrame(dvf->out, RowMajorOf(dv->shape()), 0, dv->shape(), f.kdim, bx, c.batch);
-  if (!dv_view) return std::nullopt;
   // dQ = dot(dS, k) contracting the keys; dK = dot(dS, q) contracting the rows.
   HloInstruction *dq = nullptr, *dk = nullptr;
   const HloInstruction *dsq = nullptr, *dsk = nullptr;
@@ -1472,11 +1552,15 @@ std::optional<BackwardMatch> MatchBackward(HloComputation& comp, HloInstruction*
     }
   }
   if (dq == nullptr || dk == nullptr || dq == dk) return std::nullopt;
+  HloInstruction* const grads[3] = {dq, dk, dv};
+  const GradientPlacement place = PlaceGradients(grads);
   std::optional<AttentionView> dq_view =
-      ViewFromFrame(dqf.out, RowMajorOf(dq->shape()), 0, dq->shape(), f.q_xdim, bx, c.batch);
+      ViewFromFrame(dqf.out, place.strides[0], place.offset[0], dq->shape(), f.q_xdim, bx, c.batch);
   std::optional<AttentionView> dk_view =
-      ViewFromFrame(dkf.out, RowMajorOf(dk->shape()), 0, dk->shape(), f.kdim, bx, c.batch);
-  if (!dq_view || !dk_view) return std::nullopt;
+      ViewFromFrame(dkf.out, place.strides[1], place.offset[1], dk->shape(), f.kdim, bx, c.batch);
+  std::optional<AttentionView> dv_view =
+      ViewFromFrame(dvf->out, place.strides[2], place.offset[2], dv->shape(), f.kdim, bx, c.batch);
+  if (!dq_view || !dk_view || !dv_view) return std::nullopt;
   // Both read one dS value z (through converts and unit views).
   const HloInstruction* z = StripViews(dsq);
   if (StripViews(dsk) != z) return std::nullopt;
@@ -1590,13 +1674,16 @@ std::optional<BackwardMatch> MatchBackward(HloComputation& comp, HloInstruction*
   b.dots[0] = dq;
   b.dots[1] = dk;
   b.dots[2] = dv;
+  b.packed = place.concat;
   return b;
 }
 
 StatusOr<bool> RewriteBackward(const BackwardMatch& match, HloComputation& comp) {
   const std::unordered_set<const HloInstruction*> roots(std::begin(match.roots), std::end(match.roots));
   const std::unordered_set<const HloInstruction*> private_roots = {match.roots[3]};
-  std::optional<Members> members = CollectMembersOf(match.dots, roots, private_roots);
+  HloInstruction* const packed[1] = {match.packed};
+  std::optional<Members> members = match.packed != nullptr ? CollectMembersOf(packed, roots, private_roots)
+                                                           : CollectMembersOf(match.dots, roots, private_roots);
   if (!members) return false;
   // dO must not be computed from q, k or v inside the match (it is an operand).
   FuseSpec spec;
@@ -1609,21 +1696,29 @@ StatusOr<bool> RewriteBackward(const BackwardMatch& match, HloComputation& comp)
   KILN_ASSIGN_OR_RETURN(HloInstruction * fusion, FuseInstructions(spec));
   HloComputation* body = fusion->fused_computation();
   const HloInstruction* root = body->root_instruction();
-  if (root->opcode() != HloOpcode::kTuple || root->operand_count() != 3)
-    return Internal("attention rewriter: the outlined backward has ", root->shape().ToString(false),
-                    " outputs, not (dQ, dK, dV)");
   HloModule* module = comp.parent();
   body->set_name(UniqueComputationName(*module, "attention_backward"));
   AttentionConfig config = match.config;
   AttentionView* outs[3] = {&config.dq, &config.dk, &config.dv};
-  for (int i = 0; i < 3; ++i) {
-    outs[i]->operand = -1;
-    for (int64_t t = 0; t < 3; ++t)
-      if (root->operand(t)->name() == names[i]) outs[i]->operand = t;
-    if (outs[i]->operand < 0) return Internal("attention rewriter: output ", names[i], " not found in the outlined backward");
+  if (match.packed != nullptr) {
+    // One result, the concatenate: every view is of it (result leaf 0).
+    if (root->shape().IsTuple() || root->opcode() != HloOpcode::kConcatenate)
+      return Internal("attention rewriter: the outlined packed backward has root ", root->name(), ", not the concatenate");
+    for (AttentionView* o : outs) o->operand = 0;
+  } else {
+    if (root->opcode() != HloOpcode::kTuple || root->operand_count() != 3)
+      return Internal("attention rewriter: the outlined backward has ", root->shape().ToString(false),
+                      " outputs, not (dQ, dK, dV)");
+    for (int i = 0; i < 3; ++i) {
+      outs[i]->operand = -1;
+      for (int64_t t = 0; t < 3; ++t)
+        if (root->operand(t)->name() == names[i]) outs[i]->operand = t;
+      if (outs[i]->operand < 0)
+        return Internal("attention rewriter: output ", names[i], " not found in the outlined backward");
+    }
   }
   KILN_RETURN_IF_ERROR(
-      ReplaceWithCall(comp, fusion, match.roots, kAttentionBackwardCallTarget, "attention_backward", config));
+      ReplaceWithCall(comp, fusion, match.roots, kAttentionBackwardCallTarget, "attention_backward", config).status());
   return true;
 }
 
@@ -1660,6 +1755,199 @@ bool ViewFromJson(const nlohmann::json& j, AttentionView& v) {
   return true;
 }
 
+// ---- statistics for the backward (Note [Attention statistics]) ----
+
+// What AddStatistics needs of a forward match, taken before the match's nodes are outlined.
+struct StatsSite {
+  bool ok = false;
+  std::string x_name;  // the scores (the softmax's input) by name, in the outlined computation
+  int64_t kdim = -1;
+  AttentionView lse;   // over x's dims without the key dim, row-major
+};
+
+StatsSite StatsSiteOf(const Match& f) {
+  StatsSite site;
+  if (f.grouped || f.x == nullptr) return site;
+  const Shape& xs = f.x->shape();
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < xs.rank(); ++d)
+    if (d != f.kdim) dims.push_back(xs.dimensions(d));
+  std::vector<int64_t> st(dims.size(), 1);
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * dims[i + 1];
+  site.lse.batch.assign(f.config.batch.size(), 0);
+  site.lse.element = 1;
+  bool row = false;
+  std::vector<bool> have(f.config.batch.size(), false);
+  for (int64_t d = 0, i = 0; d < xs.rank(); ++d) {
+    if (d == f.kdim) continue;
+    const int64_t stride = st[i++];
+    if (xs.dimensions(d) == 1) continue;
+    const Label& l = f.labels[d];
+    if (l.role == Role::kRow) {
+      site.lse.row = stride;
+      row = true;
+    } else if (l.role == Role::kBatch && l.batch < static_cast<int64_t>(have.size())) {
+      site.lse.batch[l.batch] = stride;
+      have[l.batch] = true;
+    } else {
+      return site;
+    }
+  }
+  for (size_t l = 0; l < have.size(); ++l)
+    if (!have[l] && f.config.batch[l] != 1) return site;
+  if (!row && f.config.q_len != 1) return site;
+  site.x_name = f.x->name();
+  site.kdim = f.kdim;
+  site.ok = true;
+  return site;
+}
+
+bool SameProblem(const AttentionConfig& f, const AttentionConfig& b) {
+  return f.batch == b.batch && f.q_len == b.q_len && f.kv_len == b.kv_len && f.head_dim == b.head_dim &&
+         f.v_head_dim == b.v_head_dim && f.scale == b.scale && f.mask == b.mask && f.causal_offset == b.causal_offset &&
+         f.input_type == b.input_type && f.score_type == b.score_type && f.softmax_type == b.softmax_type &&
+         f.probs_type == b.probs_type && f.output_type == b.input_type;
+}
+
+// Operand view `a` of call `ca` and `b` of `cb` read the same elements of the same value.
+bool SameView(const HloInstruction& ca, const AttentionView& a, const HloInstruction& cb, const AttentionView& b) {
+  return ca.operand(a.operand) == cb.operand(b.operand) && a.offset == b.offset && a.batch == b.batch &&
+         a.row == b.row && a.element == b.element;
+}
+
+// Whether `a` reads `b` (through operands or control dependencies, transitively).
+bool Reads(const HloInstruction* a, const HloInstruction* b) {
+  std::vector<const HloInstruction*> stack(a->operands().begin(), a->operands().end());
+  stack.insert(stack.end(), a->control_predecessors().begin(), a->control_predecessors().end());
+  std::unordered_set<const HloInstruction*> seen;
+  while (!stack.empty()) {
+    const HloInstruction* n = stack.back();
+    stack.pop_back();
+    if (n == b) return true;
+    if (!seen.insert(n).second) continue;
+    stack.insert(stack.end(), n->operands().begin(), n->operands().end());
+    stack.insert(stack.end(), n->control_predecessors().begin(), n->control_predecessors().end());
+  }
+  return false;
+}
+
+HloComputation* ScalarF32Computation(HloModule& module, HloOpcode op, std::string_view base) {
+  auto c = std::make_unique<HloComputation>(UniqueComputationName(module, base));
+  const Shape f32 = Shape::Scalar(PrimitiveType::kF32);
+  auto a = std::make_unique<HloInstruction>(HloOpcode::kParameter, f32, "a");
+  a->set_parameter_number(0);
+  auto b = std::make_unique<HloInstruction>(HloOpcode::kParameter, f32, "b");
+  b->set_parameter_number(1);
+  HloInstruction* pa = c->AddInstruction(std::move(a));
+  HloInstruction* pb = c->AddInstruction(std::move(b));
+  auto r = std::make_unique<HloInstruction>(op, f32, "r");
+  r->AppendOperand(pa);
+  r->AppendOperand(pb);
+  c->set_root_instruction(c->AddInstruction(std::move(r)));
+  return module.AddComputation(std::move(c));
+}
+
+// reduce(x, init) over `dim` with `reducer`.
+HloInstruction* RowReduce(HloEditor& e, HloInstruction* x, int64_t dim, HloComputation* reducer, double init,
+                          const Shape& shape) {
+  auto r = std::make_unique<HloInstruction>(HloOpcode::kReduce, shape);
+  r->attrs().dimensions = {dim};
+  r->AppendOperand(x);
+  r->AppendOperand(e.ScalarConstant(PrimitiveType::kF32, init, x));
+  r->AppendCalledComputation(reducer);
+  return e.Add(std::move(r), x);
+}
+
+// Gives the forward call `fwd` (just rewritten from a match whose StatsSite is `site`) its
+// statistics and hands them, with its output, to the backward call of the same problem
+// (Note [Attention statistics]). Nothing changes where there is no such backward or the backend
+// does not take the pair with statistics.
+Status AddStatistics(HloComputation& comp, HloInstruction* fwd, const StatsSite& site,
+                     const AttentionRewriterOptions& options) {
+  if (!site.ok) return OkStatus();
+  KILN_ASSIGN_OR_RETURN(AttentionConfig fc, AttentionConfigOf(*fwd));
+  if (fc.stats || fwd->shape().IsTuple()) return OkStatus();
+  HloInstruction* bwd = nullptr;
+  AttentionConfig bc;
+  for (HloInstruction* i : comp.instructions()) {
+    if (!IsAttentionBackwardCall(*i)) continue;
+    StatusOr<AttentionConfig> c = AttentionConfigOf(*i);
+    if (!c.ok() || c->stats || !SameProblem(fc, *c)) continue;
+    if (!SameView(*fwd, fc.q, *i, c->q) || !SameView(*fwd, fc.k, *i, c->k) || !SameView(*fwd, fc.v, *i, c->v)) continue;
+    if (Reads(fwd, i)) continue;
+    bwd = i;
+    bc = *c;
+    break;
+  }
+  if (bwd == nullptr) return OkStatus();
+  HloComputation* body = fwd->called_computations()[0];
+  HloComputation* bbody = bwd->called_computations()[0];
+  HloInstruction* x = body->GetInstructionWithName(site.x_name);
+  if (x == nullptr || bbody->num_parameters() != bwd->operand_count()) return OkStatus();
+  // The configs with statistics, checked with the backend before anything changes.
+  fc.stats = true;
+  fc.lse = site.lse;
+  fc.lse.operand = 1;
+  bc.stats = true;
+  bc.o = fc.out;
+  bc.o.operand = bwd->operand_count();
+  bc.lse = site.lse;
+  bc.lse.operand = bwd->operand_count() + 1;
+  if ((options.supported && !options.supported(fc)) || (options.supported_backward && !options.supported_backward(bc)))
+    return OkStatus();
+  // lse = m + log(sum exp(x - m)), m = max(x), over the key dim in f32.
+  HloModule* module = comp.parent();
+  HloEditor e(body);
+  HloInstruction* xf = x;
+  if (x->shape().element_type() != PrimitiveType::kF32) {
+    KILN_ASSIGN_OR_RETURN(xf, e.Convert(x, PrimitiveType::kF32, nullptr, x));
+  }
+  std::vector<int64_t> dims, kept;
+  for (int64_t d = 0; d < xf->shape().rank(); ++d)
+    if (d != site.kdim) {
+      dims.push_back(xf->shape().dimensions(d));
+      kept.push_back(d);
+    }
+  const Shape rs = ArrayShapeLike(PrimitiveType::kF32, dims, xf->shape());
+  HloInstruction* m = RowReduce(e, xf, site.kdim, ScalarF32Computation(*module, HloOpcode::kMaximum, "lse_max"),
+                                -INFINITY, rs);
+  KILN_ASSIGN_OR_RETURN(HloInstruction * bm, e.Broadcast(m, xf->shape(), kept, x));
+  KILN_ASSIGN_OR_RETURN(HloInstruction * t, e.Binary(HloOpcode::kSubtract, xf, bm, nullptr, x));
+  KILN_ASSIGN_OR_RETURN(HloInstruction * ex, e.Unary(HloOpcode::kExp, t, nullptr, x));
+  HloInstruction* sum = RowReduce(e, ex, site.kdim, ScalarF32Computation(*module, HloOpcode::kAdd, "lse_add"), 0.0, rs);
+  KILN_ASSIGN_OR_RETURN(HloInstruction * lg, e.Unary(HloOpcode::kLog, sum, nullptr, x));
+  KILN_ASSIGN_OR_RETURN(HloInstruction * lse, e.Binary(HloOpcode::kAdd, m, lg, nullptr, x));
+  HloInstruction* const elems[2] = {body->root_instruction(), lse};
+  body->set_root_instruction(e.Tuple(elems, body->root_instruction()));
+  // The forward call again, now returning (out, lse).
+  auto call = std::make_unique<HloInstruction>(HloOpcode::kCustomCall,
+                                               Shape::Tuple({fwd->shape(), lse->shape()}), "");
+  call->attrs().custom_call_target = std::string(kAttentionCallTarget);
+  for (HloInstruction* o : fwd->operands()) call->AppendOperand(o);
+  call->AppendCalledComputation(body);
+  call->backend_config() = BackendConfig{fc.ToJson(), true};
+  HloEditor ce(&comp);
+  HloInstruction* added = ce.Add(std::move(call), fwd);
+  const std::string name = fwd->name();
+  KILN_ASSIGN_OR_RETURN(HloInstruction * out, ce.GetTupleElement(added, 0, fwd));
+  KILN_ASSIGN_OR_RETURN(HloInstruction * stats, ce.GetTupleElement(added, 1, fwd));
+  fwd->ReplaceAllUsesWith(out);
+  KILN_RETURN_IF_ERROR(comp.RemoveInstruction(fwd));
+  added->set_name(name);
+  // The backward reads them, its computation ignoring both.
+  const Shape shapes[2] = {out->shape(), stats->shape()};
+  const char* names[2] = {"forward_out", "forward_lse"};
+  for (int i = 0; i < 2; ++i) {
+    auto p = std::make_unique<HloInstruction>(HloOpcode::kParameter, shapes[i], names[i]);
+    p->set_parameter_number(bbody->num_parameters());
+    bbody->AddInstruction(std::move(p));
+  }
+  bwd->AppendOperand(out);
+  bwd->AppendOperand(stats);
+  bwd->backend_config() = BackendConfig{bc.ToJson(), true};
+  return OkStatus();
+}
+
 }  // namespace
 
 std::string AttentionConfig::ToJson() const {
@@ -1694,6 +1982,12 @@ std::string AttentionConfig::ToJson() const {
     b["dk_type"] = std::string(PrimitiveTypeName(dk_type));
     b["dv_type"] = std::string(PrimitiveTypeName(dv_type));
     j["backward"] = b;
+  }
+  if (stats) {
+    nlohmann::ordered_json st;
+    st["lse"] = ViewJson(lse, true);
+    if (backward) st["o"] = ViewJson(o, true);
+    j["stats"] = st;
   }
   nlohmann::ordered_json top;
   top["attention"] = j;
@@ -1779,6 +2073,13 @@ StatusOr<AttentionConfig> AttentionConfig::FromJson(std::string_view text) {
       *out = *t;
     }
   }
+  auto st = j.find("stats");
+  if (st != j.end()) {
+    if (!st->is_object()) return InvalidArgument("attention config: 'stats' must be an object");
+    c.stats = true;
+    KILN_RETURN_IF_ERROR(views(*st, {V{"lse", &c.lse}}));
+    if (c.backward) KILN_RETURN_IF_ERROR(views(*st, {V{"o", &c.o}}));
+  }
   return c;
 }
 
@@ -1788,7 +2089,9 @@ std::string AttentionConfig::ToString() const {
   return StrCat(PrimitiveTypeName(input_type), " [", b, "] q ", q_len, " kv ", kv_len, " d ", head_dim,
                 v_head_dim != head_dim ? StrCat("/", v_head_dim) : "", " ",
                 mask == AttentionMask::kCausal ? StrCat("causal(", causal_offset, ")") : std::string("no mask"),
-                " scale ", scale, " softmax ", PrimitiveTypeName(softmax_type), backward ? " backward" : "");
+                " scale ", scale, " softmax ", PrimitiveTypeName(softmax_type), backward ? " backward" : "",
+                stats ? " stats" : "",
+                backward && dq.operand == dk.operand && dk.operand == dv.operand ? " packed" : "");
 }
 
 StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Literal* const> operands,
@@ -1796,8 +2099,13 @@ StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Li
   for (const AttentionView* v : {&c.q, &c.k, &c.v})
     if (v->operand < 0 || v->operand >= static_cast<int64_t>(operands.size()))
       return InvalidArgument("attention: view of operand ", v->operand, " of ", operands.size());
-  Literal out(result);
+  // With statistics (Note [Attention statistics]): (out, lse).
+  if (c.stats != result.IsTuple() || (c.stats && result.tuple_shapes_size() != 2))
+    return InvalidArgument("attention: result ", result.ToString(false), c.stats ? " is not (out, lse)" : " is a tuple");
+  Literal out(c.stats ? result.tuple_shapes(0) : result);
   for (int64_t i = 0; i < out.element_count(); ++i) out.SetFromDouble(i, NAN);
+  Literal lse(c.stats ? result.tuple_shapes(1) : Shape::Scalar(PrimitiveType::kF32));
+  for (int64_t i = 0; i < lse.element_count(); ++i) lse.SetFromDouble(i, NAN);
   const int64_t nb = static_cast<int64_t>(c.batch.size());
   int64_t batches = 1;
   for (int64_t b : c.batch) batches *= b;
@@ -1834,6 +2142,11 @@ StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Li
       }
       double sum = 0;
       for (int64_t j = 0; j < c.kv_len; ++j) sum += (s[j] = std::exp(s[j] - mx));
+      if (c.stats) {
+        const int64_t la = element(c.lse, bi, i, 0);
+        KILN_RETURN_IF_ERROR(check(lse, la));
+        lse.SetFromDouble(la, mx + std::log(sum));
+      }
       for (int64_t e = 0; e < c.v_head_dim; ++e) {
         double o = 0;
         for (int64_t j = 0; j < c.kv_len; ++j) {
@@ -1847,7 +2160,11 @@ StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Li
       }
     }
   }
-  return out;
+  if (!c.stats) return out;
+  std::vector<Literal> both;
+  both.push_back(std::move(out));
+  both.push_back(std::move(lse));
+  return Literal::MakeTuple(std::move(both));
 }
 
 StatusOr<Literal> EvaluateAttentionBackward(const AttentionConfig& c, std::span<const Literal* const> operands,
@@ -1856,13 +2173,15 @@ StatusOr<Literal> EvaluateAttentionBackward(const AttentionConfig& c, std::span<
   for (const AttentionView* v : {&c.q, &c.k, &c.v, &c.d_out})
     if (v->operand < 0 || v->operand >= static_cast<int64_t>(operands.size()))
       return InvalidArgument("attention backward: view of operand ", v->operand, " of ", operands.size());
-  if (!result.IsTuple() || result.tuple_shapes_size() != 3)
-    return InvalidArgument("attention backward: result ", result.ToString(false), " is not a 3-tuple");
+  // A tuple of (dQ, dK, dV) in some order, or one array holding all three (packed).
+  const int64_t leaves = result.IsTuple() ? result.tuple_shapes_size() : 1;
+  if (result.IsTuple() && leaves != 3)
+    return InvalidArgument("attention backward: result ", result.ToString(false), " is not a 3-tuple or an array");
   std::vector<Literal> outs;
   for (const AttentionView* v : {&c.dq, &c.dk, &c.dv})
-    if (v->operand < 0 || v->operand >= 3) return InvalidArgument("attention backward: result index ", v->operand);
-  for (int i = 0; i < 3; ++i) {
-    outs.emplace_back(result.tuple_shapes(i));
+    if (v->operand < 0 || v->operand >= leaves) return InvalidArgument("attention backward: result index ", v->operand);
+  for (int64_t i = 0; i < leaves; ++i) {
+    outs.emplace_back(result.IsTuple() ? result.tuple_shapes(i) : result);
     for (int64_t j = 0; j < outs.back().element_count(); ++j) outs.back().SetFromDouble(j, NAN);
   }
   const int64_t nb = static_cast<int64_t>(c.batch.size());
@@ -1942,6 +2261,7 @@ StatusOr<Literal> EvaluateAttentionBackward(const AttentionConfig& c, std::span<
     KILN_RETURN_IF_ERROR(put(c.dk, K, D, dk, c.dk_scale));
     KILN_RETURN_IF_ERROR(put(c.dv, K, DV, dv, 1.0));
   }
+  if (!result.IsTuple()) return std::move(outs[0]);
   return Literal::MakeTuple(std::move(outs));
 }
 
@@ -1997,8 +2317,10 @@ StatusOr<bool> AttentionRewriter::Run(HloModule& module) {
           continue;
         }
         if (options_.supported && !options_.supported(match->config)) continue;
-        KILN_ASSIGN_OR_RETURN(bool did, Rewrite(*match, *comp));
-        if (did) {
+        const StatsSite site = options_.backward ? StatsSiteOf(*match) : StatsSite{};
+        KILN_ASSIGN_OR_RETURN(HloInstruction * call, Rewrite(*match, *comp));
+        if (call != nullptr) {
+          if (options_.backward) KILN_RETURN_IF_ERROR(AddStatistics(*comp, call, site, options_));
           changed = again = true;
           break;  // the post order is stale
         }

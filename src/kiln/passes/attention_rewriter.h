@@ -51,9 +51,29 @@
 // broadcasts and unit views in between, every dim tracked as in the forward) is evaluated on
 // random rows of synthetic data (e > 0 with some zeros, l = sum e, p = e / l) and must equal
 // p ∘ (dP − rowsum(p ∘ dP)) to 1e-9 on every trial; any other op, leaf or dim mix refuses.
-// The call __kiln$attention_backward(q, k, v, dO) -> (dQ, dK, dV) outlines the gradient dots
+// The call __kiln$attention_backward(q, k, v, dO) -> (dQ, dK, dV) (or one packed array, Note
+// [Packed gradients]) outlines the gradient dots
 // with the forward recomputed inside (the forward's own nodes stay for the forward call, which
 // the rewriter then matches as usual since p has no other users left).
+//
+// Note [Attention statistics]
+// cuDNN's backward (and any flash backward) needs the forward's output O and each row's
+// log-sum-exp; without them it runs the forward again. When the module holds a forward call and
+// a backward call of the same problem on the same q, k, v (a training step), the forward also
+// returns lse (its outlined computation computes it from the scores in f32: max + log of the
+// sum of exp(x - max)) and the backward takes (q, k, v, dO, O, lse); the backward's outlined
+// computation gets two parameters it ignores, so its value is unchanged by construction.
+//
+// Note [Packed gradients]
+// A transformer splits q, k and v off one fused projection (jnp.split(x @ wqkv, 3)), so autodiff
+// joins their gradients again: concatenate(reshape(transpose(dQ)), ..dK.., ..dV..) along the
+// feature dim, which the projection's two gradient dots read. When each gradient dot reaches
+// one concatenate through pure views (copy, reshape, bitcast, transpose) nothing else reads,
+// and the concatenate's operands are exactly those three, the call computes the concatenate
+// itself: its result is that one array, the dq/dk/dv views (result leaf 0) are where each
+// gradient's elements land in its row-major buffer (each view inverted back up the chain), and
+// the outlined computation ends in the concatenate. The backend then writes the gradients in
+// place instead of a copy kernel moving them (50 MiB in the suite's training step).
 #pragma once
 
 #include <cstdint>
@@ -108,8 +128,17 @@ struct AttentionConfig {
   // before the product leaves its factor outside). `out` is unused.
   bool backward = false;
   AttentionView d_out;       // dO, an operand view [batch, row, v_head]
-  AttentionView dq, dk, dv;  // the results; `operand` is the index in the result tuple
+  AttentionView dq, dk, dv;  // the results; `operand` is the index in the result tuple (0 for
+                             // all three when the result is one packed array)
   double dq_scale = 1.0, dk_scale = 1.0;
+  // Note [Attention statistics]. A forward with `stats` returns (out, lse): `out` is result leaf
+  // 0 and lse[batch..., row] = log sum_j exp(s_j) over the row's kept scaled scores (f32, at
+  // the `lse` view of leaf 1; `element` unused). A backward with `stats` also takes its
+  // forward's output and lse as operands (`o`, `lse`: operand views); its value does not
+  // depend on them (the outlined computation ignores them), a backend may use them instead of
+  // running the forward again.
+  bool stats = false;
+  AttentionView lse, o;
   PrimitiveType grad_type = PrimitiveType::kInvalid;  // dO
   PrimitiveType dq_type = PrimitiveType::kInvalid, dk_type = PrimitiveType::kInvalid,
                 dv_type = PrimitiveType::kInvalid;
@@ -131,7 +160,8 @@ StatusOr<AttentionConfig> AttentionConfigOf(const HloInstruction& call);
 StatusOr<Literal> EvaluateAttention(const AttentionConfig& config, std::span<const Literal* const> operands,
                                     const Shape& result);
 // What a backward config means (dQ, dK, dV as above, double precision) on the call's operands,
-// into a tuple of `result`'s element shapes (elements the views do not reach are NaN).
+// into a tuple of `result`'s element shapes, or into one array when `result` is not a tuple
+// (elements the views do not reach are NaN).
 StatusOr<Literal> EvaluateAttentionBackward(const AttentionConfig& config, std::span<const Literal* const> operands,
                                             const Shape& result);
 // The computations outlined into attention calls (passes that rewrite for a backend skip them).

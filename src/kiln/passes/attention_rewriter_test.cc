@@ -178,6 +178,7 @@ struct ExpectBackward {
   int backward = 1;  // backward calls (and as many forward calls)
   AttentionMask mask = AttentionMask::kNone;
   int forward = -1;  // forward calls (-1: as many as backward ones)
+  bool packed = false;  // the gradients written into their concatenate (Note [Packed gradients])
 };
 std::ostream& operator<<(std::ostream& os, const ExpectBackward& e) { return os << e.name; }
 
@@ -209,6 +210,30 @@ TEST_P(AttentionBackwardTest, GradientsMatchAsJaxWroteThem) {
   std::unique_ptr<HloModule> original = ParseOrDie(text);
   const std::string diff = CompareModules(*original, *m, RandomArguments(*original, 11), testing::Match::kClose);
   EXPECT_TRUE(diff.empty() || diff.rfind("skip", 0) == 0) << diff;
+  // Each forward paired with its backward returns (out, lse) (Note [Attention statistics]), its
+  // config's meaning checked against its outlined computation, both results.
+  for (HloInstruction* call : AttentionCalls(*m)) {
+    StatusOr<AttentionConfig> c = AttentionConfigOf(*call);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->stats, e.backward > 0) << c->ToJson();
+    if (!c->stats) continue;
+    ASSERT_TRUE(call->shape().IsTuple()) << call->ToString();
+    std::vector<Literal> args = RandomOperands(call);
+    std::vector<const Literal*> ptrs;
+    for (const Literal& l : args) ptrs.push_back(&l);
+    Evaluator ev;
+    StatusOr<Literal> body = ev.Evaluate(*call->called_computations()[0], ptrs);
+    ASSERT_TRUE(body.ok()) << body.status().ToString();
+    StatusOr<Literal> direct = EvaluateAttention(*c, ptrs, call->shape());
+    ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+    const bool narrow = PrimitiveByteWidth(c->input_type) == 2;
+    for (int64_t t = 0; t < 2; ++t) {
+      Tolerance tol = DefaultTolerance(narrow ? c->input_type : PrimitiveType::kF32);
+      ArrayComparison cmp = CompareArrays(direct->tuple_element(t), body->tuple_element(t), tol,
+                                          t == 0 ? "forward output" : "forward lse");
+      EXPECT_TRUE(cmp.ok()) << cmp.ToString() << "\n" << c->ToJson();
+    }
+  }
   for (HloInstruction* call : calls) {
     StatusOr<AttentionConfig> c = AttentionConfigOf(*call);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -219,6 +244,19 @@ TEST_P(AttentionBackwardTest, GradientsMatchAsJaxWroteThem) {
     StatusOr<AttentionConfig> back = AttentionConfig::FromJson(c->ToJson());
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(*back, *c);
+    // Given the forward's output and statistics: two operands more, which its computation
+    // (and so its value) ignores.
+    EXPECT_TRUE(c->stats) << c->ToJson();
+    if (c->stats) {
+      const int64_t n = call->operand_count();
+      ASSERT_GE(n, 3);
+      ASSERT_EQ(c->o.operand, n - 2);
+      ASSERT_EQ(c->lse.operand, n - 1);
+      const HloInstruction* fwd = call->operand(n - 2)->operand(0);
+      EXPECT_TRUE(IsAttentionCall(*fwd)) << call->ToString();
+      EXPECT_EQ(call->operand(n - 1)->operand(0), fwd) << call->ToString();
+      EXPECT_EQ(call->called_computations()[0]->num_parameters(), n);
+    }
     // The config's meaning against the outlined computation, on random operands.
     std::vector<Literal> args = RandomOperands(call);
     std::vector<const Literal*> ptrs;
@@ -228,8 +266,11 @@ TEST_P(AttentionBackwardTest, GradientsMatchAsJaxWroteThem) {
     ASSERT_TRUE(body.ok()) << body.status().ToString();
     StatusOr<Literal> direct = EvaluateAttentionBackward(*c, ptrs, call->shape());
     ASSERT_TRUE(direct.ok()) << direct.status().ToString();
-    for (int64_t t = 0; t < 3; ++t) {
-      const Shape& s = call->shape().tuple_shapes(t);
+    // (dQ, dK, dV), or one array holding all three (Note [Packed gradients]).
+    const bool packed = !call->shape().IsTuple();
+    EXPECT_EQ(packed, e.packed) << call->ToString();
+    for (int64_t t = 0; t < (packed ? 1 : 3); ++t) {
+      const Shape& s = packed ? call->shape() : call->shape().tuple_shapes(t);
       // Gradients of 16-bit inputs (also f32 ones) sum products of rounded p, dP and dS: twice
       // the 16-bit tolerance.
       const bool narrow = PrimitiveByteWidth(c->input_type) == 2;
@@ -238,7 +279,8 @@ TEST_P(AttentionBackwardTest, GradientsMatchAsJaxWroteThem) {
         tol.atol *= 2;
         tol.rtol *= 2;
       }
-      ArrayComparison cmp = CompareArrays(direct->tuple_element(t), body->tuple_element(t), tol, StrCat("gradient ", t));
+      ArrayComparison cmp = CompareArrays(packed ? *direct : direct->tuple_element(t),
+                                          packed ? *body : body->tuple_element(t), tol, StrCat("gradient ", t));
       EXPECT_TRUE(cmp.ok()) << cmp.ToString() << "\n" << c->ToJson();
     }
   }
@@ -256,6 +298,7 @@ INSTANTIATE_TEST_SUITE_P(
                       ExpectBackward{"attn_grad_custom_jvp_f32", 1, AttentionMask::kCausal},
                       ExpectBackward{"attn_grad_fused_qkv_bf16", 1, AttentionMask::kCausal},
                       ExpectBackward{"attn_grad_block_f32", 1, AttentionMask::kCausal},
+                      ExpectBackward{"attn_grad_split_qkv_bf16", 1, AttentionMask::kCausal, -1, true},
                       // Not matched backward: grouped-query heads (dK, dV sum over the group).
                       ExpectBackward{"attn_grad_gqa_dpa_bf16", 0},
                       // Forward graphs have no backward.
@@ -287,6 +330,26 @@ TEST(AttentionBackwardTest, TrainingStepOfTheBenchmark) {
   EXPECT_NEAR(c->dq_scale, c->scale, 1e-6) << c->ToJson();
   EXPECT_NEAR(c->dk_scale, c->scale, 1e-6) << c->ToJson();
   EXPECT_EQ(c->d_out.element, 1) << c->ToJson();
+  // The forward hands its output and statistics to the backward.
+  EXPECT_TRUE(c->stats) << c->ToJson();
+  StatusOr<AttentionConfig> fc = AttentionConfigOf(*AttentionCalls(*m)[0]);
+  ASSERT_TRUE(fc.ok()) << fc.status().ToString();
+  EXPECT_TRUE(fc->stats) << fc->ToJson();
+  EXPECT_EQ(fc->lse.row, 1) << fc->ToJson();
+  EXPECT_EQ(fc->lse.batch, (std::vector<int64_t>{16 * 1024, 1024})) << fc->ToJson();
+  // dQ, dK and dV go straight into the [8, 1024, 3072] concatenate the qkv projection's
+  // gradients read: heads of 64 at 64-element steps, rows 3072 apart, k and v 1024 and 2048 in.
+  const HloInstruction* call = BackwardCalls(*m)[0];
+  EXPECT_FALSE(call->shape().IsTuple()) << call->ToString();
+  EXPECT_EQ(call->shape().dimensions(), (std::vector<int64_t>{8, 1024, 3072}));
+  const AttentionView* views[3] = {&c->dq, &c->dk, &c->dv};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(views[i]->operand, 0) << c->ToJson();
+    EXPECT_EQ(views[i]->offset, 1024 * i) << c->ToJson();
+    EXPECT_EQ(views[i]->element, 1) << c->ToJson();
+    EXPECT_EQ(views[i]->row, 3072) << c->ToJson();
+    EXPECT_EQ(views[i]->batch, (std::vector<int64_t>{1024 * 3072, 64})) << c->ToJson();
+  }
   std::cerr << c->ToJson() << "\n";
 }
 

@@ -290,13 +290,15 @@ class FlashAttentionBackend : public autotune::Backend {
   StatusOr<std::vector<Config>> SupportedConfigs(const HloInstruction& instr) override {
     if (!IsAttentionCall(instr)) return std::vector<Config>{};
     StatusOr<libs::AttentionDesc> desc = AttentionDescForCall(instr, cc_);
-    if (!desc.ok()) return std::vector<Config>{};
+    // The kernel writes no softmax statistics (Note [Attention statistics]).
+    if (!desc.ok() || desc->stats) return std::vector<Config>{};
     std::vector<Config> out;
     for (const libs::AttentionKernelConfig& c : libs::AttentionConfigs(*desc)) out.push_back(AttentionKernelConfigToConfig(c));
     return out;
   }
   StatusOr<Config> DefaultConfig(const HloInstruction& instr) override {
     KILN_ASSIGN_OR_RETURN(libs::AttentionDesc desc, AttentionDescForCall(instr, cc_));
+    if (desc.stats) return Unimplemented("flash attention: no softmax statistics output (", instr.name(), ")");
     return AttentionKernelConfigToConfig(libs::DefaultAttentionConfig(desc));
   }
   StatusOr<std::unique_ptr<Candidate>> Compile(const HloInstruction& instr, const Config& config) override {
@@ -319,9 +321,9 @@ class CudnnSdpaCandidate : public Candidate {
       : plan_(std::move(plan)), config_(std::move(config)) {}
   uint64_t scratch_bytes() const override { return plan_->workspace_bytes(); }
   Status Launch(runtime::Stream& stream, const CandidateBuffers& b) override {
-    if (b.outputs.empty()) return InvalidArgument("cudnn sdpa candidate: no output buffer");
+    if (b.outputs.size() != (config_.stats ? 2u : 1u)) return InvalidArgument("cudnn sdpa candidate: ", b.outputs.size(), " output buffers");
     return plan_->Run(Input(b, config_.q.operand), Input(b, config_.k.operand), Input(b, config_.v.operand),
-                      b.outputs[0], b.scratch, stream);
+                      b.outputs[0], b.scratch, stream, config_.stats ? b.outputs[1] : runtime::DeviceMemory{});
   }
 
  private:

@@ -45,6 +45,7 @@ StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, i
   std::vector<const AttentionView*> views = {&c.q, &c.k, &c.v, &c.out};
   if (c.backward) {
     views = {&c.q, &c.k, &c.v, &c.d_out, &c.dq, &c.dk, &c.dv};
+    if (c.stats) views.insert(views.end(), {&c.lse, &c.o});
     for (PrimitiveType t : {c.grad_type, c.dq_type, c.dk_type, c.dv_type})
       if (t != c.input_type)
         return Unimplemented("attention backward: a ", PrimitiveTypeName(t), " gradient of ",
@@ -53,10 +54,11 @@ StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, i
       if (!(std::abs(f - c.scale) <= 1e-6 * std::abs(c.scale)))
         return Unimplemented("attention backward: a gradient scaled by ", f, " for a forward scaled by ", c.scale);
   }
+  if (!c.backward && c.stats) views.push_back(&c.lse);
   // The backward's gradients may have any element stride (cuDNN writes them packed, a copy
   // puts them in place); everything else reads a contiguous head dim.
   for (size_t i = 0; i < views.size(); ++i)
-    if (views[i]->element != 1 && !(c.backward && i >= 4))
+    if (views[i]->element != 1 && !(c.backward && i >= 4 && i < 7))
       return Unimplemented("attention: a view whose head dimension is not contiguous");
   // Merge adjacent batch dims while more than three remain and every view allows it.
   std::vector<int64_t> sizes = c.batch;
@@ -87,14 +89,32 @@ StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, i
   d.causal_offset = c.causal_offset;
   std::vector<libs::AttentionDesc::Operand*> ops = {&d.q, &d.k, &d.v, &d.out};
   if (c.backward) ops = {&d.q, &d.k, &d.v, &d.d_out, &d.dq, &d.dk, &d.dv};
+  if (c.backward && c.stats) ops.insert(ops.end(), {&d.lse, &d.o});
+  if (!c.backward && c.stats) ops.push_back(&d.lse);
+  d.stats = c.stats;
   for (size_t o = 0; o < ops.size(); ++o) {
     ops[o]->offset = views[o]->offset;
     ops[o]->row = views[o]->row;
     ops[o]->element = views[o]->element;
     for (size_t i = 0; i < sizes.size(); ++i) ops[o]->batch[base + i] = strides[o][i];
   }
-  if (!c.backward) {
+  if (!c.backward && !c.stats) {
     KILN_RETURN_IF_ERROR(libs::CheckAttentionSupported(d, compute_capability_major));
+    return d;
+  }
+  if (!c.backward) {
+    // A forward that also writes its statistics (Note [Attention statistics]): cuDNN SDPA's,
+    // on the problems a plain forward takes.
+    libs::AttentionDesc plain = d;
+    plain.stats = false;
+    KILN_RETURN_IF_ERROR(libs::CheckAttentionSupported(plain, compute_capability_major));
+    if (!libs::CudnnAttentionBuilt()) return Unimplemented("attention statistics: kiln was built without cuDNN SDPA");
+    if (d.type != PrimitiveType::kBF16 && d.type != PrimitiveType::kF16)
+      return Unimplemented("attention statistics: ", PrimitiveTypeName(d.type), " (bf16 or f16)");
+    if (compute_capability_major < 8) return Unimplemented("attention statistics: sm < 80");
+    if (d.head_dim % 8 != 0 || d.head_dim > 128) return Unimplemented("attention statistics: head dim ", d.head_dim);
+    if (d.causal && d.causal_offset != 0 && d.causal_offset != d.kv_len - d.q_len)
+      return Unimplemented("attention statistics: causal offset ", d.causal_offset);
     return d;
   }
   // The backward runs on cuDNN only (CudnnAttentionBackwardPlan).

@@ -261,8 +261,10 @@ Status AttentionThunk::Execute(const ThunkExecuteParams& params) const {
   if (use_fallback_) return fallback_->Execute(params);
   if (cudnn_plan_) {
     runtime::DeviceMemory ws = params.workspace;
+    runtime::DeviceMemory lse;
+    if (desc_.stats) lse = params.buffers->Get(lse_);
     return cudnn_plan_->Run(params.buffers->Get(q_), params.buffers->Get(k_), params.buffers->Get(v_),
-                            params.buffers->Get(output_), ws, *params.stream);
+                            params.buffers->Get(output_), ws, *params.stream, lse);
   }
   if (!plan_) return FailedPrecondition("attention %", name(), " is not initialized");
   return plan_->Run(params.buffers->Get(q_), params.buffers->Get(k_), params.buffers->Get(v_),
@@ -272,7 +274,7 @@ Status AttentionThunk::Execute(const ThunkExecuteParams& params) const {
 // ---- AttentionBackward ----
 
 AttentionBackwardThunk::AttentionBackwardThunk(std::string name, libs::AttentionDesc desc,
-                                               std::array<BufferSlice, 4> inputs, std::array<BufferSlice, 3> outputs,
+                                               std::array<BufferSlice, 6> inputs, std::array<BufferSlice, 3> outputs,
                                                std::unique_ptr<GpuThunk> fallback)
     : GpuThunk(Kind::kAttention, std::move(name),
                // The floor reads q, k, v, dO and writes dQ, dK, dV once.
@@ -280,8 +282,9 @@ AttentionBackwardThunk::AttentionBackwardThunk(std::string name, libs::Attention
                  const int64_t w = PrimitiveByteWidth(desc.type);
                  return w * desc.batch_count() * desc.head_dim * (3 * desc.q_len + 4 * desc.kv_len);
                }(),
-               // The forward again (2 products) and the backward's 5.
-               static_cast<int64_t>(desc.Flops() * 3.5)),
+               // The forward again (2 products, unless its statistics are given) and the
+               // backward's 5.
+               static_cast<int64_t>(desc.Flops() * (desc.stats ? 2.5 : 3.5))),
       desc_(desc),
       in_(inputs),
       out_(outputs),
@@ -314,8 +317,13 @@ Status AttentionBackwardThunk::Execute(const ThunkExecuteParams& params) const {
   if (use_fallback_) return fallback_->Execute(params);
   if (!plan_) return FailedPrecondition("attention backward %", name(), " is not initialized");
   auto get = [&](const BufferSlice& s) { return params.buffers->Get(s); };
+  runtime::DeviceMemory o, lse;
+  if (desc_.stats) {
+    o = get(in_[4]);
+    lse = get(in_[5]);
+  }
   return plan_->Run(get(in_[0]), get(in_[1]), get(in_[2]), get(in_[3]), get(out_[0]), get(out_[1]), get(out_[2]),
-                    params.workspace, *params.stream);
+                    params.workspace, *params.stream, o, lse);
 }
 
 // ---- Sort ----

@@ -107,10 +107,12 @@ class AttentionThunk : public GpuThunk {
   std::string ToString() const override;
   double PeakFlops(const runtime::DeviceDescription& device) const override;
   const libs::AttentionDesc& desc() const { return desc_; }
+  // Where a desc with `stats` writes them (Note [Attention statistics]).
+  void set_statistics(BufferSlice lse) { lse_ = lse; }
 
  private:
   libs::AttentionDesc desc_;
-  BufferSlice q_, k_, v_, output_;
+  BufferSlice q_, k_, v_, output_, lse_;
   std::unique_ptr<GpuThunk> fallback_;
   std::optional<libs::AttentionKernelConfig> tuned_;
   int64_t cudnn_index_;
@@ -124,8 +126,9 @@ class AttentionThunk : public GpuThunk {
 // problem cuDNN turns down at Initialize runs the host fallback with a warning.
 class AttentionBackwardThunk : public GpuThunk {
  public:
-  // `inputs`: q, k, v, dO slices; `outputs`: dQ, dK, dV slices.
-  AttentionBackwardThunk(std::string name, libs::AttentionDesc desc, std::array<BufferSlice, 4> inputs,
+  // `inputs`: q, k, v, dO slices, then (desc.stats) the forward's output and statistics;
+  // `outputs`: dQ, dK, dV slices.
+  AttentionBackwardThunk(std::string name, libs::AttentionDesc desc, std::array<BufferSlice, 6> inputs,
                          std::array<BufferSlice, 3> outputs, std::unique_ptr<GpuThunk> fallback);
   Status Initialize(const ThunkInitParams& params) override;
   Status Execute(const ThunkExecuteParams& params) const override;
@@ -139,7 +142,7 @@ class AttentionBackwardThunk : public GpuThunk {
 
  private:
   libs::AttentionDesc desc_;
-  std::array<BufferSlice, 4> in_;
+  std::array<BufferSlice, 6> in_;
   std::array<BufferSlice, 3> out_;
   std::unique_ptr<GpuThunk> fallback_;
   bool use_fallback_ = false;

@@ -347,14 +347,19 @@ class Emitter {
         StatusOr<libs::AttentionDesc> d = AttentionDescForConfig(c, options_.device.compute_capability_major);
         if (!d.ok()) return AddHost(instr, d.status().message(), out);
         KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> ops, OperandSlices(instr));
-        KILN_ASSIGN_OR_RETURN(BufferSlice o, Slice(instr));
+        // (out, lse) with statistics (Note [Attention statistics]), else the output alone.
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> leaves, Leaves(instr));
+        if (leaves.size() != (c.stats ? 2u : 1u)) return AddHost(instr, "an attention call with unexpected results", out);
         KILN_ASSIGN_OR_RETURN(std::optional<AttentionChoice> tuned, TunedAttentionChoice(instr));
         std::optional<libs::AttentionKernelConfig> flash;
         int64_t cudnn_plan = -2;
         if (tuned && tuned->cudnn) cudnn_plan = tuned->cudnn_plan;
         if (tuned && !tuned->cudnn) flash = tuned->flash;
-        out.push_back(std::make_unique<AttentionThunk>(instr.name(), *d, ops.at(c.q.operand), ops.at(c.k.operand),
-                                                       ops.at(c.v.operand), o, std::move(fallback), flash, cudnn_plan));
+        if (c.stats && cudnn_plan < -1) cudnn_plan = -1;  // only cuDNN writes statistics
+        auto t = std::make_unique<AttentionThunk>(instr.name(), *d, ops.at(c.q.operand), ops.at(c.k.operand),
+                                                  ops.at(c.v.operand), leaves[0], std::move(fallback), flash, cudnn_plan);
+        if (c.stats) t->set_statistics(leaves[1]);
+        out.push_back(std::move(t));
         return OkStatus();
       }
       case How::kAttentionBackward: {
@@ -364,9 +369,16 @@ class Emitter {
         if (!d.ok()) return AddHost(instr, d.status().message(), out);
         KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> ops, OperandSlices(instr));
         KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> leaves, Leaves(instr));
-        if (leaves.size() != 3) return AddHost(instr, "an attention backward without three results", out);
-        std::array<BufferSlice, 4> in = {ops.at(c.q.operand), ops.at(c.k.operand), ops.at(c.v.operand),
-                                         ops.at(c.d_out.operand)};
+        // Three results, or one array holding all three gradients (Note [Packed gradients]).
+        for (const AttentionView* g : {&c.dq, &c.dk, &c.dv})
+          if (g->operand < 0 || g->operand >= static_cast<int64_t>(leaves.size()))
+            return AddHost(instr, "an attention backward whose gradient views name no result", out);
+        std::array<BufferSlice, 6> in = {ops.at(c.q.operand), ops.at(c.k.operand), ops.at(c.v.operand),
+                                         ops.at(c.d_out.operand), BufferSlice{}, BufferSlice{}};
+        if (c.stats) {
+          in[4] = ops.at(c.o.operand);
+          in[5] = ops.at(c.lse.operand);
+        }
         std::array<BufferSlice, 3> res = {leaves.at(c.dq.operand), leaves.at(c.dk.operand), leaves.at(c.dv.operand)};
         out.push_back(std::make_unique<AttentionBackwardThunk>(instr.name(), *d, in, res, std::move(fallback)));
         return OkStatus();

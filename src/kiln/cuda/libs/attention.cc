@@ -75,6 +75,8 @@ StatusOr<AttentionKernelConfig> AttentionKernelConfig::Parse(std::string_view te
 }
 
 Status CheckAttentionSupported(const AttentionDesc& d, int compute_capability_major) {
+  if (d.backward) return Unimplemented("attention kernel: a backward problem (cuDNN SDPA runs those)");
+  if (d.stats) return Unimplemented("attention kernel: softmax statistics (cuDNN SDPA writes those)");
   if (d.type != PrimitiveType::kBF16 && d.type != PrimitiveType::kF16)
     return Unimplemented("attention kernel: ", PrimitiveTypeName(d.type), " inputs (bf16 or f16)");
   if (d.head_dim != 64 && d.head_dim != 128)

@@ -66,6 +66,11 @@ struct AttentionDesc {
   // gradients' views, dQ = scale dS·K, dK = scale dSᵀ·Q, dV = Pᵀ·dO (attention_rewriter.h).
   bool backward = false;
   Operand d_out, dq, dk, dv;
+  // Statistics (Note [Attention statistics] in passes/attention_rewriter.h): a forward also
+  // writes each row's log-sum-exp of its scaled scores (f32) at `lse`; a backward reads them and
+  // the forward's output at `o` instead of running the forward again. cuDNN only.
+  bool stats = false;
+  Operand lse, o;
 
   int64_t batch_count() const { return batch[0] * batch[1] * batch[2]; }
   // Buffer elements an operand's view reaches (the largest index + 1).

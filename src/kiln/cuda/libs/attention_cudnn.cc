@@ -122,6 +122,8 @@ StatusOr<std::vector<std::vector<int>>> BatchGroups(const AttentionDesc& d) {
   std::vector<const AttentionDesc::Operand*> ops = {&d.q, &d.k, &d.v};
   if (d.backward) ops.insert(ops.end(), {&d.d_out, &d.dq, &d.dk, &d.dv});
   else ops.push_back(&d.out);
+  if (d.stats) ops.push_back(&d.lse);
+  if (d.stats && d.backward) ops.push_back(&d.o);
   auto size = [&](const std::vector<int>& g) {
     int64_t n = 1;
     for (int i : g) n *= d.batch[i];
@@ -165,6 +167,16 @@ StatusOr<Tensor4> TensorOf(const AttentionDesc& d, const std::vector<std::vector
   if (t.dims[1] == 1) t.strides[1] = std::max<int64_t>(t.strides[2] * rows, 1);
   if (t.dims[0] == 1) t.strides[0] = t.strides[1] * t.dims[1];
   return t;
+}
+
+// The [b, h, s, 1] statistics at view `o` (f32; the head dim's stride unused).
+StatusOr<Tensor4> StatsTensorOf(const AttentionDesc& d, const std::vector<std::vector<int>>& groups,
+                                const AttentionDesc::Operand& o) {
+  AttentionDesc one = d;
+  one.head_dim = 1;
+  AttentionDesc::Operand v = o;
+  v.element = 1;
+  return TensorOf(one, groups, v, d.q_len);
 }
 
 // Plans of a built graph: heuristics modes A and fallback, checked.
@@ -219,6 +231,8 @@ void SetMask(Attributes& options, const AttentionDesc& d) {
   else options.set_causal_mask_bottom_right(true);
 }
 
+// `stats_too`: the backward's own forward, O and the statistics packed into its workspace. A
+// forward desc with `stats` writes O and the statistics at their views.
 StatusOr<std::shared_ptr<fe::graph::Graph>> BuildGraph(const AttentionDesc& d, cudnnHandle_t handle,
                                                        bool stats_too = false) {
   if (d.type != PrimitiveType::kBF16 && d.type != PrimitiveType::kF16)
@@ -237,11 +251,16 @@ StatusOr<std::shared_ptr<fe::graph::Graph>> BuildGraph(const AttentionDesc& d, c
   auto k = Input(*graph, "K", kK, tk);
   auto v = Input(*graph, "V", kV, tv);
   fe::graph::SDPA_attributes options;
-  options.set_name("kiln_sdpa").set_generate_stats(stats_too).set_attn_scale(static_cast<float>(d.scale));
+  const bool own_stats = !d.backward && d.stats;
+  options.set_name("kiln_sdpa").set_generate_stats(stats_too || own_stats).set_attn_scale(static_cast<float>(d.scale));
   SetMask(options, d);
   auto [o, stats] = graph->sdpa(q, k, v, options);
   SetOutput(*o, kO, to);
   if (stats_too) SetOutput(*stats, kStats, Packed(to_view, 1)).set_data_type(fe::DataType_t::FLOAT);
+  if (own_stats) {
+    KILN_ASSIGN_OR_RETURN(const Tensor4 ts, StatsTensorOf(d, groups, d.lse));
+    SetOutput(*stats, kStats, ts).set_data_type(fe::DataType_t::FLOAT);
+  }
   KILN_RETURN_IF_ERROR(FinishGraph(*graph, handle));
   return graph;
 }
@@ -266,7 +285,12 @@ StatusOr<std::shared_ptr<fe::graph::Graph>> BuildBackwardGraph(const AttentionDe
     if (t->strides[3] != 1) return Unimplemented("cudnn sdpa backward: an input whose head dim is not contiguous");
   if (tk.dims[1] != tq.dims[1] || tv.dims[1] != tq.dims[1])
     return Unimplemented("cudnn sdpa backward: k/v heads shared by several query heads");
-  const Tensor4 to = Packed(tq, d.head_dim), ts = Packed(tq, 1);
+  Tensor4 to = Packed(tq, d.head_dim), ts = Packed(tq, 1);
+  if (d.stats) {  // the forward's own output and statistics (Note [Attention statistics])
+    KILN_ASSIGN_OR_RETURN(to, TensorOf(d, groups, d.o, d.q_len));
+    KILN_ASSIGN_OR_RETURN(ts, StatsTensorOf(d, groups, d.lse));
+    if (to.strides[3] != 1) return Unimplemented("cudnn sdpa backward: an O whose head dim is not contiguous");
+  }
   auto q = Input(*graph, "Q", kQ, tq);
   auto k = Input(*graph, "K", kK, tk);
   auto v = Input(*graph, "V", kV, tv);
@@ -315,7 +339,10 @@ StatusOr<int64_t> CudnnAttentionPlan::PlanCount(const AttentionDesc& desc, CudaD
 StatusOr<std::unique_ptr<CudnnAttentionPlan>> CudnnAttentionPlan::Create(const AttentionDesc& desc, CudaDevice& device,
                                                                          int64_t plan_index) {
   return Guard([&]() -> StatusOr<std::unique_ptr<CudnnAttentionPlan>> {
-    KILN_RETURN_IF_ERROR(CheckAttentionSupported(desc, device.description().compute_capability_major));
+    // The descriptor checks the kernel makes, less its own limit: cuDNN writes statistics.
+    AttentionDesc plain = desc;
+    plain.stats = false;
+    KILN_RETURN_IF_ERROR(CheckAttentionSupported(plain, device.description().compute_capability_major));
     KILN_ASSIGN_OR_RETURN(LibraryHandles * handles, LibraryHandles::ForDevice(device));
     KILN_RETURN_IF_ERROR(BindFrontend(*handles));
     std::unique_lock<std::mutex> lock = handles->QueryLock();
@@ -343,8 +370,9 @@ StatusOr<std::unique_ptr<CudnnAttentionPlan>> CudnnAttentionPlan::Create(const A
 }
 
 Status CudnnAttentionPlan::Run(runtime::DeviceMemory q, runtime::DeviceMemory k, runtime::DeviceMemory v,
-                               runtime::DeviceMemory out, runtime::DeviceMemory workspace,
-                               runtime::Stream& stream) const {
+                               runtime::DeviceMemory out, runtime::DeviceMemory workspace, runtime::Stream& stream,
+                               runtime::DeviceMemory lse) const {
+  if (desc_.stats && lse.ptr == nullptr) return InvalidArgument("cudnn sdpa: no buffer for the statistics");
   if (workspace_bytes_ > 0 && workspace.size < workspace_bytes_)
     return InvalidArgument("cudnn sdpa: workspace of ", workspace.size, " bytes, the plan needs ", workspace_bytes_);
   return Guard([&]() -> Status {
@@ -355,6 +383,7 @@ Status CudnnAttentionPlan::Run(runtime::DeviceMemory q, runtime::DeviceMemory k,
     };
     std::unordered_map<int64_t, void*> pack = {
         {kQ, at(q, desc_.q)}, {kK, at(k, desc_.k)}, {kV, at(v, desc_.v)}, {kO, at(out, desc_.out)}};
+    if (desc_.stats) pack[kStats] = static_cast<char*>(lse.ptr) + desc_.lse.offset * sizeof(float);
     fe::error_t e = plan_index_ < 0 ? impl_->graph->execute(h, pack, workspace.ptr)
                                     : impl_->graph->execute_plan_at_index(h, pack, workspace.ptr, plan_index_);
     if (!e.is_good()) return Internal("cudnn sdpa: execute: ", e.get_message());
@@ -393,18 +422,22 @@ StatusOr<std::unique_ptr<CudnnAttentionBackwardPlan>> CudnnAttentionBackwardPlan
       KILN_ASSIGN_OR_RETURN(runtime::Module * module, LoadLibraryModule(device, std::move(r)));
       KILN_ASSIGN_OR_RETURN(plan->impl_->scatter, module->GetKernel("kiln_attention_scatter"));
     }
-    KILN_ASSIGN_OR_RETURN(std::shared_ptr<fe::graph::Graph> fwd, BuildGraph(desc, h, /*stats_too=*/true));
-    KILN_ASSIGN_OR_RETURN(std::shared_ptr<fe::graph::Graph> bwd, BuildBackwardGraph(desc, h, packed));
-    KILN_RETURN_IF_ERROR(FeStatus(fwd->build_plans(h, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans (forward)"));
-    KILN_RETURN_IF_ERROR(FeStatus(bwd->build_plans(h, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans (backward)"));
+    // With the forward's statistics (desc.stats) there is no forward to run again.
+    std::shared_ptr<fe::graph::Graph> fwd;
     int64_t ws_f = 0, ws_b = 0;
-    KILN_RETURN_IF_ERROR(FeStatus(fwd->get_workspace_size(ws_f), "get_workspace_size"));
+    if (!desc.stats) {
+      KILN_ASSIGN_OR_RETURN(fwd, BuildGraph(desc, h, /*stats_too=*/true));
+      KILN_RETURN_IF_ERROR(FeStatus(fwd->build_plans(h, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans (forward)"));
+      KILN_RETURN_IF_ERROR(FeStatus(fwd->get_workspace_size(ws_f), "get_workspace_size"));
+    }
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<fe::graph::Graph> bwd, BuildBackwardGraph(desc, h, packed));
+    KILN_RETURN_IF_ERROR(FeStatus(bwd->build_plans(h, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE), "build_plans (backward)"));
     KILN_RETURN_IF_ERROR(FeStatus(bwd->get_workspace_size(ws_b), "get_workspace_size"));
     auto round = [](uint64_t b) { return (b + 255) / 256 * 256; };
     const uint64_t w = PrimitiveByteWidth(desc.type);
     const uint64_t q_rows = static_cast<uint64_t>(desc.batch_count() * desc.q_len);
-    plan->o_bytes_ = round(q_rows * desc.head_dim * w);
-    plan->stats_bytes_ = round(q_rows * sizeof(float));
+    plan->o_bytes_ = desc.stats ? 0 : round(q_rows * desc.head_dim * w);
+    plan->stats_bytes_ = desc.stats ? 0 : round(q_rows * sizeof(float));
     uint64_t at = plan->o_bytes_ + plan->stats_bytes_;
     for (int i = 0; i < 3; ++i) {
       if (!packed[i]) continue;
@@ -424,7 +457,10 @@ StatusOr<std::unique_ptr<CudnnAttentionBackwardPlan>> CudnnAttentionBackwardPlan
 Status CudnnAttentionBackwardPlan::Run(runtime::DeviceMemory q, runtime::DeviceMemory k, runtime::DeviceMemory v,
                                        runtime::DeviceMemory d_out, runtime::DeviceMemory dq, runtime::DeviceMemory dk,
                                        runtime::DeviceMemory dv, runtime::DeviceMemory workspace,
-                                       runtime::Stream& stream) const {
+                                       runtime::Stream& stream, runtime::DeviceMemory o_in,
+                                       runtime::DeviceMemory lse_in) const {
+  if (desc_.stats && (o_in.ptr == nullptr || lse_in.ptr == nullptr))
+    return InvalidArgument("cudnn sdpa backward: no forward output or statistics given");
   if (workspace.size < workspace_bytes_)
     return InvalidArgument("cudnn sdpa backward: workspace of ", workspace.size, " bytes, the plan needs ", workspace_bytes_);
   return Guard([&]() -> Status {
@@ -434,17 +470,21 @@ Status CudnnAttentionBackwardPlan::Run(runtime::DeviceMemory q, runtime::DeviceM
       return static_cast<void*>(static_cast<char*>(m.ptr) + o.offset * w);
     };
     char* ws = static_cast<char*>(workspace.ptr);
-    void* o = ws;
-    void* stats = ws + o_bytes_;
+    void* o = desc_.stats ? at(o_in, desc_.o) : ws;
+    void* stats = desc_.stats ? static_cast<void*>(static_cast<char*>(lse_in.ptr) + desc_.lse.offset * sizeof(float))
+                              : static_cast<void*>(ws + o_bytes_);
     void* scratch = ws + o_bytes_ + stats_bytes_ + grads_bytes_;
     void* grads[3] = {at(dq, desc_.dq), at(dk, desc_.dk), at(dv, desc_.dv)};
     void* targets[3] = {grads[0], grads[1], grads[2]};
     for (int i = 0; i < 3; ++i)
       if (impl_->grads[i].packed) grads[i] = ws + impl_->grads[i].offset;
-    std::unordered_map<int64_t, void*> fpack = {
-        {kQ, at(q, desc_.q)}, {kK, at(k, desc_.k)}, {kV, at(v, desc_.v)}, {kO, o}, {kStats, stats}};
-    fe::error_t e = impl_->forward->execute(h, fpack, scratch);
-    if (!e.is_good()) return Internal("cudnn sdpa backward: forward: ", e.get_message());
+    fe::error_t e;
+    if (impl_->forward) {
+      std::unordered_map<int64_t, void*> fpack = {
+          {kQ, at(q, desc_.q)}, {kK, at(k, desc_.k)}, {kV, at(v, desc_.v)}, {kO, o}, {kStats, stats}};
+      e = impl_->forward->execute(h, fpack, scratch);
+      if (!e.is_good()) return Internal("cudnn sdpa backward: forward: ", e.get_message());
+    }
     std::unordered_map<int64_t, void*> bpack = {{kQ, at(q, desc_.q)},       {kK, at(k, desc_.k)},
                                                 {kV, at(v, desc_.v)},       {kO, o},
                                                 {kDO, at(d_out, desc_.d_out)}, {kStats, stats},
@@ -490,7 +530,8 @@ StatusOr<std::unique_ptr<CudnnAttentionBackwardPlan>> CudnnAttentionBackwardPlan
 
 Status CudnnAttentionBackwardPlan::Run(runtime::DeviceMemory, runtime::DeviceMemory, runtime::DeviceMemory,
                                        runtime::DeviceMemory, runtime::DeviceMemory, runtime::DeviceMemory,
-                                       runtime::DeviceMemory, runtime::DeviceMemory, runtime::Stream&) const {
+                                       runtime::DeviceMemory, runtime::DeviceMemory, runtime::Stream&,
+                                       runtime::DeviceMemory, runtime::DeviceMemory) const {
   return FailedPrecondition("cudnn sdpa: not built");
 }
 
@@ -507,7 +548,8 @@ StatusOr<std::unique_ptr<CudnnAttentionPlan>> CudnnAttentionPlan::Create(const A
 }
 
 Status CudnnAttentionPlan::Run(runtime::DeviceMemory, runtime::DeviceMemory, runtime::DeviceMemory,
-                               runtime::DeviceMemory, runtime::DeviceMemory, runtime::Stream&) const {
+                               runtime::DeviceMemory, runtime::DeviceMemory, runtime::Stream&,
+                               runtime::DeviceMemory) const {
   return FailedPrecondition("cudnn sdpa: not built");
 }
 

@@ -42,8 +42,9 @@ class CudnnAttentionPlan {
   static StatusOr<int64_t> PlanCount(const AttentionDesc& desc, CudaDevice& device);
   uint64_t workspace_bytes() const { return workspace_bytes_; }
   int64_t plan_index() const { return plan_index_; }
+  // `lse`: where desc.stats puts the statistics (desc.lse is a view of it).
   Status Run(runtime::DeviceMemory q, runtime::DeviceMemory k, runtime::DeviceMemory v, runtime::DeviceMemory out,
-             runtime::DeviceMemory workspace, runtime::Stream& stream) const;
+             runtime::DeviceMemory workspace, runtime::Stream& stream, runtime::DeviceMemory lse = {}) const;
 
   struct Impl;
 
@@ -57,15 +58,18 @@ class CudnnAttentionPlan {
 
 // The backward of attention (desc.backward) on cuDNN's SDPA: the forward again, now with its
 // softmax statistics (O and the rows' log-sum-exp into the workspace), then sdpa_backward into
-// dQ, dK and dV. Heuristic plans only.
+// dQ, dK and dV; with desc.stats the forward's own O and statistics are operands and the
+// forward is not run again. Heuristic plans only.
 class CudnnAttentionBackwardPlan {
  public:
   ~CudnnAttentionBackwardPlan();
   static StatusOr<std::unique_ptr<CudnnAttentionBackwardPlan>> Create(const AttentionDesc& desc, CudaDevice& device);
   uint64_t workspace_bytes() const { return workspace_bytes_; }
+  // `o` and `lse`: the forward's output and statistics where desc.stats says they are given.
   Status Run(runtime::DeviceMemory q, runtime::DeviceMemory k, runtime::DeviceMemory v, runtime::DeviceMemory d_out,
              runtime::DeviceMemory dq, runtime::DeviceMemory dk, runtime::DeviceMemory dv,
-             runtime::DeviceMemory workspace, runtime::Stream& stream) const;
+             runtime::DeviceMemory workspace, runtime::Stream& stream, runtime::DeviceMemory o = {},
+             runtime::DeviceMemory lse = {}) const;
 
   struct Impl;
 

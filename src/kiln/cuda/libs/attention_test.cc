@@ -95,6 +95,9 @@ TEST_P(AttentionTest, MatchesReferenceInEveryConfig) {
   const Shape out_shape = Shape::ArrayWithDefaultLayout(c.type, {d.ExtentOf(d.out, c.q)});
   Literal expected(out_shape);
   for (int64_t i = 0; i < expected.element_count(); ++i) expected.SetFromDouble(i, 0);
+  // Each row's log-sum-exp of its scaled scores, [b, h, q] row-major (statistics).
+  const Shape lse_shape = Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {c.b * c.h * c.q});
+  Literal expected_lse(lse_shape);
   std::vector<double> s(c.kv);
   for (int64_t b0 = 0; b0 < c.b; ++b0)
     for (int64_t b1 = 0; b1 < c.h; ++b1)
@@ -108,6 +111,7 @@ TEST_P(AttentionTest, MatchesReferenceInEveryConfig) {
         }
         double sum = 0;
         for (int64_t j = 0; j < c.kv; ++j) sum += (s[j] = std::exp(s[j] - mx));
+        expected_lse.SetFromDouble((b0 * c.h + b1) * c.q + i, mx + std::log(sum));
         for (int64_t e = 0; e < c.d; ++e) {
           double o = 0;
           for (int64_t j = 0; j < c.kv; ++j) o += s[j] / sum * At(vl, d.v, b0, b1, j, e);
@@ -145,6 +149,27 @@ TEST_P(AttentionTest, MatchesReferenceInEveryConfig) {
   KILN_ASSERT_OK((*cudnn)->Run(qd, kd, vd, od, ws, *stream_));
   KILN_ASSERT_OK_AND_ASSIGN(Literal actual, Download(od, out_shape));
   EXPECT_TRUE(testing::Matches(actual, expected, DefaultTolerance(c.type))) << d.ToString();
+  // With statistics (Note [Attention statistics]): the same output and each row's lse.
+  AttentionDesc ds = d;
+  ds.stats = true;
+  ds.lse.row = 1;
+  ds.lse.batch[1] = c.q;
+  ds.lse.batch[0] = c.h * c.q;
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<CudnnAttentionPlan> with_stats, CudnnAttentionPlan::Create(ds, *device_));
+  SCOPED_TRACE("cudnn_sdpa with statistics");
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::DeviceMemory od2, Alloc(out_shape.byte_size()));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::DeviceMemory lse, Alloc(lse_shape.byte_size()));
+  KILN_ASSERT_OK_AND_ASSIGN(runtime::DeviceMemory ws2, Alloc(with_stats->workspace_bytes()));
+  EXPECT_FALSE(with_stats->Run(qd, kd, vd, od2, ws2, *stream_).ok()) << "no statistics buffer must be an error";
+  KILN_ASSERT_OK(with_stats->Run(qd, kd, vd, od2, ws2, *stream_, lse));
+  KILN_ASSERT_OK_AND_ASSIGN(Literal actual2, Download(od2, out_shape));
+  EXPECT_TRUE(testing::Matches(actual2, expected, DefaultTolerance(c.type))) << ds.ToString();
+  KILN_ASSERT_OK_AND_ASSIGN(Literal actual_lse, Download(lse, lse_shape));
+  // The scores are f32 products of 16-bit inputs: lse to a few f32 ulps of their magnitude.
+  Tolerance lt;
+  lt.rtol = 1e-4;
+  lt.atol = 1e-4;
+  EXPECT_TRUE(testing::Matches(actual_lse, expected_lse, lt)) << ds.ToString();
 }
 
 INSTANTIATE_TEST_SUITE_P(
