@@ -29,7 +29,7 @@ constexpr FlagSpec kFlagSpecs[] = {
     {"cuda_conv_backward", "0|1  gradient convolutions on cuDNN's backward calls (default 1)"},
     {"cuda_graph", "0|1  replay runs as CUDA graphs (default 1)"},
     {"cuda_fused_attention", "0|1  attention found in the HLO runs as one fused flash-attention kernel (default 1)"},
-    {"cuda_graph_conditionals", "0|1  loops of device-side trip count as CUDA graph conditional nodes (default 1)"},
+    {"cuda_graph_conditionals", "0|1  conditionals and loops of device-side trip count as CUDA graph conditional nodes (default 1)"},
     {"cuda_side_stream", "0|1  run independent library call / kernel pairs on two streams (default 1)"},
     // Platform-level (ClientOptions::flags, read when the backend is created; see CreateCudaBackend).
     {"cuda_driver_library", "PATH  the CUDA driver to load (platform-level; default libcuda.so.1)"},

@@ -3,12 +3,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 
 #include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
 #include "kiln/cuda/compiler/conv_config.h"
 #include "kiln/cuda/compiler/gemm_config.h"
+#include "kiln/cuda/compiler/graph_api.h"
 #include "kiln/cuda/compiler/library_call_expander.h"
 #include "kiln/cuda/cuda_device.h"
 #include "kiln/cuda/library_loader.h"
@@ -64,51 +66,6 @@ StatusOr<runtime::OwnedDeviceMemory> PinnedBytes(const ThunkInitParams& params, 
 
 // ---- Device-side loops (Note [Device-side loops]) ----
 
-// The driver's conditional-node and linker functions (not in driver_api.h's list).
-struct ConditionalApi {
-  decltype(&::cuStreamGetCaptureInfo) cuStreamGetCaptureInfo = nullptr;
-  decltype(&::cuGraphConditionalHandleCreate) cuGraphConditionalHandleCreate = nullptr;
-  decltype(&::cuGraphAddNode) cuGraphAddNode = nullptr;
-  decltype(&::cuStreamBeginCaptureToGraph) cuStreamBeginCaptureToGraph = nullptr;
-  decltype(&::cuStreamEndCapture) cuStreamEndCapture = nullptr;
-  decltype(&::cuLinkCreate) cuLinkCreate = nullptr;
-  decltype(&::cuLinkAddData) cuLinkAddData = nullptr;
-  decltype(&::cuLinkAddFile) cuLinkAddFile = nullptr;
-  decltype(&::cuLinkComplete) cuLinkComplete = nullptr;
-  decltype(&::cuLinkDestroy) cuLinkDestroy = nullptr;
-};
-
-StatusOr<const ConditionalApi*> LoadConditionalApi(const DriverApi& api) {
-  static std::mutex mu;
-  static std::unique_ptr<ConditionalApi> loaded;
-  static Status error;
-  std::lock_guard<std::mutex> lock(mu);
-  if (loaded) return loaded.get();
-  if (!error.ok()) return error;
-  auto g = std::make_unique<ConditionalApi>();
-  Status s = [&]() -> Status {
-#define KILN_LOAD(name) KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(name), &g->name))
-    KILN_LOAD(cuStreamGetCaptureInfo);
-    KILN_LOAD(cuGraphConditionalHandleCreate);
-    KILN_LOAD(cuGraphAddNode);
-    KILN_LOAD(cuStreamBeginCaptureToGraph);
-    KILN_LOAD(cuStreamEndCapture);
-    KILN_LOAD(cuLinkCreate);
-    KILN_LOAD(cuLinkAddData);
-    KILN_LOAD(cuLinkAddFile);
-    KILN_LOAD(cuLinkComplete);
-    KILN_LOAD(cuLinkDestroy);
-#undef KILN_LOAD
-    return OkStatus();
-  }();
-  if (!s.ok()) {
-    error = s;
-    return s;
-  }
-  loaded = std::move(g);
-  return loaded.get();
-}
-
 // The toolkit's device runtime library (cudaGraphSetConditional lives there).
 std::string FindDeviceRuntime() {
   namespace fs = std::filesystem;
@@ -127,26 +84,170 @@ std::string FindDeviceRuntime() {
   return "";
 }
 
+// The branch an HLO conditional runs (Note [Device-side conditionals]): one text, compiled
+// here for the host (DeviceBranchRule) and by NVRTC into the set-branch kernel.
+#define KILN_BRANCH_RULE(...) \
+  __VA_ARGS__                 \
+  constexpr char kBranchRuleSource[] = #__VA_ARGS__;
+KILN_BRANCH_RULE(inline int kiln_branch_of(int is_pred, unsigned char pred, int index, int n) {
+  return is_pred ? (pred != 0 ? 0 : 1) : ((index < 0 || index >= n) ? n - 1 : index);
+})
+#undef KILN_BRANCH_RULE
+
+// Links `cubin` (CompileSetConditionKernel's) with the device runtime on params.device and
+// loads it into `*module` (Note [Device-side loops]).
+Status LinkSetConditionModule(const ThunkInitParams& params, const std::string& cubin, CUmodule* module) {
+  const DriverApi& api = params.device->api();
+  const std::string devrt = FindDeviceRuntime();
+  if (devrt.empty()) return NotFound("no libcudadevrt.a (the CUDA toolkit's device runtime) found");
+  KILN_ASSIGN_OR_RETURN(const GraphApi* g, LoadConditionalGraphApi(api));
+  KILN_RETURN_IF_ERROR(params.device->Activate());
+  CUlinkState link = nullptr;
+  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
+  Status s = [&]() -> Status {
+    KILN_RETURN_IF_ERROR(CuStatus(api,
+                                  g->cuLinkAddData(link, CU_JIT_INPUT_CUBIN, const_cast<char*>(cubin.data()),
+                                                   cubin.size(), "kiln_set_condition", 0, nullptr, nullptr),
+                                  "cuLinkAddData"));
+    KILN_RETURN_IF_ERROR(CuStatus(
+        api, g->cuLinkAddFile(link, CU_JIT_INPUT_LIBRARY, devrt.c_str(), 0, nullptr, nullptr), "cuLinkAddFile"));
+    void* image = nullptr;
+    size_t size = 0;
+    KILN_RETURN_IF_ERROR(CuStatus(api, g->cuLinkComplete(link, &image, &size), "cuLinkComplete"));
+    return CuStatus(api, api.cuModuleLoadDataEx(module, image, 0, nullptr, nullptr), "cuModuleLoadDataEx");
+  }();
+  g->cuLinkDestroy(link);
+  return s;
+}
+
+StatusOr<int> DriverVersion(const DriverApi& api) {
+  int version = 0;
+  KILN_RETURN_IF_ERROR(CuStatus(api, api.cuDriverGetVersion(&version), "cuDriverGetVersion"));
+  return version;
+}
+
+// The graph the stream is capturing into (a conditional node's body graph when nested).
+StatusOr<CUgraph> CapturingGraph(const GraphApi& g, const DriverApi& api, CUstream s, std::string_view who) {
+  CUstreamCaptureStatus status;
+  cuuint64_t id = 0;
+  CUgraph graph = nullptr;
+  const CUgraphNode* deps = nullptr;
+  const CUgraphEdgeData* edges = nullptr;
+  size_t ndeps = 0;
+  KILN_RETURN_IF_ERROR(CuStatus(api, g.cuStreamGetCaptureInfo(s, &status, &id, &graph, &deps, &edges, &ndeps),
+                                "cuStreamGetCaptureInfo"));
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph) return Internal(who, ": the stream is not capturing");
+  return graph;
+}
+
+// A handle for a conditional node of the graph the stream is capturing into.
+StatusOr<CUgraphConditionalHandle> CreateConditionalHandle(const GraphApi& g, const DriverApi& api, CUstream s,
+                                                           CUcontext ctx, std::string_view who) {
+  KILN_ASSIGN_OR_RETURN(CUgraph graph, CapturingGraph(g, api, s, who));
+  CUgraphConditionalHandle handle = 0;
+  KILN_RETURN_IF_ERROR(
+      CuStatus(api, g.cuGraphConditionalHandleCreate(&handle, graph, ctx, 0, 0), "cuGraphConditionalHandleCreate"));
+  return handle;
+}
+
+// Adds a conditional node of `type` with `size` body graphs after the capture's current
+// dependencies, captures body(k) into body graph k on the same stream, and resumes the outer
+// capture after the node (also when a body failed, so that the caller's EndCapture finds the
+// stream capturing). Nests: a body may do the same. When the driver refuses the node, returns
+// its error with the capture untouched and `*refused` (if given) set.
+Status CaptureConditionalNode(const GraphApi& g, const DriverApi& api, CUstream s, CUcontext ctx,
+                              CUgraphConditionalHandle handle, CUgraphConditionalNodeType type, unsigned size,
+                              const std::function<Status(unsigned)>& body, std::string_view what,
+                              bool* refused = nullptr) {
+  CUstreamCaptureStatus status;
+  cuuint64_t id = 0;
+  CUgraph graph = nullptr;
+  const CUgraphNode* deps = nullptr;
+  const CUgraphEdgeData* edges = nullptr;
+  size_t ndeps = 0;
+  KILN_RETURN_IF_ERROR(CuStatus(api, g.cuStreamGetCaptureInfo(s, &status, &id, &graph, &deps, &edges, &ndeps),
+                                "cuStreamGetCaptureInfo"));
+  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph) return Internal(what, ": the stream is not capturing");
+  CUgraphNodeParams np;
+  std::memset(&np, 0, sizeof(np));
+  np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  np.conditional.handle = handle;
+  np.conditional.type = type;
+  np.conditional.size = size;
+  np.conditional.ctx = ctx;
+  CUgraphNode node = nullptr;
+  Status add = CuStatus(api, g.cuGraphAddNode(&node, graph, deps, edges, ndeps, &np), StrCat("cuGraphAddNode(", what, ")"));
+  if (!add.ok()) {
+    if (refused) *refused = true;
+    return add;
+  }
+  std::vector<CUgraph> bodies(np.conditional.phGraph_out, np.conditional.phGraph_out + size);
+  // The stream's capture moves into each body graph in turn and back after the last.
+  CUgraph ended = nullptr;
+  KILN_RETURN_IF_ERROR(CuStatus(api, g.cuStreamEndCapture(s, &ended), "cuStreamEndCapture"));
+  Status in_body = OkStatus();
+  for (unsigned k = 0; k < size && in_body.ok(); ++k) {
+    in_body = CuStatus(api,
+                       g.cuStreamBeginCaptureToGraph(s, bodies[k], nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
+                       "cuStreamBeginCaptureToGraph(body)");
+    if (!in_body.ok()) break;
+    in_body = body(k);
+    CUgraph body_ended = nullptr;
+    Status end_body = CuStatus(api, g.cuStreamEndCapture(s, &body_ended), "cuStreamEndCapture(body)");
+    if (in_body.ok()) in_body = end_body;
+    // A branch with nothing to do: drivers before CUDA 12.8 hang on an empty body graph.
+    size_t nodes = 0;
+    if (in_body.ok()) in_body = CuStatus(api, g.cuGraphGetNodes(bodies[k], nullptr, &nodes), "cuGraphGetNodes");
+    CUgraphNode empty = nullptr;
+    if (in_body.ok() && nodes == 0)
+      in_body = CuStatus(api, g.cuGraphAddEmptyNode(&empty, bodies[k], nullptr, 0), "cuGraphAddEmptyNode");
+  }
+  Status resume = CuStatus(api,
+                           g.cuStreamBeginCaptureToGraph(s, ended, &node, nullptr, 1, CU_STREAM_CAPTURE_MODE_RELAXED),
+                           "cuStreamBeginCaptureToGraph(resume)");
+  KILN_RETURN_IF_ERROR(in_body);
+  return resume;
+}
+
+Status LaunchOneThread(const DriverApi& api, CUfunction f, const ThunkExecuteParams& params, void** args,
+                       std::string_view what) {
+  CUstream s = static_cast<CudaStream*>(params.stream)->handle();
+  return CuStatus(api, api.cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr), StrCat("cuLaunchKernel(", what, ")"));
+}
+
 }  // namespace
+
+int64_t DeviceBranchRule(PrimitiveType index_type, const uint8_t* index, int64_t num_branches) {
+  const bool is_pred = index_type == PrimitiveType::kPred;
+  int32_t i = 0;
+  if (!is_pred) std::memcpy(&i, index, sizeof i);
+  return kiln_branch_of(is_pred ? 1 : 0, is_pred ? *index : 0, i, static_cast<int>(num_branches));
+}
 
 StatusOr<std::string> CompileSetConditionKernel(NvrtcCompiler& nvrtc, const std::string& arch) {
   NvrtcRequest r;
-  r.program_name = "kiln_set_while_condition.cu";
+  r.program_name = "kiln_set_condition.cu";
   r.arch = arch;
   r.options = {"-rdc=true"};
-  r.source = R"(
+  r.source = StrCat(R"(
 extern "C" __device__ void cudaGraphSetConditional(unsigned long long handle, unsigned int value);
 extern "C" __global__ void kiln_set_while_condition(unsigned long long handle, const unsigned char* pred) {
   cudaGraphSetConditional(handle, *pred != 0 ? 1u : 0u);
 }
-)";
+__device__ )",
+                    kBranchRuleSource, R"(
+// k < 0: the handle of a SWITCH node, set to the branch; else an IF node's, set to branch == k.
+extern "C" __global__ void kiln_set_branch(unsigned long long handle, const void* index, int is_pred, int n, int k) {
+  const unsigned char pred = is_pred ? *static_cast<const unsigned char*>(index) : 0;
+  const int i = is_pred ? 0 : *static_cast<const int*>(index);
+  const int b = kiln_branch_of(is_pred, pred, i, n);
+  cudaGraphSetConditional(handle, k < 0 ? static_cast<unsigned int>(b) : (b == k ? 1u : 0u));
+}
+)");
   KILN_ASSIGN_OR_RETURN(NvrtcProgram prog, nvrtc.Compile(r));
-  if (prog.cubin.empty()) return Internal("nvrtc: no cubin for the set-condition kernel");
+  if (prog.cubin.empty()) return Internal("nvrtc: no cubin for the set-condition kernels");
   return prog.cubin;
 }
-
-namespace {
-}  // namespace
 
 // ---- WhileThunk ----
 
@@ -212,33 +313,11 @@ Status WhileThunk::Initialize(const ThunkInitParams& params) {
   // failure leaves the loop on the host.
   const DriverApi& api = params.device->api();
   Status linked = [&]() -> Status {
-    int version = 0;
-    KILN_RETURN_IF_ERROR(CuStatus(api, api.cuDriverGetVersion(&version), "cuDriverGetVersion"));
+    KILN_ASSIGN_OR_RETURN(int version, DriverVersion(api));
     if (version < 12040) return Unimplemented("the driver (CUDA ", version, ") has no conditional nodes (12.4)");
-    const std::string devrt = FindDeviceRuntime();
-    if (devrt.empty()) return NotFound("no libcudadevrt.a (the CUDA toolkit's device runtime) found");
-    KILN_ASSIGN_OR_RETURN(const ConditionalApi* g, LoadConditionalApi(api));
-    KILN_RETURN_IF_ERROR(params.device->Activate());
-    CUlinkState link = nullptr;
-    KILN_RETURN_IF_ERROR(CuStatus(api, g->cuLinkCreate(0, nullptr, nullptr, &link), "cuLinkCreate"));
-    Status s = [&]() -> Status {
-      KILN_RETURN_IF_ERROR(CuStatus(api,
-                                    g->cuLinkAddData(link, CU_JIT_INPUT_CUBIN, device_loop_cubin_.data(),
-                                                     device_loop_cubin_.size(), "kiln_set_while_condition", 0,
-                                                     nullptr, nullptr),
-                                    "cuLinkAddData"));
-      KILN_RETURN_IF_ERROR(CuStatus(
-          api, g->cuLinkAddFile(link, CU_JIT_INPUT_LIBRARY, devrt.c_str(), 0, nullptr, nullptr), "cuLinkAddFile"));
-      void* image = nullptr;
-      size_t size = 0;
-      KILN_RETURN_IF_ERROR(CuStatus(api, g->cuLinkComplete(link, &image, &size), "cuLinkComplete"));
-      KILN_RETURN_IF_ERROR(
-          CuStatus(api, api.cuModuleLoadDataEx(&set_module_, image, 0, nullptr, nullptr), "cuModuleLoadDataEx"));
-      return CuStatus(api, api.cuModuleGetFunction(&set_condition_, set_module_, "kiln_set_while_condition"),
-                      "cuModuleGetFunction");
-    }();
-    g->cuLinkDestroy(link);
-    return s;
+    KILN_RETURN_IF_ERROR(LinkSetConditionModule(params, device_loop_cubin_, &set_module_));
+    return CuStatus(api, api.cuModuleGetFunction(&set_condition_, set_module_, "kiln_set_while_condition"),
+                    "cuModuleGetFunction");
   }();
   if (!linked.ok()) {
     static std::once_flag once;
@@ -258,68 +337,30 @@ Status WhileThunk::Initialize(const ThunkInitParams& params) {
 Status WhileThunk::LaunchSetCondition(const ThunkExecuteParams& params, uint64_t handle) const {
   runtime::DeviceMemory pred = params.buffers->Get(predicate_);
   if (pred.is_null()) return Internal("while %", name(), " has no predicate buffer");
-  CUstream s = static_cast<CudaStream*>(params.stream)->handle();
   unsigned long long h = handle;
   CUdeviceptr p = reinterpret_cast<CUdeviceptr>(pred.ptr);
   void* args[] = {&h, &p};
-  return CuStatus(*api_, api_->cuLaunchKernel(set_condition_, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr),
-                  "cuLaunchKernel(kiln_set_while_condition)");
+  return LaunchOneThread(*api_, set_condition_, params, args, "kiln_set_while_condition");
 }
 
 Status WhileThunk::CaptureDeviceLoop(const ThunkExecuteParams& params) const {
-  KILN_ASSIGN_OR_RETURN(const ConditionalApi* g, LoadConditionalApi(*api_));
-  const DriverApi& api = *api_;
+  KILN_ASSIGN_OR_RETURN(const GraphApi* g, LoadConditionalGraphApi(*api_));
   CUstream s = static_cast<CudaStream*>(params.stream)->handle();
-  CUstreamCaptureStatus status;
-  cuuint64_t id = 0;
-  CUgraph graph = nullptr;
-  const CUgraphNode* deps = nullptr;
-  const CUgraphEdgeData* edges = nullptr;
-  size_t ndeps = 0;
-  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuStreamGetCaptureInfo(s, &status, &id, &graph, &deps, &edges, &ndeps),
-                                "cuStreamGetCaptureInfo"));
-  if (status != CU_STREAM_CAPTURE_STATUS_ACTIVE || !graph) return Internal("while %", name(), ": the stream is not capturing");
-  CUgraphConditionalHandle handle = 0;
-  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuGraphConditionalHandleCreate(&handle, graph, context_, 0, 0),
-                                "cuGraphConditionalHandleCreate"));
+  const std::string who = StrCat("while %", name());
+  KILN_ASSIGN_OR_RETURN(CUgraphConditionalHandle handle, CreateConditionalHandle(*g, *api_, s, context_, who));
   // Before the loop (after Execute's init copies): the first condition, the handle set from it.
   KILN_RETURN_IF_ERROR(condition_.Execute(params));
   KILN_RETURN_IF_ERROR(LaunchSetCondition(params, handle));
-  // The WHILE node after them.
-  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuStreamGetCaptureInfo(s, &status, &id, &graph, &deps, &edges, &ndeps),
-                                "cuStreamGetCaptureInfo"));
-  CUgraphNodeParams np;
-  std::memset(&np, 0, sizeof(np));
-  np.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
-  np.conditional.handle = handle;
-  np.conditional.type = CU_GRAPH_COND_TYPE_WHILE;
-  np.conditional.size = 1;
-  np.conditional.ctx = context_;
-  CUgraphNode node = nullptr;
-  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuGraphAddNode(&node, graph, deps, edges, ndeps, &np), "cuGraphAddNode(while)"));
-  CUgraph body = np.conditional.phGraph_out[0];
-  // The stream's capture moves into the body graph and back after it.
-  CUgraph ended = nullptr;
-  KILN_RETURN_IF_ERROR(CuStatus(api, g->cuStreamEndCapture(s, &ended), "cuStreamEndCapture"));
-  KILN_RETURN_IF_ERROR(CuStatus(api,
-                                g->cuStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0, CU_STREAM_CAPTURE_MODE_RELAXED),
-                                "cuStreamBeginCaptureToGraph(body)"));
-  Status in_body = [&]() -> Status {
-    KILN_RETURN_IF_ERROR(body_.Execute(params));
-    KILN_RETURN_IF_ERROR(CopyBodyResults(params));
-    KILN_RETURN_IF_ERROR(condition_.Execute(params));
-    return LaunchSetCondition(params, handle);
-  }();
-  CUgraph body_ended = nullptr;
-  Status end_body = CuStatus(api, g->cuStreamEndCapture(s, &body_ended), "cuStreamEndCapture(body)");
-  // Resume the outer capture after the node even when the body failed, so that the caller's
-  // EndCapture finds the stream capturing.
-  Status resume = CuStatus(api,
-                           g->cuStreamBeginCaptureToGraph(s, ended, &node, nullptr, 1, CU_STREAM_CAPTURE_MODE_RELAXED),
-                           "cuStreamBeginCaptureToGraph(resume)");
-  KILN_RETURN_IF_ERROR(in_body);
-  KILN_RETURN_IF_ERROR(end_body);
-  return resume;
+  // The WHILE node after them; its body ends with the next condition and sets the handle again.
+  return CaptureConditionalNode(
+      *g, *api_, s, context_, handle, CU_GRAPH_COND_TYPE_WHILE, 1,
+      [&](unsigned) -> Status {
+        KILN_RETURN_IF_ERROR(body_.Execute(params));
+        KILN_RETURN_IF_ERROR(CopyBodyResults(params));
+        KILN_RETURN_IF_ERROR(condition_.Execute(params));
+        return LaunchSetCondition(params, handle);
+      },
+      who);
 }
 
 Status WhileThunk::CopyBodyResults(const ThunkExecuteParams& params) const {
@@ -367,6 +408,10 @@ ConditionalThunk::ConditionalThunk(std::string name, BufferSlice index, Primitiv
       branches_(std::move(branches)),
       result_copies_(std::move(result_copies)) {}
 
+ConditionalThunk::~ConditionalThunk() {
+  if (api_ && set_module_) api_->cuModuleUnload(set_module_);
+}
+
 std::vector<const GpuThunk*> ConditionalThunk::nested() const {
   std::vector<const GpuThunk*> out;
   for (const ThunkSequence& b : branches_) {
@@ -376,15 +421,126 @@ std::vector<const GpuThunk*> ConditionalThunk::nested() const {
   return out;
 }
 
+bool ConditionalThunk::SyncsHost() const {
+  if (!device_conditional()) return true;
+  for (const ThunkSequence& b : branches_)
+    if (b.SyncsHost()) return true;
+  return false;
+}
+
+int64_t ConditionalThunk::EnqueuedOps() const {
+  // A graph holds every branch, and the set-branch kernels before them.
+  int64_t ops = static_cast<int64_t>(branches_.size());
+  for (size_t k = 0; k < branches_.size(); ++k)
+    ops = SaturatingAdd(ops, SaturatingAdd(branches_[k].EnqueuedOps(), static_cast<int64_t>(result_copies_[k].size())));
+  return ops;
+}
+
+std::string ConditionalThunk::ToString() const {
+  std::string s = StrCat("conditional %", name(), " (", branches_.size(), " branches, ",
+                         index_type_ == PrimitiveType::kPred ? "pred" : "s32 index");
+  if (device_conditional())
+    s += use_switch_ ? ": a SWITCH node in graphs)" : ": a chain of IF nodes in graphs)";
+  else
+    s += cubin_.empty() ? ": index read on the host)" : ")";
+  return s;
+}
+
 Status ConditionalThunk::Initialize(const ThunkInitParams& params) {
   for (ThunkSequence& b : branches_) KILN_RETURN_IF_ERROR(b.Initialize(params));
   if (host_.get().is_null()) {
     KILN_ASSIGN_OR_RETURN(host_, PinnedBytes(params, 64));
   }
+  if (set_branch_ || cubin_.empty() || !params.graph_conditionals || branches_.empty()) return OkStatus();
+  // Note [Device-side conditionals]: as a device loop's, any failure leaves the index read on
+  // the host.
+  const DriverApi& api = params.device->api();
+  int version = 0;
+  Status linked = [&]() -> Status {
+    KILN_ASSIGN_OR_RETURN(version, DriverVersion(api));
+    if (version < 12040) return Unimplemented("the driver (CUDA ", version, ") has no conditional nodes (12.4)");
+    KILN_RETURN_IF_ERROR(LinkSetConditionModule(params, cubin_, &set_module_));
+    return CuStatus(api, api.cuModuleGetFunction(&set_branch_, set_module_, "kiln_set_branch"), "cuModuleGetFunction");
+  }();
+  if (!linked.ok()) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      KILN_LOG(Info) << "cuda: conditionals read their branch index on the host: " << linked.message();
+    });
+    if (set_module_) api.cuModuleUnload(set_module_);
+    set_module_ = nullptr;
+    set_branch_ = nullptr;
+    return OkStatus();
+  }
+  api_ = &api;
+  context_ = params.device->context();
+  use_switch_ = version >= 12080 && params.graph_switch_nodes;
+  return OkStatus();
+}
+
+Status ConditionalThunk::LaunchSetBranch(const ThunkExecuteParams& params, uint64_t handle, int k) const {
+  runtime::DeviceMemory index = params.buffers->Get(index_);
+  if (index.is_null()) return Internal("conditional %", name(), " has no index buffer");
+  unsigned long long h = handle;
+  CUdeviceptr p = reinterpret_cast<CUdeviceptr>(index.ptr);
+  int is_pred = index_type_ == PrimitiveType::kPred ? 1 : 0;
+  int n = static_cast<int>(branches_.size());
+  void* args[] = {&h, &p, &is_pred, &n, &k};
+  return LaunchOneThread(*api_, set_branch_, params, args, "kiln_set_branch");
+}
+
+Status ConditionalThunk::RunBranch(const ThunkExecuteParams& params, int64_t branch) const {
+  KILN_RETURN_IF_ERROR(branches_[branch].Execute(params));
+  for (const Copy& c : result_copies_[branch]) KILN_RETURN_IF_ERROR(CopySlice(params, c.src, c.dst));
+  return OkStatus();
+}
+
+Status ConditionalThunk::CaptureDeviceConditional(const ThunkExecuteParams& params) const {
+  if (!use_switch_) return CaptureIfChain(params);
+  KILN_ASSIGN_OR_RETURN(const GraphApi* g, LoadConditionalGraphApi(*api_));
+  CUstream s = static_cast<CudaStream*>(params.stream)->handle();
+  const std::string who = StrCat("conditional %", name());
+  KILN_ASSIGN_OR_RETURN(CUgraphConditionalHandle handle, CreateConditionalHandle(*g, *api_, s, context_, who));
+  KILN_RETURN_IF_ERROR(LaunchSetBranch(params, handle, -1));
+#if CUDA_VERSION >= 12080
+  constexpr CUgraphConditionalNodeType kSwitch = CU_GRAPH_COND_TYPE_SWITCH;
+#else
+  constexpr auto kSwitch = static_cast<CUgraphConditionalNodeType>(2);  // CUDA 12.8's value
+#endif
+  bool refused = false;
+  Status st = CaptureConditionalNode(
+      *g, *api_, s, context_, handle, kSwitch, static_cast<unsigned>(branches_.size()),
+      [&](unsigned k) { return RunBranch(params, k); }, who, &refused);
+  if (st.ok() || !refused) return st;
+  // The driver refused the SWITCH node (the capture is untouched; the kernel just launched
+  // sets a handle nobody reads): IF nodes instead.
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    KILN_LOG(Info) << "cuda: no SWITCH conditional nodes (" << st.message() << "): conditionals become IF nodes";
+  });
+  return CaptureIfChain(params);
+}
+
+Status ConditionalThunk::CaptureIfChain(const ThunkExecuteParams& params) const {
+  KILN_ASSIGN_OR_RETURN(const GraphApi* g, LoadConditionalGraphApi(*api_));
+  CUstream s = static_cast<CudaStream*>(params.stream)->handle();
+  const std::string who = StrCat("conditional %", name());
+  // Every handle is set before any branch runs (a branch may overwrite the index's buffer).
+  std::vector<CUgraphConditionalHandle> handles;
+  for (size_t k = 0; k < branches_.size(); ++k) {
+    KILN_ASSIGN_OR_RETURN(CUgraphConditionalHandle h, CreateConditionalHandle(*g, *api_, s, context_, who));
+    handles.push_back(h);
+    KILN_RETURN_IF_ERROR(LaunchSetBranch(params, h, static_cast<int>(k)));
+  }
+  for (size_t k = 0; k < branches_.size(); ++k)
+    KILN_RETURN_IF_ERROR(CaptureConditionalNode(
+        *g, *api_, s, context_, handles[k], CU_GRAPH_COND_TYPE_IF, 1,
+        [&](unsigned) { return RunBranch(params, static_cast<int64_t>(k)); }, StrCat(who, " branch ", k)));
   return OkStatus();
 }
 
 Status ConditionalThunk::Execute(const ThunkExecuteParams& params) const {
+  if (params.capturing && device_conditional()) return CaptureDeviceConditional(params);
   runtime::DeviceMemory index = params.buffers->Get(index_);
   if (index.is_null()) return Internal("conditional %", name(), " has no index buffer");
   const uint64_t bytes = index_type_ == PrimitiveType::kPred ? 1 : 4;
@@ -393,9 +549,7 @@ Status ConditionalThunk::Execute(const ThunkExecuteParams& params) const {
   const int64_t n = static_cast<int64_t>(branches_.size());
   const int64_t branch = SelectConditionalBranch(index_type_, static_cast<const uint8_t*>(host_.get().ptr), n);
   if (branch < 0 || branch >= n) return Internal("conditional %", name(), " has no branch ", branch);
-  KILN_RETURN_IF_ERROR(branches_[branch].Execute(params));
-  for (const Copy& c : result_copies_[branch]) KILN_RETURN_IF_ERROR(CopySlice(params, c.src, c.dst));
-  return OkStatus();
+  return RunBranch(params, branch);
 }
 
 // ---- HostThunk ----

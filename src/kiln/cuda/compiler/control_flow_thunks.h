@@ -16,8 +16,9 @@
 //                     copies the operands to the host, evaluates the instruction with the
 //                     reference evaluator, copies the result back. Correct and slow; the
 //                     compiler warns once per opcode when it emits one.
-// The branch and host thunks make the host wait (SyncsHost): an executable holding one is never
-// captured as a CUDA graph. So do loops of unknown trip count, except as below.
+// The host thunks make the host wait (SyncsHost): an executable holding one is never captured
+// as a CUDA graph. So do loops of unknown trip count and conditionals, except as below (they
+// become conditional nodes of the graph where the driver allows).
 //
 // Note [Device-side loops]
 //   A loop whose trip count only the device knows becomes a CUDA graph conditional node of type
@@ -28,11 +29,35 @@
 //   Initialize); the node's body graph holds the body, the loop-state copies, the condition
 //   and the same kernel again. The stream's capture is switched to the body graph and back
 //   (cuStreamEndCapture / cuStreamBeginCaptureToGraph on the same stream, so the library
-//   handles bound to it stay right; nested loops do the same inside the body). Eager runs (the
-//   first, profiled ones) still read the predicate on the host. Needs CUDA >= 12.4 and a body
-//   that never waits on the host; without the device runtime (no libcudadevrt.a found), with
-//   the flag cuda_graph_conditionals=0, or when the link fails, the loop stays a host loop and
-//   the executable is not captured (one log line says why).
+//   handles bound to it stay right; nested loops and conditionals do the same inside the body,
+//   so the switching nests). Eager runs (the first, profiled ones) still read the predicate on
+//   the host. Needs CUDA >= 12.4 and a body that never waits on the host; without the device
+//   runtime (no libcudadevrt.a found), with the flag cuda_graph_conditionals=0, or when the
+//   link fails, the loop stays a host loop and the executable is not captured (one log line
+//   says why).
+//
+// Note [Device-side conditionals]
+//   A `conditional` becomes conditional nodes the same way (Note [Device-side loops]: the same
+//   relocatable cubin, which also holds the set-branch kernel, the same link, the same
+//   fallback and flag). When the executable is captured:
+//   - with a driver of CUDA >= 12.8: one node of type SWITCH with one body graph per branch.
+//     Before it, a one-thread kernel sets its handle to the branch to run; body k holds branch
+//     k's sequence and the copies of its root into the conditional's result (where they
+//     differ), as the host path runs them.
+//   - with CUDA 12.4 to 12.7 (no SWITCH), or when adding the SWITCH node fails: a chain of IF
+//     nodes, one per branch, each with its own handle. Before the first, one set-branch kernel
+//     per branch sets handle k to (branch == k), all from the index as it is before any branch
+//     runs (a branch may reuse the index's buffer); node k's body is branch k (and its copies),
+//     node k+1 follows node k. Exactly one body runs.
+//   The branch is XLA's (SelectConditionalBranch in passes/thunk_util.h, which the host path
+//   uses): a pred index runs branch 0 (true_computation) when true, branch 1 when false; an s32
+//   index outside [0, N) runs the last branch, N-1. The kernel's rule is one text compiled
+//   both into the kernel and for the host (DeviceBranchRule), and a cpu test holds the host
+//   copy to SelectConditionalBranch. Eager runs (the first, profiled ones) still read the index
+//   on the host. A conditional is a device conditional when it linked and no branch waits on
+//   the host (SyncsHost); nested in a loop body (or holding a loop), its nodes go into the
+//   body graph being captured, as a nested loop's do. Every branch is in the graph, so the
+//   graph's size (EnqueuedOps) counts all of them.
 #pragma once
 
 #include <memory>
@@ -107,8 +132,14 @@ class WhileThunk : public GpuThunk {
 };
 
 class NvrtcCompiler;
-// The relocatable cubin of the set-condition kernel for `arch` (Note [Device-side loops]).
+// The relocatable cubin of the set-condition kernels for `arch`: kiln_set_while_condition (Note
+// [Device-side loops]) and kiln_set_branch (Note [Device-side conditionals]).
 StatusOr<std::string> CompileSetConditionKernel(NvrtcCompiler& nvrtc, const std::string& arch);
+
+// The set-branch kernel's rule, compiled for the host from the kernel's own text (Note
+// [Device-side conditionals]): the branch a conditional of `num_branches` branches runs for the
+// index bytes `index` (pred: one byte; s32: four). Tests hold it to SelectConditionalBranch.
+int64_t DeviceBranchRule(PrimitiveType index_type, const uint8_t* index, int64_t num_branches);
 
 class ConditionalThunk : public GpuThunk {
  public:
@@ -118,17 +149,40 @@ class ConditionalThunk : public GpuThunk {
   // `index_type` pred (branch 0 when true) or s32 (out-of-range indices take the last branch).
   ConditionalThunk(std::string name, BufferSlice index, PrimitiveType index_type, std::vector<ThunkSequence> branches,
                    std::vector<std::vector<Copy>> result_copies);
+  ~ConditionalThunk() override;
+  // The relocatable cubin of the set-condition kernels (CompileSetConditionKernel; Note
+  // [Device-side conditionals]); without it the conditional always reads its index on the host.
+  void set_device_conditional_cubin(std::string cubin) { cubin_ = std::move(cubin); }
   Status Initialize(const ThunkInitParams& params) override;
   Status Execute(const ThunkExecuteParams& params) const override;
-  bool SyncsHost() const override { return true; }
+  bool SyncsHost() const override;
   std::vector<const GpuThunk*> nested() const override;
+  std::string ToString() const override;
+  int64_t EnqueuedOps() const override;
+  // Whether the conditional runs as conditional nodes when captured.
+  bool device_conditional() const { return set_branch_ != nullptr; }
+  // When captured: one SWITCH node (true) or a chain of IF nodes (false).
+  bool switch_node() const { return use_switch_; }
+  size_t branch_count() const { return branches_.size(); }
 
  private:
+  Status CaptureDeviceConditional(const ThunkExecuteParams& params) const;
+  Status CaptureIfChain(const ThunkExecuteParams& params) const;
+  // Enqueues the set-branch kernel: `k` < 0 sets `handle` to the branch (SWITCH), else to
+  // whether the branch is k (IF).
+  Status LaunchSetBranch(const ThunkExecuteParams& params, uint64_t handle, int k) const;
+  Status RunBranch(const ThunkExecuteParams& params, int64_t branch) const;
   BufferSlice index_;
   PrimitiveType index_type_;
   std::vector<ThunkSequence> branches_;
   std::vector<std::vector<Copy>> result_copies_;
   runtime::OwnedDeviceMemory host_;
+  std::string cubin_;
+  const DriverApi* api_ = nullptr;
+  CUmodule set_module_ = nullptr;
+  CUfunction set_branch_ = nullptr;
+  CUcontext context_ = nullptr;
+  bool use_switch_ = false;
 };
 
 class HostThunk : public GpuThunk {

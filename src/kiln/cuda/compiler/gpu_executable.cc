@@ -6,48 +6,13 @@
 #include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
 #include "kiln/cuda/compiler/control_flow_thunks.h"
+#include "kiln/cuda/compiler/graph_api.h"
 #include "kiln/cuda/driver_api.h"
 #include "kiln/hlo/computation.h"
 
 namespace kiln::cuda {
 
 namespace {
-
-// The driver's graph functions (not in driver_api.h's list: only the executable uses them).
-struct GraphApi {
-  decltype(&::cuStreamBeginCapture) cuStreamBeginCapture = nullptr;
-  decltype(&::cuStreamEndCapture) cuStreamEndCapture = nullptr;
-  decltype(&::cuGraphInstantiateWithFlags) cuGraphInstantiateWithFlags = nullptr;
-  decltype(&::cuGraphLaunch) cuGraphLaunch = nullptr;
-  decltype(&::cuGraphExecDestroy) cuGraphExecDestroy = nullptr;
-  decltype(&::cuGraphDestroy) cuGraphDestroy = nullptr;
-};
-
-StatusOr<const GraphApi*> LoadGraphApi(const DriverApi& api) {
-  static std::mutex mu;
-  static std::unique_ptr<GraphApi> loaded;
-  static Status error;
-  std::lock_guard<std::mutex> lock(mu);
-  if (loaded) return loaded.get();
-  if (!error.ok()) return error;
-  auto g = std::make_unique<GraphApi>();
-  Status s = [&]() -> Status {
-    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuStreamBeginCapture), &g->cuStreamBeginCapture));
-    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuStreamEndCapture), &g->cuStreamEndCapture));
-    KILN_RETURN_IF_ERROR(
-        api.library.Load(KILN_CUDA_STRINGIFY(cuGraphInstantiateWithFlags), &g->cuGraphInstantiateWithFlags));
-    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuGraphLaunch), &g->cuGraphLaunch));
-    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuGraphExecDestroy), &g->cuGraphExecDestroy));
-    KILN_RETURN_IF_ERROR(api.library.Load(KILN_CUDA_STRINGIFY(cuGraphDestroy), &g->cuGraphDestroy));
-    return OkStatus();
-  }();
-  if (!s.ok()) {
-    error = s;
-    return s;
-  }
-  loaded = std::move(g);
-  return loaded.get();
-}
 
 Literal* LeafOf(Literal& l, const ShapeIndex& index) {
   Literal* x = &l;
@@ -138,6 +103,7 @@ Status GpuExecutable::Initialize() {
   ip.device = &device_;
   ip.stream = stream_.get();
   ip.graph_conditionals = options_.use_cuda_graph && options_.use_graph_conditionals;
+  ip.graph_switch_nodes = options_.use_graph_switch_nodes;
   KILN_RETURN_IF_ERROR(compiled_->entry.Initialize(ip));
   const uint64_t ws = compiled_->entry.WorkspaceBytes();
   if (ws > 0) {

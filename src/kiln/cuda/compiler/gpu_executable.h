@@ -7,9 +7,11 @@
 // thunk sequence can be replayed as a CUDA graph.
 //
 // Note [CUDA graph capture]
-//   An executable whose thunks never make the host wait (no conditional, no while of unknown
-//   trip count, no host fallback; loops of known trip count are captured unrolled, up to
-//   2^17 enqueued operations in all) is captured once as a CUDA graph and replayed: the first Execute runs the thunks
+//   An executable whose thunks never make the host wait (no host fallback; conditionals and
+//   loops of unknown trip count only as conditional nodes, Notes [Device-side loops] and
+//   [Device-side conditionals] in control_flow_thunks.h; loops of known trip count are
+//   captured unrolled, up to 2^17 enqueued operations in all) is captured once as a CUDA graph
+//   and replayed: the first Execute runs the thunks
 //   eagerly (it creates library handles and anything else that is created lazily, which must
 //   not happen during capture); the second captures them on the run's stream in relaxed mode
 //   (cuStreamBeginCapture/EndCapture) and instantiates the graph; from then on Execute is one
@@ -57,10 +59,15 @@ struct GpuExecutableOptions {
   // Run independent (library call, kernel) pairs of the entry sequence on two streams
   // (Note [Side stream] in gpu_thunk.h); graphs capture the fork and join.
   bool use_side_stream = true;
-  // Loops whose trip count is only known on the device run as CUDA graph conditional nodes
-  // inside the graph (Note [Device-side loops] in control_flow_thunks.h) where the driver and
-  // the toolkit's device runtime allow; off: they read their predicate on the host.
+  // Loops whose trip count is only known on the device, and conditionals, run as CUDA graph
+  // conditional nodes inside the graph (Notes [Device-side loops] and [Device-side
+  // conditionals] in control_flow_thunks.h) where the driver and the toolkit's device runtime
+  // allow; off: they read their predicate / branch index on the host and are never captured.
   bool use_graph_conditionals = true;
+  // Conditionals (with use_graph_conditionals) become one SWITCH node where the driver has them
+  // (CUDA 12.8); off: a chain of IF nodes, what older drivers get (Note [Device-side
+  // conditionals]). For tests of that path.
+  bool use_graph_switch_nodes = true;
 };
 
 struct GpuRunOptions {

@@ -562,6 +562,260 @@ TEST(GpuExecutableTest, LoopOfDeviceTripCountRunsAsAConditionalNode) {
   }
 }
 
+// Note [Device-side conditionals]: a conditional whose index is an argument. `pred`: pred[]
+// index, two branches; else s32[] index, three branches. Each branch computes something else
+// from x, so the result says which one ran.
+std::string ConditionalModule(bool pred) {
+  return StrCat(R"(HloModule cond
+b0 {
+  p = f32[16] parameter(0)
+  one = f32[] constant(1)
+  ob = f32[16] broadcast(one), dimensions={}
+  ROOT r = f32[16] add(p, ob)
+}
+b1 {
+  p = f32[16] parameter(0)
+  three = f32[] constant(3)
+  tb = f32[16] broadcast(three), dimensions={}
+  ROOT r = f32[16] multiply(p, tb)
+}
+b2 {
+  p = f32[16] parameter(0)
+  ROOT r = f32[16] negate(p)
+}
+ENTRY e {
+  x = f32[16] parameter(0)
+  )", pred ? R"(i = pred[] parameter(1)
+  ROOT c = f32[16] conditional(i, x, x), true_computation=b0, false_computation=b1)"
+           : R"(i = s32[] parameter(1)
+  ROOT c = f32[16] conditional(i, x, x, x), branch_computations={b0, b1, b2})", R"(
+})");
+}
+
+// The branch XLA runs for `index` (pred: 0 when true; s32: out of range -> the last).
+int64_t XlaBranch(bool pred, int32_t index, int64_t n) {
+  if (pred) return index != 0 ? 0 : 1;
+  return index < 0 || index >= n ? n - 1 : index;
+}
+
+// What branch `b` of ConditionalModule computes from x.
+Literal BranchValue(const Literal& x, int64_t b) {
+  Literal out(x.shape());
+  for (int64_t k = 0; k < 16; ++k) {
+    const float v = x.data<float>()[k];
+    out.data<float>()[k] = b == 0 ? v + 1 : b == 1 ? v * 3 : -v;
+  }
+  return out;
+}
+
+// One executable, run several times per index (the first run eager, then captured with
+// conditional nodes, then replayed with the new index): results must be the branch's every run.
+void RunConditionalWithIndices(bool pred, bool switch_nodes) {
+  auto m = ParseHloModule(ConditionalModule(pred));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto clone = ParseHloModule(ConditionalModule(pred));
+  ASSERT_TRUE(clone.ok());
+  GpuCompileOptions o;
+  o.device = codegen::DeviceSpec::FromDescription(TheDevice()->description());
+  auto compiled = GpuCompiler::Compile(std::move(*clone), o);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  GpuExecutableOptions eo;
+  eo.use_graph_switch_nodes = switch_nodes;
+  auto exe = GpuExecutable::Create(std::move(*compiled), *TheDevice(), eo);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  const std::string listing = (*exe)->compiled().ThunkListing();
+  const bool switch_node = listing.find("a SWITCH node in graphs") != std::string::npos;
+  const bool if_chain = listing.find("a chain of IF nodes in graphs") != std::string::npos;
+  const bool device_conditional = switch_node || if_chain;
+  EXPECT_EQ((*exe)->graph_eligible(), device_conditional) << listing;
+  if (!switch_nodes) {
+    EXPECT_FALSE(switch_node) << listing;
+  }
+  const std::vector<int32_t> indices = pred ? std::vector<int32_t>{1, 0, 0, 1} : std::vector<int32_t>{0, 1, 2, -1, 7, 1, 0, 2};
+  std::vector<Literal> args = MakeRandomArguments({(*m)->entry_computation()->parameter_instruction(0)->shape()}, 11);
+  args.push_back(pred ? Literal::CreateR0<bool>(PrimitiveType::kPred, true) : Literal::CreateR0<int32_t>(PrimitiveType::kS32, 0));
+  for (int32_t index : indices) {
+    if (pred) args[1].data<bool>()[0] = index != 0;
+    else args[1].data<int32_t>()[0] = index;
+    const int64_t branch = XlaBranch(pred, index, pred ? 2 : 3);
+    const Literal want = BranchValue(args[0], branch);
+    auto expected = EvaluateModule(**m, args);
+    ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+    CompareOptions co;
+    co.backend_vs_evaluator = true;
+    ASSERT_TRUE(CompareLiterals(*expected, want, co).ok()) << "the evaluator disagrees on index " << index;
+    for (int run = 0; run < 3; ++run) {
+      GpuRunOptions ro;
+      ro.poison = true;
+      auto got = (*exe)->Run(args, ro);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      Comparison c = CompareLiterals(*got, want, co);
+      EXPECT_TRUE(c.ok()) << "index " << index << " (branch " << branch << ") run " << run << ": " << c.ToString()
+                          << "\n" << listing;
+    }
+  }
+  if (device_conditional) {
+    EXPECT_TRUE((*exe)->graph_captured()) << listing;
+    // Every index replayed the one graph (the parameters never moved).
+    EXPECT_EQ((*exe)->graphs_captured(), 1) << listing;
+  }
+}
+
+TEST(GpuExecutableTest, PredConditionalRunsAsConditionalNodes) {
+  REQUIRE_DEVICE();
+  RunConditionalWithIndices(/*pred=*/true, /*switch_nodes=*/true);
+}
+
+TEST(GpuExecutableTest, IndexedConditionalRunsAsASwitchNode) {
+  REQUIRE_DEVICE();
+  RunConditionalWithIndices(/*pred=*/false, /*switch_nodes=*/true);
+}
+
+TEST(GpuExecutableTest, ConditionalsRunAsChainsOfIfNodesWithoutSwitch) {
+  REQUIRE_DEVICE();
+  RunConditionalWithIndices(/*pred=*/true, /*switch_nodes=*/false);
+  RunConditionalWithIndices(/*pred=*/false, /*switch_nodes=*/false);
+}
+
+// Nesting (Note [Device-side conditionals]): a loop of device-side trip count n whose body runs
+// a 3-branch conditional on i - 1 (-1 first: the last branch; then 0, 1, 2, 3 -> 2, ...), and
+// after it a pred conditional whose true branch holds a loop of device-side trip count m.
+std::string NestedControlFlowModule() {
+  return R"(HloModule nested
+b0 {
+  p = f32[16] parameter(0)
+  one = f32[] constant(1)
+  ob = f32[16] broadcast(one), dimensions={}
+  ROOT r = f32[16] add(p, ob)
+}
+b1 {
+  p = f32[16] parameter(0)
+  h = f32[] constant(1.5)
+  hb = f32[16] broadcast(h), dimensions={}
+  ROOT r = f32[16] multiply(p, hb)
+}
+b2 {
+  p = f32[16] parameter(0)
+  ROOT r = f32[16] negate(p)
+}
+cond {
+  s = (s32[], f32[16], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] get-tuple-element(s), index=2
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[16], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  v = f32[16] get-tuple-element(s), index=1
+  n = s32[] get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  k = s32[] subtract(i, one)
+  v2 = f32[16] conditional(k, v, v, v), branch_computations={b0, b1, b2}
+  i2 = s32[] add(i, one)
+  ROOT t = (s32[], f32[16], s32[]) tuple(i2, v2, n)
+}
+inner_cond {
+  s = (s32[], f32[16], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] get-tuple-element(s), index=2
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+inner_body {
+  s = (s32[], f32[16], s32[]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  v = f32[16] get-tuple-element(s), index=1
+  n = s32[] get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  h = f32[] constant(0.5)
+  hb = f32[16] broadcast(h), dimensions={}
+  v2 = f32[16] add(v, hb)
+  ROOT t = (s32[], f32[16], s32[]) tuple(i2, v2, n)
+}
+looping {
+  a = (f32[16], s32[]) parameter(0)
+  v = f32[16] get-tuple-element(a), index=0
+  m = s32[] get-tuple-element(a), index=1
+  zero = s32[] constant(0)
+  init = (s32[], f32[16], s32[]) tuple(zero, v, m)
+  w = (s32[], f32[16], s32[]) while(init), condition=inner_cond, body=inner_body
+  ROOT r = f32[16] get-tuple-element(w), index=1
+}
+plain {
+  a = (f32[16], s32[]) parameter(0)
+  v = f32[16] get-tuple-element(a), index=0
+  ROOT r = f32[16] exponential(v)
+}
+ENTRY e {
+  x = f32[16] parameter(0)
+  n = s32[] parameter(1)
+  m = s32[] parameter(2)
+  take = pred[] parameter(3)
+  zero = s32[] constant(0)
+  init = (s32[], f32[16], s32[]) tuple(zero, x, n)
+  w = (s32[], f32[16], s32[]) while(init), condition=cond, body=body
+  v = f32[16] get-tuple-element(w), index=1
+  a = (f32[16], s32[]) tuple(v, m)
+  ROOT c = f32[16] conditional(take, a, a), true_computation=looping, false_computation=plain
+})";
+}
+
+TEST(GpuExecutableTest, ConditionalInALoopAndALoopInABranchRunAsNestedConditionalNodes) {
+  REQUIRE_DEVICE();
+  auto m = ParseHloModule(NestedControlFlowModule());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  auto clone = ParseHloModule(NestedControlFlowModule());
+  ASSERT_TRUE(clone.ok());
+  for (bool switch_nodes : {true, false}) {
+    auto again = ParseHloModule(NestedControlFlowModule());
+    ASSERT_TRUE(again.ok());
+    GpuCompileOptions o;
+    o.device = codegen::DeviceSpec::FromDescription(TheDevice()->description());
+    auto compiled = GpuCompiler::Compile(std::move(*again), o);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+    GpuExecutableOptions eo;
+    eo.use_graph_switch_nodes = switch_nodes;
+    auto exe = GpuExecutable::Create(std::move(*compiled), *TheDevice(), eo);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    const std::string listing = (*exe)->compiled().ThunkListing();
+    const bool device = listing.find("a conditional node in graphs") != std::string::npos &&
+                        (listing.find("a SWITCH node in graphs") != std::string::npos ||
+                         listing.find("a chain of IF nodes in graphs") != std::string::npos);
+    EXPECT_EQ((*exe)->graph_eligible(), device) << listing;
+    std::vector<Literal> args = MakeRandomArguments({(*m)->entry_computation()->parameter_instruction(0)->shape()}, 5);
+    args.push_back(Literal::CreateR0<int32_t>(PrimitiveType::kS32, 0));
+    args.push_back(Literal::CreateR0<int32_t>(PrimitiveType::kS32, 0));
+    args.push_back(Literal::CreateR0<bool>(PrimitiveType::kPred, true));
+    struct Case {
+      int32_t n, m;
+      bool take;
+    };
+    for (Case k : {Case{6, 3, true}, Case{0, 2, true}, Case{4, 0, false}, Case{1, 5, true}, Case{5, 1, false}}) {
+      args[1].data<int32_t>()[0] = k.n;
+      args[2].data<int32_t>()[0] = k.m;
+      args[3].data<bool>()[0] = k.take;
+      auto expected = EvaluateModule(**m, args);
+      ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+      for (int run = 0; run < 3; ++run) {
+        GpuRunOptions ro;
+        ro.poison = true;
+        auto got = (*exe)->Run(args, ro);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        CompareOptions co;
+        co.backend_vs_evaluator = true;
+        Comparison c = CompareLiterals(*got, *expected, co);
+        EXPECT_TRUE(c.ok()) << "switch " << switch_nodes << " n=" << k.n << " m=" << k.m << " take=" << k.take << " run "
+                            << run << ": " << c.ToString() << "\n" << listing;
+      }
+    }
+    if (device) {
+      EXPECT_TRUE((*exe)->graph_captured()) << listing;
+      EXPECT_EQ((*exe)->graphs_captured(), 1) << listing;
+    }
+  }
+}
+
 TEST(GpuExecutableTest, SortTopKAndHostFallback) {
   REQUIRE_DEVICE();
   Result r = RunBoth(R"(HloModule s

@@ -51,9 +51,12 @@ struct BufferAllocations {
 struct ThunkInitParams {
   CudaDevice* device = nullptr;
   runtime::Stream* stream = nullptr;  // the stream runs will use (library handles bind to it)
-  // Loops of device-side trip count may become CUDA graph conditional nodes (Note [Device-side
-  // loops] in control_flow_thunks.h).
+  // Loops of device-side trip count and conditionals may become CUDA graph conditional nodes
+  // (Notes [Device-side loops] and [Device-side conditionals] in control_flow_thunks.h).
   bool graph_conditionals = true;
+  // Conditionals become one SWITCH node where the driver has them (CUDA 12.8); off: a chain of
+  // IF nodes, as on older drivers (Note [Device-side conditionals]).
+  bool graph_switch_nodes = true;
 };
 
 struct ThunkExecuteParams {
@@ -72,7 +75,7 @@ struct ThunkExecuteParams {
   // GpuRunOptions::seed; null: each starts from 0. Thunks run one after another: no atomics.
   uint64_t* rng_state = nullptr;
   // The run is being captured into a CUDA graph (GpuExecutable::Capture): loops of device-side
-  // trip count build conditional nodes instead of reading their predicate.
+  // trip count and conditionals build conditional nodes instead of reading their predicate.
   bool capturing = false;
 };
 

@@ -435,8 +435,15 @@ class Emitter {
             if (src != results[j]) copies.back().push_back({src, results[j]});
           }
         }
-        out.push_back(std::make_unique<ConditionalThunk>(instr.name(), index_slice, index->shape().element_type(),
-                                                         std::move(branches), std::move(copies)));
+        auto c = std::make_unique<ConditionalThunk>(instr.name(), index_slice, index->shape().element_type(),
+                                                    std::move(branches), std::move(copies));
+        if (options_.nvrtc) {
+          // Note [Device-side conditionals]: without the kernel the index is read on the host.
+          StatusOr<std::string> cubin = CompileSetConditionKernel(*options_.nvrtc, options_.device.arch());
+          if (cubin.ok()) c->set_device_conditional_cubin(std::move(*cubin));
+          else KILN_LOG(Info) << "cuda: no set-condition kernel (" << cubin.status().message() << ")";
+        }
+        out.push_back(std::move(c));
         return OkStatus();
       }
       case How::kCall: {
