@@ -4,7 +4,8 @@
 //
 //   Backends   every backend the Client has except the interpreter (cpu; cuda and rocm where
 //              they are built and see a device).
-//   Cases      TestData/<case>   $KILN_SOURCE_DIR/tests/data/<case>/ (module.hlo, inputs in0.. of
+//   Cases      TestData/<case>   $KILN_SOURCE_DIR/tests/data/<case>/ and tests/data/hlo/<case>/
+//                                (module.hlo, inputs in0.. of
 //                                case.npz), the linear-algebra custom-call cases (linalg_*_cpu_*,
 //                                linalg_*_cuda_*) included: backends run them on the host
 //              BenchSmall/<case> $KILN_SHARED_DIR/bench/suite/*_small/ (module.hlo + case.npz)
@@ -129,10 +130,14 @@ std::vector<Case> FindTestData() {
   fs::path root = fs::path(src) / "tests" / "data";
   std::error_code ec;
   if (!fs::is_directory(root, ec)) return v;
-  for (const auto& e : fs::directory_iterator(root, ec)) {
-    if (!e.is_directory()) continue;
-    if (fs::exists(e.path() / "module.hlo") && fs::exists(e.path() / "case.npz"))
-      v.push_back({TestName(e.path().filename().string()), e.path() / "module.hlo", e.path() / "case.npz"});
+  // The JAX-made cases, and the hand-written HLO ones under hlo/ (tools/gen_hlo_cases.py).
+  for (const fs::path& dir : {root, root / "hlo"}) {
+    if (!fs::is_directory(dir, ec)) continue;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (!e.is_directory()) continue;
+      if (fs::exists(e.path() / "module.hlo") && fs::exists(e.path() / "case.npz"))
+        v.push_back({TestName(e.path().filename().string()), e.path() / "module.hlo", e.path() / "case.npz"});
+    }
   }
   return v;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kiln/base/strings.h"
+#include "kiln/eval/dynamic_shapes.h"
 #include "kiln/eval/kernels.h"
 #include "kiln/hlo/computation.h"
 
@@ -60,7 +61,9 @@ Status OutOfMemory(const HloInstruction& instr) {
 
 StatusOr<Literal> Evaluator::Run(const HloModule& module, std::span<const Literal> args) {
   scalar_programs_.clear();
+  dynamic_sizes_.clear();
   const HloComputation* entry = module.entry_computation();
+  entry_ = entry;
   if (!entry) return InvalidArgument("module ", module.name(), " has no entry computation");
   if (static_cast<int64_t>(args.size()) != entry->num_parameters())
     return InvalidArgument("module ", module.name(), " takes ", entry->num_parameters(),
@@ -148,6 +151,8 @@ StatusOr<Literal> Evaluator::Evaluate(const HloComputation& computation,
       return s;
     }
     values.emplace(instr, std::move(result).value());
+    if (instr->shape().IsArray() && instr->shape().is_dynamic())
+      eval_internal::TrackDynamicSizes(*instr, operand_values, *this, dynamic_sizes_);
     for (HloInstruction* op : instr->operands()) {
       if (--remaining_uses[op] == 0 && op != computation.root_instruction()) values.erase(op);
     }

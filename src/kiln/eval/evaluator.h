@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <unordered_map>
+#include <vector>
 
 #include "kiln/base/status.h"
 #include "kiln/hlo/literal.h"
@@ -61,10 +62,21 @@ class Evaluator {
   // State of the stateful rng op (advanced by each rng evaluation).
   uint64_t& rng_state() { return rng_state_; }
 
+  // The runtime sizes of `instr`'s value, one per dimension (Note [Dynamic sizes] in
+  // eval/dynamic_shapes.h): for a bounded dynamic array, the sizes its producer gave it
+  // (SliceToDynamic, set-dimension-size, followed through SetBound and elementwise ops); the
+  // bounds for a static array, an entry parameter or a constant. Unimplemented, naming the
+  // instruction, when a dynamic size came from an op whose result size the evaluator does not
+  // follow. Valid while `instr` has a value in the computation being evaluated.
+  StatusOr<std::vector<int64_t>> DynamicSizes(const HloInstruction& instr) const;
+
  private:
   EvaluatorOptions options_;
   uint64_t rng_state_;
   int depth_ = 0;
+  // Sizes of the bounded dynamic arrays evaluated so far (see DynamicSizes); set by Evaluate.
+  std::unordered_map<const HloInstruction*, std::vector<int64_t>> dynamic_sizes_;
+  const HloComputation* entry_ = nullptr;  // the entry computation of the module being Run
   // Compiled scalar programs (nullptr entries: tried, not compilable).
   std::unordered_map<const HloComputation*, std::shared_ptr<const ScalarProgram>> scalar_programs_;
 };

@@ -29,6 +29,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/eval/array_util.h"
+#include "kiln/eval/dynamic_shapes.h"
 #include "kiln/eval/kernels.h"
 #include "kiln/eval/misc_internal.h"
 #include "kiln/eval/sort_internal.h"
@@ -309,6 +310,14 @@ bool IsAnnotationTarget(std::string_view t) {
   return false;
 }
 
+// PartialReduce is the TPU's approximate top-k step (jax.lax.approx_max_k lowered for TPU):
+// which elements land in which output bin is defined only by XLA's TPU backend, so no other
+// implementation can match it.
+constexpr std::string_view kPartialReduceUnsupported =
+    "PartialReduce is the TPU's approximate top-k reduction, whose output bins only XLA's TPU "
+    "backend defines; lower the module for cpu or gpu (approx_max_k becomes ApproxTopK / an exact "
+    "top-k there)";
+
 StatusOr<Literal> EvalCustomCall(const HloInstruction& instr, std::span<const Literal* const> ops,
                                  Evaluator& e) {
   const std::string& target = instr.attrs().custom_call_target;
@@ -321,6 +330,10 @@ StatusOr<Literal> EvalCustomCall(const HloInstruction& instr, std::span<const Li
   }
   if (std::optional<StatusOr<Literal>> r = eval_internal::EvalLapackCustomCall(instr, ops))
     return std::move(*r);
+  if (std::optional<StatusOr<Literal>> r = eval_internal::EvalDynamicShapeCustomCall(instr, ops, e))
+    return std::move(*r);
+  if (target == "PartialReduce")
+    return UnsupportedInstruction(instr, kPartialReduceUnsupported);
   if (IsAnnotationTarget(target)) {
     if (ops.size() == 1 && Shape::Compatible(ops[0]->shape(), instr.shape())) return *ops[0];
     return UnsupportedInstruction(

@@ -315,7 +315,7 @@ StatusOr<Literal> EvalBitcast(const HloInstruction& instr, std::span<const Liter
 }
 
 StatusOr<Literal> EvalGetDimensionSize(const HloInstruction& instr,
-                                       std::span<const Literal* const> ops, Evaluator&) {
+                                       std::span<const Literal* const> ops, Evaluator& e) {
   const Literal& a = *ops[0];
   KILN_RETURN_IF_ERROR(ExpectArray(a, instr, "operand"));
   if (instr.attrs().dimensions.size() != 1) return ShapeError(instr, "needs one dimension");
@@ -324,7 +324,15 @@ StatusOr<Literal> EvalGetDimensionSize(const HloInstruction& instr,
   if (!instr.shape().IsArray() || instr.shape().rank() != 0)
     return ShapeError(instr, "must produce a scalar");
   Literal out(instr.shape());
-  out.SetFromInt64(0, a.shape().dimensions(d));
+  // A dynamic dimension's runtime size (Note [Dynamic sizes] in dynamic_shapes.h).
+  int64_t size = a.shape().dimensions(d);
+  if (instr.operand_count() == 1 && instr.operand(0)->shape().IsArray() &&
+      instr.operand(0)->shape().rank() == a.shape().rank() &&
+      instr.operand(0)->shape().is_dynamic_dimension(d)) {
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, e.DynamicSizes(*instr.operand(0)));
+    size = sizes[d];
+  }
+  out.SetFromInt64(0, size);
   return out;
 }
 

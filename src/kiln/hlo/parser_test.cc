@@ -62,6 +62,12 @@ ENTRY e {
   const Literal& c = m->entry_computation()->root_instruction()->literal();
   ASSERT_EQ(c.element_count(), 6);
   for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(c.GetAsDouble(i), 1.5);
+  // The example: a bf16[512,128] zero written as one scalar.
+  auto z = Parse("HloModule m\nENTRY e {\n  ROOT c = bf16[512,128] constant(0.)\n}\n");
+  ASSERT_TRUE(z);
+  const Literal& zc = z->entry_computation()->root_instruction()->literal();
+  ASSERT_EQ(zc.element_count(), 512 * 128);
+  for (int64_t i = 0; i < zc.element_count(); i += 4099) EXPECT_EQ(zc.GetAsDouble(i), 0.0);
   EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT c = f32[1099511627776] constant(0)\n}\n").find("would take more"),
             std::string::npos);
 }

@@ -172,8 +172,52 @@ Status CheckToken(const HloInstruction& instr, int64_t i) {
   return OkStatus();
 }
 
+// The dynamic-shape custom calls (Note [Dynamic sizes] in eval/dynamic_shapes.h):
+//   SliceToDynamic(T[d0..] x, int s0, ..., int s{r-1}) -> T[<=d0..]  (same bounds)
+//   PadToStatic(T[<=d0..] x) -> (T[d0..], s32[] x r)
+//   SetBound(x) -> x's shape
+// XLA's verifier takes any operands here and its code generators then fail (an f8 array as a
+// size aborts LLVM); kiln checks them.
+Status CheckDynamicShapeCustomCall(const HloInstruction& instr) {
+  const std::string& t = instr.attrs().custom_call_target;
+  const Shape& declared = instr.shape();
+  auto same_bounds = [](const Shape& a, const Shape& b) {
+    return a.IsArray() && b.IsArray() && a.element_type() == b.element_type() && a.dimensions() == b.dimensions();
+  };
+  if (t == "SliceToDynamic") {
+    if (!declared.IsArray() || instr.operand_count() != declared.rank() + 1)
+      return InvalidArgument("SliceToDynamic takes an array and one integer size per result dimension (",
+                             declared.IsArray() ? declared.rank() + 1 : 0, " operands for ", Str(declared),
+                             "), has ", instr.operand_count());
+    if (!same_bounds(instr.operand(0)->shape(), declared))
+      return InvalidArgument("SliceToDynamic's result ", Str(declared), " must have operand 0's type and bounds (",
+                             Str(instr.operand(0)->shape()), ")");
+    for (int64_t i = 1; i < instr.operand_count(); ++i) {
+      const Shape& s = instr.operand(i)->shape();
+      if (!s.IsScalar() || !IsIntegralType(s.element_type()))
+        return InvalidArgument("SliceToDynamic's size operand ", i, " must be an integer scalar, found ", Str(s));
+    }
+  } else if (t == "PadToStatic") {
+    const Shape& in = instr.operand_count() == 1 ? instr.operand(0)->shape() : declared;
+    if (instr.operand_count() != 1 || !in.IsArray())
+      return InvalidArgument("PadToStatic takes one array operand");
+    if (!declared.IsTuple() || declared.tuple_shapes_size() != in.rank() + 1 ||
+        !same_bounds(declared.tuple_shapes(0), in) || declared.tuple_shapes(0).is_dynamic())
+      return InvalidArgument("PadToStatic of ", Str(in), " returns (the static array, one s32 size per dimension), not ",
+                             Str(declared));
+    for (int64_t i = 1; i < declared.tuple_shapes_size(); ++i)
+      if (!declared.tuple_shapes(i).IsScalar() || declared.tuple_shapes(i).element_type() != PrimitiveType::kS32)
+        return InvalidArgument("PadToStatic's size ", i - 1, " must be s32[], found ", Str(declared.tuple_shapes(i)));
+  } else if (t == "SetBound") {
+    if (instr.operand_count() != 1 || !Shape::Compatible(NoLayout(instr.operand(0)->shape()), NoLayout(declared)))
+      return InvalidArgument("SetBound takes one operand and returns its shape");
+  }
+  return OkStatus();
+}
+
 StatusOr<Shape> InferCustomCall(const HloInstruction& instr) {
   const HloAttributes& a = instr.attrs();
+  KILN_RETURN_IF_ERROR(CheckDynamicShapeCustomCall(instr));
   if (a.operand_layout_constraints) {
     const auto& c = *a.operand_layout_constraints;
     if (static_cast<int64_t>(c.size()) != instr.operand_count())

@@ -918,3 +918,50 @@ TEST(VerifierTest, WhatXlaAcceptsVerifies) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// The dynamic-shape custom calls are checked (XLA's verifier takes any operands there and its
+// code generators then abort: an f8 array given as a size).
+TEST(VerifierTest, DynamicShapeCustomCalls) {
+  EXPECT_EQ(Verify("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  n = s32[] parameter(1)\n"
+                   "  d = f32[<=4] custom-call(p, n), custom_call_target=\"SliceToDynamic\"\n"
+                   "  b = f32[<=4] custom-call(d), custom_call_target=\"SetBound\"\n"
+                   "  ROOT t = (f32[4], s32[]) custom-call(b), custom_call_target=\"PadToStatic\"\n}\n"),
+            "OK");
+  const std::string scale_as_size = Verify(R"(HloModule m
+ENTRY %e {
+  %scale = f8e8m0fnu[3,128,4] parameter(0)
+  %p0 = f32[<=512] parameter(1)
+  %c = (f32[512], s32[]) custom-call(%p0), custom_call_target="PadToStatic"
+  %gte0 = f32[512] get-tuple-element(%c), index=0
+  ROOT %c2 = f32[<=1024] custom-call(%gte0, %scale), custom_call_target="SliceToDynamic"
+})");
+  EXPECT_NE(scale_as_size.find("SliceToDynamic's result f32[<=1024] must have operand 0's type and bounds"),
+            std::string::npos)
+      << scale_as_size;
+  const std::string f8_size = Verify(
+      "HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  n = f8e8m0fnu[2] parameter(1)\n"
+      "  ROOT d = f32[<=4] custom-call(p, n), custom_call_target=\"SliceToDynamic\"\n}\n");
+  EXPECT_NE(f8_size.find("size operand 1 must be an integer scalar"), std::string::npos) << f8_size;
+  EXPECT_NE(Verify("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n"
+                   "  ROOT d = f32[<=4] custom-call(p), custom_call_target=\"SliceToDynamic\"\n}\n")
+                .find("one integer size per result dimension"),
+            std::string::npos);
+  EXPECT_NE(Verify("HloModule m\nENTRY e {\n  p = f32[<=4] parameter(0)\n"
+                   "  ROOT t = (f32[4], s64[]) custom-call(p), custom_call_target=\"PadToStatic\"\n}\n")
+                .find("must be s32[]"),
+            std::string::npos);
+  EXPECT_NE(Verify("HloModule m\nENTRY e {\n  p = f32[<=4] parameter(0)\n"
+                   "  ROOT t = f32[4] custom-call(p), custom_call_target=\"PadToStatic\"\n}\n")
+                .find("returns (the static array, one s32 size per dimension)"),
+            std::string::npos);
+  EXPECT_NE(Verify("HloModule m\nENTRY e {\n  p = s32[] parameter(0)\n"
+                   "  ROOT b = s64[] custom-call(p), custom_call_target=\"SetBound\"\n}\n")
+                .find("SetBound takes one operand and returns its shape"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln

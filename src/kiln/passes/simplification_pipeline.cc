@@ -1,6 +1,7 @@
 #include "kiln/passes/simplification_pipeline.h"
 
 #include "kiln/passes/dot_canonicalizer.h"
+#include "kiln/passes/dynamic_shape_lowering.h"
 #include "kiln/passes/scan_dot_hoisting.h"
 #include "kiln/passes/simple_passes.h"
 
@@ -8,6 +9,7 @@ namespace kiln {
 
 void AddSimplificationPasses(HloPassPipeline& pipeline, const SimplificationOptions& options) {
   pipeline.AddPass<CallInliner>();
+  pipeline.AddPass<DynamicShapeLowering>();
   auto round = std::make_unique<HloPassPipeline>("simplify", pipeline.options());
   round->AddPass<TupleSimplifier>();
   round->AddPass<AlgebraicSimplifier>(options.algebraic_simplifier);

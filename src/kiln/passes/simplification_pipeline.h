@@ -1,6 +1,8 @@
 // The neutral simplification pipeline the CPU and GPU compilers both run first.
 //
 //   call-inliner                                   (once: calls disappear for good)
+//   dynamic-shape-lowering                         (once: SliceToDynamic, PadToStatic, SetBound,
+//                                                   get/set-dimension-size become plain HLO)
 //   fixed point (HloPassFix, at most max_iterations rounds) of
 //     tuple-simplifier, algebraic-simplifier, constant-folding, cse, dce,
 //     while-loop-simplifier
