@@ -45,6 +45,13 @@ check tune_summary 0 'autotune: 3 instructions \(2 distinct\): 2 tuned' -- \
   "$KILN" tune "$M" --device host --autotune-cache "$TMP/cache2" --repetitions 1
 check tune_whole_program 0 'whole program: untuned [0-9.]+ ms, tuned [0-9.]+ ms' -- \
   "$KILN" tune "$M" --device host --autotune-cache "$TMP/cache2" --repetitions 1 --whole-program-runs 3
+# Note [Choices kept by the whole program]: each freshly tuned choice tried back at its default
+# and the cache rewritten to what the whole program prefers (forced here with always; the
+# default only does it when the tuned program is slower). The cache still serves every entry.
+check tune_keep_faster 0 'whole program: [0-9] of [0-9] tuned choices put back to their defaults after [0-9]+ timings' -- \
+  "$KILN" tune "$M" --device host --autotune-cache "$TMP/cache4" --repetitions 1 --whole-program-runs 3 --keep-faster always
+check tune_keep_faster_cache 0 '2 from cache' -- "$KILN" tune "$M" --device host --autotune-cache "$TMP/cache4" --whole-program-runs 0
+check tune_keep_faster_bad 2 'keep-faster' -- "$KILN" tune "$M" --device host --keep-faster sometimes
 check dump_has_candidates 0 '"verdict": "ok"' -- cat "$TMP/tune.json"
 check tuned_module 0 'backend_config=\{"autotune"' -- cat "$TMP/tuned.hlo"
 check tuned_module_runs 0 'out0 f32\[64,16\]' -- "$KILN" run "$TMP/tuned.hlo" --device interpreter

@@ -7,6 +7,7 @@
 // autotuning backends. `--device host` is the older name of cpu here.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -15,6 +16,7 @@
 #include "kiln/autotune/autotuner.h"
 #include "kiln/autotune/cache.h"
 #include "kiln/autotune/settings.h"
+#include "kiln/autotune/whole_program.h"
 #include "kiln/base/strings.h"
 #include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
@@ -185,6 +187,9 @@ struct TuneArgs {
   bool quiet = false;
   // Time the whole program untuned and tuned after tuning (runs of each).
   int whole_program_runs = 10;
+  // Note [Choices kept by the whole program]: "slower" (put tuned choices back one by one when
+  // the tuned program is slower than the untuned one), "always", "never" (warn only).
+  std::string keep_faster = "slower";
 };
 
 // Progress on one terminal line: bar, counts, elapsed time, the instruction being tuned.
@@ -211,6 +216,80 @@ class ProgressBar {
  private:
   size_t last_ = 0;
 };
+
+// Note [Choices kept by the whole program] (autotune/whole_program.h): the tuned program was
+// slower than the untuned one, so each freshly tuned choice is tried back at its default config
+// (its cache entry rewritten) and kept there where the whole program gets faster.
+void KeepWhatTheWholeProgramPrefers(const TuneArgs& a, const Client& client, const HloModule& module,
+                                    const std::string& where, const CompileOptions& with_cache,
+                                    const autotune::AutotuneReport& report, double tuned_ms, double untuned_ms) {
+  auto cache = autotune::Cache::Create({.directory = autotune::ResolveAutotuneCacheDir(with_cache.autotune.cache_dir)});
+  struct Choice {
+    autotune::CacheEntry entry;
+    autotune::Config tuned, fallback;
+    double tuned_us = 0, default_us = 0, speedup = 0;
+    std::string names;
+  };
+  std::vector<Choice> choices;
+  if (cache.ok()) {
+    for (const autotune::InstructionReport& g : report.groups) {
+      if (g.source != autotune::ChoiceSource::kTuned || !g.chosen || g.key_hash.empty()) continue;
+      const autotune::CandidateRecord* def = nullptr;
+      for (const autotune::CandidateRecord& c : g.candidates)
+        if (c.is_default && c.valid()) def = &c;
+      if (def == nullptr || def->config == *g.chosen) continue;
+      auto found = (*cache)->Find(g.key_hash);
+      if (!found.ok()) continue;
+      choices.push_back(Choice{found->second, *g.chosen, def->config, g.time_us, g.default_us,
+                               g.speedup_over_default(), StrJoin(g.names, ", ")});
+    }
+  }
+  if (choices.empty()) {
+    std::cout << "warning: the tuned program is slower than the untuned one and no tuned choice can be put back "
+                 "(cache hits are not re-decided): run with --autotune off, or re-tune (`kiln cache clear`)\n";
+    return;
+  }
+  // The least certain first: the smallest gain measured alone.
+  std::stable_sort(choices.begin(), choices.end(), [](const Choice& x, const Choice& y) { return x.speedup < y.speedup; });
+  auto apply = [&](const std::vector<bool>& reverted) -> Status {
+    for (size_t i = 0; i < choices.size(); ++i) {
+      autotune::CacheEntry e = choices[i].entry;
+      e.result.config = reverted[i] ? choices[i].fallback : choices[i].tuned;
+      e.result.time_us = reverted[i] ? choices[i].default_us : choices[i].tuned_us;
+      KILN_RETURN_IF_ERROR((*cache)->Store(e, /*force=*/true));
+    }
+    return OkStatus();
+  };
+  auto kept = autotune::KeepFasterChoices(
+      choices.size(), tuned_ms, untuned_ms, [&](const std::vector<bool>& reverted) -> StatusOr<double> {
+        KILN_RETURN_IF_ERROR(apply(reverted));
+        return TimeWholeProgram(client, module, where, with_cache, 42, 3, a.whole_program_runs);
+      },
+      0.02, /*only_when_slower=*/a.keep_faster != "always");
+  if (!kept.ok()) {
+    std::cout << "warning: the tuned program is slower than the untuned one; putting choices back failed ("
+              << kept.status().message() << "): the tuned choices stay\n";
+    (void)apply(std::vector<bool>(choices.size(), false));
+    return;
+  }
+  if (Status s = apply(kept->reverted); !s.ok()) {
+    std::cout << "warning: could not write the kept choices: " << s.message() << "\n";
+    return;
+  }
+  int back = 0;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (!kept->reverted[i]) continue;
+    ++back;
+    std::cout << "whole program: " << Clip(choices[i].names, 40) << " back to its default config "
+              << Clip(choices[i].fallback.ToString(), 60) << "\n";
+  }
+  char line[200];
+  std::snprintf(line, sizeof(line),
+                "whole program: %d of %zu tuned choices put back to their defaults after %d timings: %.4f ms "
+                "(untuned %.4f, tuned alone %.4f)",
+                back, choices.size(), kept->timings, kept->ms, untuned_ms, tuned_ms);
+  std::cout << line << "\n";
+}
 
 int Tune(TuneArgs& a, const Client& client) {
   auto module = LoadModule(a.module, LoadOptions{});
@@ -283,9 +362,13 @@ int Tune(TuneArgs& a, const Client& client) {
       std::snprintf(line, sizeof(line), "whole program: untuned %.4f ms, tuned %.4f ms (%.2fx)", *t0, *t1,
                     *t1 > 0 ? *t0 / *t1 : 0.0);
       std::cout << line << "\n";
-      if (*t1 > *t0 * 1.02)
+      const bool slower = *t1 > *t0 * 1.02;
+      if (a.keep_faster == "always" || (slower && a.keep_faster == "slower")) {
+        KeepWhatTheWholeProgramPrefers(a, client, **module, where, with_cache, *report, *t1, *t0);
+      } else if (slower) {
         std::cout << "warning: the tuned program is slower than the untuned one: the choices were measured "
                      "alone; run with --autotune off, or re-tune (`kiln cache clear`)\n";
+      }
     }
   }
 
@@ -345,6 +428,10 @@ void AddTuneCommand(CLI::App& app, const Client& client, int* exit_code) {
   cmd->add_option("--whole-program-runs", args->whole_program_runs,
                   "after tuning, time the whole program untuned and tuned with this many runs each (0: skip)")
       ->check(CLI::Range(0, 10000));
+  cmd->add_option("--keep-faster", args->keep_faster,
+                  "after the whole-program timing, put tuned choices back to their defaults one by one where the "
+                  "whole program runs faster: when the tuned program is slower (slower, default), always, or never")
+      ->check(CLI::IsMember({"slower", "always", "never"}));
   cmd->callback([args, &client, exit_code] { *exit_code = Tune(*args, client); });
 }
 
