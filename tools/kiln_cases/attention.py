@@ -170,6 +170,14 @@ def register(add):
       qkv(1, 2, 20, 16, 'f32'), qkv(1, 2, 20, 16, 'f32'), qkv(1, 2, 20, 16, 'f32'))
   add('attn_grad_fused_qkv_bf16', jax.grad(lambda x: jnp.sum(jnp.square(fused_qkv_attention(x).astype(jnp.float32)))),
       F((1, 32, 384), 'bf16', -1, 1))
+  # Several 64-row/64-key tiles (the CPU backward kernel's), causal with an offset, no mask.
+  add('attn_grad_s150_causal_f32', grad_of(lambda q, k, v: sdpa(q, k, v, tril(150))),
+      qkv(1, 2, 150, 32, 'f32'), qkv(1, 2, 150, 32, 'f32'), qkv(1, 2, 150, 32, 'f32'))
+  add('attn_grad_q70_kv150_causal_f32', grad_of(lambda q, k, v: sdpa(q, k, v, causal(70, 150))),
+      qkv(1, 2, 70, 32, 'f32'), qkv(1, 2, 150, 32, 'f32'), qkv(1, 2, 150, 32, 'f32'))
+  add('attn_grad_bshd_nomask_f32', grad_of(lambda q, k, v: sdpa(q, k, v, layout='bshd')),
+      qkv(2, 2, 100, 16, 'f32', layout='bshd'), qkv(2, 2, 100, 16, 'f32', layout='bshd'),
+      qkv(2, 2, 100, 16, 'f32', layout='bshd'))
   add('attn_grad_split_qkv_bf16',
       jax.grad(lambda x, wqkv, wo: jnp.mean(jnp.square(split_qkv_layer(x, wqkv, wo).astype(jnp.float32))),
                argnums=(0, 1, 2)),

@@ -98,6 +98,8 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   if (options.fused_attention) {
     AttentionRewriterOptions ao;
     ao.supported = [](const AttentionConfig& c) { return internal::CpuAttentionSupported(c); };
+    ao.backward = true;
+    ao.supported_backward = [](const AttentionConfig& c) { return internal::CpuAttentionBackwardSupported(c); };
     so.attention = std::move(ao);
   }
   AddSimplificationPasses(pipeline, so);

@@ -64,6 +64,7 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateFamilyKernel(const HloInstruction& in
     case HloOpcode::kCustomCall:
       if (instr.attrs().custom_call_target == "TopK") return CreateTopKKernel(instr, options);
       if (IsAttentionCall(instr)) return CreateAttentionKernel(instr, options);
+      if (IsAttentionBackwardCall(instr)) return CreateAttentionBackwardKernel(instr, options);
       return Unimplemented("no native kernel for custom-call ", instr.attrs().custom_call_target);
     case HloOpcode::kDynamicUpdateSlice: return CreateDynamicUpdateSliceKernel(instr, options);
     default:

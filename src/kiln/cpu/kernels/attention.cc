@@ -134,7 +134,8 @@ class AttentionKernel : public CpuKernel {
 namespace internal {
 
 bool CpuAttentionSupported(const AttentionConfig& c) {
-  return c.input_type == PrimitiveType::kF32 && c.output_type == PrimitiveType::kF32 && c.q_len > 0 &&
+  // No softmax statistics output (Note [Attention statistics]): the forward is not paired.
+  return !c.stats && c.input_type == PrimitiveType::kF32 && c.output_type == PrimitiveType::kF32 && c.q_len > 0 &&
          c.kv_len > 0 && c.head_dim > 0 && c.v_head_dim > 0 && c.scale > 0 &&
          !(c.mask == AttentionMask::kCausal && c.causal_offset < 0);
 }

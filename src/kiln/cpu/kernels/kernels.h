@@ -68,6 +68,12 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateTopKKernel(const HloInstruction& inst
 StatusOr<std::unique_ptr<CpuKernel>> CreateAttentionKernel(const HloInstruction& instr,
                                                            const CpuKernelOptions& options);
 bool CpuAttentionSupported(const AttentionConfig& config);
+// Its backward (the __kiln$attention_backward call, kernels/attention_backward.cc): f32
+// FlashAttention-2 backward in two passes over tiles. CpuAttentionBackwardSupported: what it
+// takes (the CPU backward matcher's predicate).
+StatusOr<std::unique_ptr<CpuKernel>> CreateAttentionBackwardKernel(const HloInstruction& instr,
+                                                                   const CpuKernelOptions& options);
+bool CpuAttentionBackwardSupported(const AttentionConfig& config);
 
 // rng-bit-generator (the evaluator's bit streams, eval/rng_bits.h, in parallel).
 StatusOr<std::unique_ptr<CpuKernel>> CreateRngBitGeneratorKernel(const HloInstruction& instr,
