@@ -118,6 +118,11 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   CompileTailOptions tail;
   tail.memory_aware_schedule = options.memory_aware_schedule;
   tail.buffers.alignment = 64;
+  // Loop state computed elementwise from its old value is computed in place (no copy per
+  // iteration); the loop kernels take outputs that overlap inputs (Note [In-place loop
+  // kernels], kernels/loop_kernel.cc), and every other kernel that may define such a leaf --
+  // elementwise ops the loop kernels decline -- is the evaluator's, which copies its inputs.
+  tail.buffers.elementwise_state_updates = options.elementwise_state_updates;
   tail.check_buffer_assignment = options.check_buffer_assignment;
   tail.context = "cpu compiler";
   KILN_ASSIGN_OR_RETURN(ScheduledModule scheduled, ScheduleAndAssignBuffers(*module, tail, timer));

@@ -65,6 +65,11 @@ struct CpuCompileOptions {
   // f32 attention found in the HLO (passes/attention_rewriter.h) runs as one fused kernel
   // (kernels/attention.cc); off: the dots and the softmax as written (flag cpu_attention=off).
   bool fused_attention = true;
+  // A while body's state leaf computed elementwise from its old value is computed in place, with
+  // no copy per iteration (BufferAssignmentOptions::elementwise_state_updates; the loop kernels
+  // handle outputs that overlap inputs: Note [In-place loop kernels]). Flag cpu_in_place_state.
+  // Turn it off with a kernel_factory whose kernels do not take such outputs.
+  bool elementwise_state_updates = true;
   // Lower peak memory with the memory-aware list scheduler (off: post order).
   bool memory_aware_schedule = true;
   // Run chains of row-local fusions tile by tile over their rows (row_tiling.h).

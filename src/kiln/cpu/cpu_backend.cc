@@ -27,6 +27,7 @@ constexpr FlagSpec kFlagSpecs[] = {
     {"cpu_gemm_pool", "shared|separate  Eigen's contractions on the executable's pool or a second one (default shared)"},
     {"cpu_expr_chains", "on|off  fuse chains of elementwise ops into one block op (default on)"},
     {"cpu_attention", "on|off  f32 attention found in the HLO runs as one fused kernel (default on)"},
+    {"cpu_in_place_state", "on|off  loop state computed elementwise from its old value is updated in place (default on)"},
     {"cpu_conv", "auto|im2col  f32 convolutions without im2col where that pays, or all im2col + GEMM (default auto)"},
 };
 
@@ -214,6 +215,7 @@ Status ApplyCpuFlags(const BackendFlags& flags, CpuCompileOptions* options) {
       {"cpu_expr_chains", "on", "off", &ko.expr_chains, true},
       {"cpu_conv", "auto", "im2col", &ko.conv_indirect, true},
       {"cpu_attention", "on", "off", &options->fused_attention, true},
+      {"cpu_in_place_state", "on", "off", &options->elementwise_state_updates, true},
   };
   for (const Choice& c : choices) {
     std::string_view v = FlagOr(flags, c.flag, "");

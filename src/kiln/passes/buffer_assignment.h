@@ -166,7 +166,8 @@ struct BufferAssignmentOptions {
   // With in_place: a loop's body may compute a state leaf over the old one when the
   // instruction computing it reads that leaf elementwise (ReadsOperandElementwise), which
   // saves the per-iteration copy. For backends whose kernels read every input element before
-  // writing the same output element (the GPU's); off for the others.
+  // writing the same output element (the GPU's) or that handle such outputs (the CPU's loop
+  // kernels, Note [In-place loop kernels]).
   bool elementwise_state_updates = false;
   // Share arena bytes between values whose live ranges don't overlap (off: every value gets its
   // own bytes; for debugging).

@@ -1,5 +1,6 @@
 // The loop kernel (kLoop fusions and standalone elementwise/shape ops) and the
 // dynamic-update-slice kernel.
+#include <cstring>
 #include <algorithm>
 
 #include "kiln/base/strings.h"
@@ -55,6 +56,28 @@ std::vector<const void*> InputPointers(std::span<const ArrayView> inputs) {
 //   stream_outputs: the row tiles of such an array) computes each block in its scratch and
 //   streams it out (StreamCopy); each thread fences its streamed stores before it reports its
 //   chunk done.
+// Note [In-place loop kernels]
+//   Buffer assignment may give a loop kernel an output that is one of its inputs (a while
+//   body's state leaf computed elementwise from its old value: BufferAssignmentOptions::
+//   elementwise_state_updates, Note [While loop buffers]); the fused computation then reads
+//   that input only at the element it writes. A block program does not promise to read every
+//   input of a block before writing the block's outputs (a multi-output program writes its
+//   first root before computing the second, some ops read their operand again after writing),
+//   so an output overlapping an input goes through the scratch: each block is evaluated into
+//   the thread's scratch, reading only that block's positions, and then copied out. Blocks are
+//   disjoint, so threads never see each other's writes.
+bool OutputsOverlapInputs(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs) {
+  for (const ArrayView& o : outputs) {
+    const auto* ob = static_cast<const uint8_t*>(o.data);
+    const auto* oe = ob + o.byte_size();
+    for (const ArrayView& i : inputs) {
+      const auto* ib = static_cast<const uint8_t*>(i.data);
+      if (ib < oe && ob < ib + i.byte_size()) return true;
+    }
+  }
+  return false;
+}
+
 class LoopKernel final : public CpuKernel {
  public:
   LoopKernel(std::string name, std::unique_ptr<ExprProgram> program, int num_inputs,
@@ -92,6 +115,7 @@ class LoopKernel final : public CpuKernel {
     int64_t out_bytes = 0;
     for (int r = 0; r < nr; ++r) out_bytes += n * widths[r];
     const bool stream = ctx.stream_outputs || out_bytes >= kStreamOutputBytes;
+    const bool in_place = OutputsOverlapInputs(inputs, outputs);  // Note [In-place loop kernels]
     ParallelFor(run_ctx, blocks, min_chunk, [&](int64_t b0, int64_t b1) {
       ExprScratch scratch = program_->NewScratch(state);
       std::vector<void*> dest(nr);
@@ -100,15 +124,22 @@ class LoopKernel final : public CpuKernel {
         const int64_t start = b * block, len = std::min(block, n - start);
         for (int r = 0; r < nr; ++r)
           dest[r] = static_cast<uint8_t*>(outputs[r].data) + start * widths[r];
-        if (!stream) {
+        if (!stream && !in_place) {
           program_->EvalBlock(scratch, start, len, dest, results);
           continue;
         }
-        // Note [Streaming stores]: the block in the scratch, then streamed out.
+        // Note [Streaming stores] / [In-place loop kernels]: the block in the scratch, then out.
         program_->EvalBlock(scratch, start, len, {}, results);
-        for (int r = 0; r < nr; ++r) StreamCopy(dest[r], results[r], static_cast<size_t>(len) * widths[r]);
+        for (int r = 0; r < nr; ++r) {
+          const size_t bytes = static_cast<size_t>(len) * widths[r];
+          if (in_place) {
+            if (results[r] != dest[r]) std::memmove(dest[r], results[r], bytes);
+          } else {
+            StreamCopy(dest[r], results[r], bytes);
+          }
+        }
       }
-      if (stream) StreamFence();
+      if (stream && !in_place) StreamFence();
     });
     return OkStatus();
   }
