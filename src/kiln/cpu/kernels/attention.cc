@@ -6,7 +6,8 @@
 // are never materialized beyond one 64 x 128 tile per task.
 //
 // f32 only (the CPU matcher's predicate, cpu/compiler.cc); q, k, v and the output are read and
-// written through the call's strided views (packed into contiguous tiles first).
+// written through the call's strided views (packed into contiguous tiles first). Paired with a
+// backward (Note [Attention statistics]) it also writes each row's log-sum-exp.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -37,7 +38,10 @@ class AttentionKernel : public CpuKernel {
     for (const AttentionView* v : {&c_.q, &c_.k, &c_.v})
       if (v->operand < 0 || v->operand >= static_cast<int64_t>(inputs.size()))
         return InvalidArgument("attention kernel: view of operand ", v->operand, " of ", inputs.size());
-    if (outputs.size() != 1) return InvalidArgument("attention kernel: one output, got ", outputs.size());
+    // With statistics (Note [Attention statistics]): (out, lse).
+    if (outputs.size() != (c_.stats ? 2u : 1u))
+      return InvalidArgument("attention kernel: ", c_.stats ? 2 : 1, " outputs, got ", outputs.size());
+    float* lse = c_.stats ? outputs[1].as<float>() : nullptr;
     const float* q = inputs[c_.q.operand].as<float>();
     const float* k = inputs[c_.k.operand].as<float>();
     const float* v = inputs[c_.v.operand].as<float>();
@@ -112,6 +116,9 @@ class AttentionKernel : public CpuKernel {
         for (int64_t i = 0; i < rows; ++i) {
           const float inv = sum[i] > 0 ? 1.f / sum[i] : 0.f;
           for (int64_t e = 0; e < dv; ++e) o[oo + (r0 + i) * c_.out.row + e * c_.out.element] = acc[i * dv + e] * inv;
+          if (lse != nullptr)
+            lse[base(c_.lse) + (r0 + i) * c_.lse.row] =
+                sum[i] > 0 ? mx[i] + std::log(sum[i]) : std::numeric_limits<float>::infinity();
         }
       }
     };
@@ -134,8 +141,7 @@ class AttentionKernel : public CpuKernel {
 namespace internal {
 
 bool CpuAttentionSupported(const AttentionConfig& c) {
-  // No softmax statistics output (Note [Attention statistics]): the forward is not paired.
-  return !c.stats && c.input_type == PrimitiveType::kF32 && c.output_type == PrimitiveType::kF32 && c.q_len > 0 &&
+  return c.input_type == PrimitiveType::kF32 && c.output_type == PrimitiveType::kF32 && c.q_len > 0 &&
          c.kv_len > 0 && c.head_dim > 0 && c.v_head_dim > 0 && c.scale > 0 &&
          !(c.mask == AttentionMask::kCausal && c.causal_offset < 0);
 }
@@ -144,7 +150,8 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateAttentionKernel(const HloInstruction&
                                                            const CpuKernelOptions& options) {
   KILN_ASSIGN_OR_RETURN(AttentionConfig c, AttentionConfigOf(instr));
   if (!CpuAttentionSupported(c)) return Unimplemented("cpu attention kernel: ", c.ToString(), " (f32 only)");
-  if (instr.shape().element_type() != PrimitiveType::kF32) return Unimplemented("cpu attention kernel: non-f32 result");
+  const Shape& out = c.stats && instr.shape().IsTuple() ? instr.shape().tuple_shapes(0) : instr.shape();
+  if (out.element_type() != PrimitiveType::kF32) return Unimplemented("cpu attention kernel: non-f32 result");
   return std::unique_ptr<CpuKernel>(new AttentionKernel(std::move(c), options));
 }
 

@@ -1,8 +1,9 @@
 // The backward of attention on the CPU: the __kiln$attention_backward call (Note [Attention
 // backward] in passes/attention_rewriter.h) as FlashAttention-2's backward in two passes over
 // tiles, never materializing the [q, kv] probabilities beyond one 64 x 64 tile per task:
-//   1. per (batch, 64 query rows): the forward again (online softmax) for each row's
-//      log-sum-exp L and D = dO·O; then per key tile P = exp(scale·s − L) (masked: 0),
+//   1. per (batch, 64 query rows): each row's log-sum-exp L and D = dO·O -- from the forward's
+//      output and statistics when it hands them over (Note [Attention statistics]), else by
+//      running the forward again (online softmax); then per key tile P = exp(scale·s − L) (masked: 0),
 //      dP = dO·vᵀ, dS = P ∘ (dP − D), dQ += dS·k;
 //   2. per (batch, 64 keys): per query tile the same P and dS from L and D, dV += Pᵀ·dO,
 //      dK += dSᵀ·q.
@@ -49,6 +50,9 @@ class AttentionBackwardKernel : public CpuKernel {
     float* dk = outputs[c_.dk.operand].as<float>();
     float* dvo = outputs[c_.dv.operand].as<float>();
     std::vector<float> lse(batches_ * Q), dsum(batches_ * Q);
+    // The forward's output and statistics, when it hands them over (Note [Attention statistics]).
+    const float* fo = c_.stats ? inputs[c_.o.operand].as<float>() : nullptr;
+    const float* fl = c_.stats ? inputs[c_.lse.operand].as<float>() : nullptr;
     const int64_t q_blocks = (Q + kTile - 1) / kTile, k_blocks = (K + kTile - 1) / kTile;
     auto parallel = [&](int64_t tasks, const std::function<void(int64_t, int64_t)>& f) {
       if (ctx.pool != nullptr && tasks > 1) ctx.pool->ParallelFor(tasks, 1, f);
@@ -64,37 +68,47 @@ class AttentionBackwardKernel : public CpuKernel {
         LoadRows(in.q, c_.q, bi, r0, rows, d, t.q);
         LoadRows(in.g, c_.d_out, bi, r0, rows, dv, t.g);
         const int64_t kv_end = KeyEnd(r0 + rows - 1);
-        // The forward: running max and sum, the output for D.
-        std::vector<float> mx(rows, -std::numeric_limits<float>::infinity()), sum(rows, 0.f), o(rows * dv, 0.f);
-        for (int64_t j0 = 0; j0 < kv_end; j0 += kTile) {
-          const int64_t cols = std::min(kTile, kv_end - j0);
-          LoadRows(in.k, c_.k, bi, j0, cols, d, t.k);
-          LoadRows(in.v, c_.v, bi, j0, cols, dv, t.v);
-          Scores(t, rows, cols, d, ctx);
+        if (fo != nullptr) {  // L and D from the forward's own results
+          const int64_t ob = Base(c_.o, bi), lb = Base(c_.lse, bi);
           for (int64_t i = 0; i < rows; ++i) {
-            float* row = t.s.data() + i * cols;
-            const int64_t keep = Kept(r0 + i, j0, cols);
-            float m = mx[i];
-            for (int64_t j = 0; j < keep; ++j) m = std::max(m, row[j] * scale());
-            const float m_use = std::isinf(m) ? 0.f : m;
-            const float alpha = std::exp(mx[i] - m_use);
-            float l = 0;
-            for (int64_t j = 0; j < cols; ++j) {
-              row[j] = j < keep ? std::exp(row[j] * scale() - m_use) : 0.f;
-              l += row[j];
-            }
-            mx[i] = m;
-            sum[i] = sum[i] * alpha + l;
-            for (int64_t e = 0; e < dv; ++e) o[i * dv + e] *= alpha;
+            float dd = 0;
+            for (int64_t e = 0; e < dv; ++e) dd += t.g[i * dv + e] * fo[ob + (r0 + i) * c_.o.row + e * c_.o.element];
+            lse[b * Q + r0 + i] = fl[lb + (r0 + i) * c_.lse.row];
+            dsum[b * Q + r0 + i] = dd;
           }
-          Gemm(rows, dv, cols, false, false, true, t.s.data(), t.v.data(), o.data(), ctx);
-        }
-        for (int64_t i = 0; i < rows; ++i) {
-          const float inv = sum[i] > 0 ? 1.f / sum[i] : 0.f;
-          float dd = 0;
-          for (int64_t e = 0; e < dv; ++e) dd += t.g[i * dv + e] * o[i * dv + e] * inv;
-          lse[b * Q + r0 + i] = sum[i] > 0 ? mx[i] + std::log(sum[i]) : std::numeric_limits<float>::infinity();
-          dsum[b * Q + r0 + i] = dd;
+        } else {
+          // The forward: running max and sum, the output for D.
+          std::vector<float> mx(rows, -std::numeric_limits<float>::infinity()), sum(rows, 0.f), o(rows * dv, 0.f);
+          for (int64_t j0 = 0; j0 < kv_end; j0 += kTile) {
+            const int64_t cols = std::min(kTile, kv_end - j0);
+            LoadRows(in.k, c_.k, bi, j0, cols, d, t.k);
+            LoadRows(in.v, c_.v, bi, j0, cols, dv, t.v);
+            Scores(t, rows, cols, d, ctx);
+            for (int64_t i = 0; i < rows; ++i) {
+              float* row = t.s.data() + i * cols;
+              const int64_t keep = Kept(r0 + i, j0, cols);
+              float m = mx[i];
+              for (int64_t j = 0; j < keep; ++j) m = std::max(m, row[j] * scale());
+              const float m_use = std::isinf(m) ? 0.f : m;
+              const float alpha = std::exp(mx[i] - m_use);
+              float l = 0;
+              for (int64_t j = 0; j < cols; ++j) {
+                row[j] = j < keep ? std::exp(row[j] * scale() - m_use) : 0.f;
+                l += row[j];
+              }
+              mx[i] = m;
+              sum[i] = sum[i] * alpha + l;
+              for (int64_t e = 0; e < dv; ++e) o[i * dv + e] *= alpha;
+            }
+            Gemm(rows, dv, cols, false, false, true, t.s.data(), t.v.data(), o.data(), ctx);
+          }
+          for (int64_t i = 0; i < rows; ++i) {
+            const float inv = sum[i] > 0 ? 1.f / sum[i] : 0.f;
+            float dd = 0;
+            for (int64_t e = 0; e < dv; ++e) dd += t.g[i * dv + e] * o[i * dv + e] * inv;
+            lse[b * Q + r0 + i] = sum[i] > 0 ? mx[i] + std::log(sum[i]) : std::numeric_limits<float>::infinity();
+            dsum[b * Q + r0 + i] = dd;
+          }
         }
         // dQ = dq_scale · Σ_j dS_ij k_j.
         std::fill(t.acc.begin(), t.acc.begin() + rows * d, 0.f);
@@ -233,7 +247,8 @@ namespace internal {
 bool CpuAttentionBackwardSupported(const AttentionConfig& c) {
   AttentionConfig forward = c;
   forward.backward = false;
-  if (!c.backward || c.stats || !CpuAttentionSupported(forward)) return false;
+  forward.stats = false;
+  if (!c.backward || !CpuAttentionSupported(forward)) return false;
   for (PrimitiveType t : {c.grad_type, c.dq_type, c.dk_type, c.dv_type})
     if (t != PrimitiveType::kF32) return false;
   // k and v are per batch index (the backward matcher does not take grouped heads).
