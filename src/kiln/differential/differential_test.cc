@@ -14,7 +14,10 @@
 //                                without custom calls (cuDNN calls run on no kiln backend)
 //              XlaFuzz/<module>  $KILN_SHARED_DIR/corpus/xla-fuzz/*.hlo on seeded random inputs
 //                                (MakeRandomArguments, seed 42)
-// Tolerances: BackendTolerance (src/kiln/eval/tolerance.h) -- exact for integers and pred.
+// Tolerances: BackendTolerance (src/kiln/eval/tolerance.h) -- exact for integers and pred, and
+// for float outputs that no arithmetic produced (converts, bitcast-converts, moved inputs:
+// Note [Exact outputs] in eval/output_traits.h); kTf32Tolerance for the f32 outputs of a backend
+// that runs f32 products in TF32, where they depend on an f32 dot or convolution.
 // Autotuning: KILN_DIFFERENTIAL_AUTOTUNE=on|exhaustive compiles every case with the autotuner
 // (CompileOptions::autotune; the cuda backend tunes, the others ignore it),
 // with a cache in a fresh temporary directory per process (removed at exit), so every distinct
@@ -248,6 +251,8 @@ void RunDifferential(const Param& p) {
   co.backend_vs_evaluator = true;
   // Backends that run f32 products in TF32 (cuda, as XLA) are held to the TF32 tolerance there.
   co.reference_tf32 = tf32;
+  // Converts, bitcast-converts and moved inputs bit for bit; TF32 only where an f32 dot is.
+  co.outputs = AnalyzeOutputs(**module);
   Comparison cmp = CompareLiterals(*actual, *expected, co);
   EXPECT_TRUE(cmp.ok()) << p.backend << " vs evaluator on " << p.c.module.string() << ":\n" << cmp.ToString();
 }
