@@ -25,6 +25,9 @@
 // KILN_DIFFERENTIAL_AUTOTUNE_BACKENDS=NAME[,NAME...] restricts tuning to those backends (the
 // allowlist, e.g. "fission"); unset or empty: every backend of the factory. Unset (or "off"):
 // no tuning, the defaults.
+// KILN_DIFFERENTIAL_REQUIRE=NAME[,NAME...] names backends that must be present: each case gets a
+// test for them anyway, which fails naming why the backend is absent (the gpu-labelled entries
+// require cuda, so on a machine without a GPU they fail instead of running zero tests).
 // One test per (case, backend): a failure names both. Nothing is skipped: a case a backend
 // cannot run fails with the backend's error; only an absent data folder shows as a skip.
 #include <gtest/gtest.h>
@@ -64,11 +67,41 @@ const Client& TheClient() {
   return *c;
 }
 
-std::vector<std::string> BackendsUnderTest() {
+std::vector<std::string> BackendsPresent() {
   std::vector<std::string> out;
   for (const PlatformInfo& p : TheClient().Platforms())
     if (p.built && p.name != "interpreter" && !p.devices.empty()) out.push_back(p.name);
   return out;
+}
+
+// KILN_DIFFERENTIAL_REQUIRE=NAME[,NAME...]: backends that must be present. The gpu-labelled
+// entries (CMakeLists.txt) set it to cuda and filter on *_cuda: without it, a machine with no
+// usable GPU would select zero tests and pass.
+std::vector<std::string> RequiredBackends() {
+  std::vector<std::string> out;
+  if (const char* r = std::getenv("KILN_DIFFERENTIAL_REQUIRE"))
+    for (std::string_view name : StrSplit(r, ','))
+      if (!name.empty()) out.emplace_back(name);
+  return out;
+}
+
+// The backends present, then the required ones that are not (each of their tests fails).
+std::vector<std::string> BackendsUnderTest() {
+  std::vector<std::string> out = BackendsPresent();
+  for (const std::string& name : RequiredBackends())
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  return out;
+}
+
+// Why a backend is not present: the platform's status, or that kiln does not know it.
+std::string WhyAbsent(const std::string& backend) {
+  for (const PlatformInfo& p : TheClient().Platforms()) {
+    if (p.name != backend) continue;
+    if (!p.built) return "this build lacks it";
+    if (!p.status.ok()) return std::string(p.status.message());
+    return "no devices";
+  }
+  return "no such backend";
 }
 
 // The autotuning settings KILN_DIFFERENTIAL_AUTOTUNE* ask for (level off: no tuning). The cache
@@ -213,8 +246,12 @@ StatusOr<Literal> CompileAndRun(const HloModule& module, const std::string& devi
 }
 
 void RunDifferential(const Param& p) {
-  if (p.c.name == "no_cases") GTEST_SKIP() << "no data: " << p.c.module.string();
   ASSERT_NE(p.backend, "none") << "no compiled backend registered and present";
+  static const std::vector<std::string> present = BackendsPresent();
+  ASSERT_NE(std::find(present.begin(), present.end(), p.backend), present.end())
+      << "backend " << p.backend << " is required (KILN_DIFFERENTIAL_REQUIRE) but not present: "
+      << WhyAbsent(p.backend);
+  if (p.c.name == "no_cases") GTEST_SKIP() << "no data: " << p.c.module.string();
   ParseModuleOptions po;
   po.verify = false;  // what a backend cannot take fails in its Compile, naming the backend
   auto module = ParseModuleFile(p.c.module.string(), po);
