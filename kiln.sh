@@ -7,8 +7,9 @@
 #                       label gpu, run only where an NVIDIA GPU is visible)
 #   ./kiln.sh build     just install and build
 #   ./kiln.sh fuzz [SECONDS]
-#                       build the libFuzzer targets with clang and run each for SECONDS (60);
-#                       skipped with a note when clang is missing
+#                       build the libFuzzer targets with clang (installed with its libFuzzer
+#                       runtime like the other packages) and run each for SECONDS (60);
+#                       skipped with a note only when clang is missing and KILN_NO_INSTALL=1
 #
 # Environment: KILN_BUILD_DIR (default build-release), KILN_JOBS (default nproc),
 # KILN_NO_INSTALL=1 to skip the package step.
@@ -20,6 +21,8 @@ BUILD_DIR=${KILN_BUILD_DIR:-$ROOT/build-release}
 JOBS=${KILN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 PACKAGES=(cmake ninja-build g++ libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
           libeigen3-dev zlib1g-dev ccache)
+# The fuzz command's compiler: clang and its libFuzzer/sanitizer runtime (Debian 12: LLVM 14).
+FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
 say() { printf '\033[1mkiln.sh:\033[0m %s\n' "$*"; }
 
@@ -76,9 +79,9 @@ cmd_test() {
 
 cmd_fuzz() {
   local seconds=${1:-60}
-  install_packages "${PACKAGES[@]}"
+  install_packages "${PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
   if ! command -v clang++ >/dev/null; then
-    say "clang++ not found: fuzzing skipped (apt-get install clang to enable)"
+    say "clang++ not found: fuzzing skipped (apt-get install ${FUZZ_PACKAGES[*]} to enable)"
     return 0
   fi
   local dir=$ROOT/build-fuzz

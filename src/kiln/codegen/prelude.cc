@@ -378,7 +378,7 @@ KILN_DEVICE unsigned kiln_minifloat_encode(F x) {
     const F fr = frexp(a, &e);
     int ex = e - 1;
     const F mant = (F)2 * fr;
-    if (mant > (F)1.5 || (mant == (F)1.5 && ((ex + kBias) & 1))) ex += 1;
+    if (mant >= (F)1.5) ex += 1;  // ties up, as the evaluator (hlo/float_types.cc)
     const int biased = ex + kBias;
     if (biased < 0) return 0u;
     if (biased >= (int)all_ones) return 0xffu;

@@ -14,7 +14,10 @@
 //                                without custom calls (cuDNN calls run on no kiln backend)
 //              XlaFuzz/<module>  $KILN_SHARED_DIR/corpus/xla-fuzz/*.hlo on seeded random inputs
 //                                (MakeRandomArguments, seed 42)
-// Tolerances: BackendTolerance (src/kiln/eval/tolerance.h) -- exact for integers and pred.
+// Tolerances: BackendTolerance (src/kiln/eval/tolerance.h) -- exact for integers and pred, and
+// for float outputs that no arithmetic produced (converts, bitcast-converts, moved inputs:
+// Note [Exact outputs] in eval/output_traits.h); kTf32Tolerance for the f32 outputs of a backend
+// that runs f32 products in TF32, where they depend on an f32 dot or convolution.
 // Autotuning: KILN_DIFFERENTIAL_AUTOTUNE=on|exhaustive compiles every case with the autotuner
 // (CompileOptions::autotune; the cuda backend tunes, the others ignore it),
 // with a cache in a fresh temporary directory per process (removed at exit), so every distinct
@@ -22,6 +25,9 @@
 // KILN_DIFFERENTIAL_AUTOTUNE_BACKENDS=NAME[,NAME...] restricts tuning to those backends (the
 // allowlist, e.g. "fission"); unset or empty: every backend of the factory. Unset (or "off"):
 // no tuning, the defaults.
+// KILN_DIFFERENTIAL_REQUIRE=NAME[,NAME...] names backends that must be present: each case gets a
+// test for them anyway, which fails naming why the backend is absent (the gpu-labelled entries
+// require cuda, so on a machine without a GPU they fail instead of running zero tests).
 // One test per (case, backend): a failure names both. Nothing is skipped: a case a backend
 // cannot run fails with the backend's error; only an absent data folder shows as a skip.
 #include <gtest/gtest.h>
@@ -61,11 +67,41 @@ const Client& TheClient() {
   return *c;
 }
 
-std::vector<std::string> BackendsUnderTest() {
+std::vector<std::string> BackendsPresent() {
   std::vector<std::string> out;
   for (const PlatformInfo& p : TheClient().Platforms())
     if (p.built && p.name != "interpreter" && !p.devices.empty()) out.push_back(p.name);
   return out;
+}
+
+// KILN_DIFFERENTIAL_REQUIRE=NAME[,NAME...]: backends that must be present. The gpu-labelled
+// entries (CMakeLists.txt) set it to cuda and filter on *_cuda: without it, a machine with no
+// usable GPU would select zero tests and pass.
+std::vector<std::string> RequiredBackends() {
+  std::vector<std::string> out;
+  if (const char* r = std::getenv("KILN_DIFFERENTIAL_REQUIRE"))
+    for (std::string_view name : StrSplit(r, ','))
+      if (!name.empty()) out.emplace_back(name);
+  return out;
+}
+
+// The backends present, then the required ones that are not (each of their tests fails).
+std::vector<std::string> BackendsUnderTest() {
+  std::vector<std::string> out = BackendsPresent();
+  for (const std::string& name : RequiredBackends())
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  return out;
+}
+
+// Why a backend is not present: the platform's status, or that kiln does not know it.
+std::string WhyAbsent(const std::string& backend) {
+  for (const PlatformInfo& p : TheClient().Platforms()) {
+    if (p.name != backend) continue;
+    if (!p.built) return "this build lacks it";
+    if (!p.status.ok()) return std::string(p.status.message());
+    return "no devices";
+  }
+  return "no such backend";
 }
 
 // The autotuning settings KILN_DIFFERENTIAL_AUTOTUNE* ask for (level off: no tuning). The cache
@@ -210,8 +246,12 @@ StatusOr<Literal> CompileAndRun(const HloModule& module, const std::string& devi
 }
 
 void RunDifferential(const Param& p) {
-  if (p.c.name == "no_cases") GTEST_SKIP() << "no data: " << p.c.module.string();
   ASSERT_NE(p.backend, "none") << "no compiled backend registered and present";
+  static const std::vector<std::string> present = BackendsPresent();
+  ASSERT_NE(std::find(present.begin(), present.end(), p.backend), present.end())
+      << "backend " << p.backend << " is required (KILN_DIFFERENTIAL_REQUIRE) but not present: "
+      << WhyAbsent(p.backend);
+  if (p.c.name == "no_cases") GTEST_SKIP() << "no data: " << p.c.module.string();
   ParseModuleOptions po;
   po.verify = false;  // what a backend cannot take fails in its Compile, naming the backend
   auto module = ParseModuleFile(p.c.module.string(), po);
@@ -248,6 +288,8 @@ void RunDifferential(const Param& p) {
   co.backend_vs_evaluator = true;
   // Backends that run f32 products in TF32 (cuda, as XLA) are held to the TF32 tolerance there.
   co.reference_tf32 = tf32;
+  // Converts, bitcast-converts and moved inputs bit for bit; TF32 only where an f32 dot is.
+  co.outputs = AnalyzeOutputs(**module);
   Comparison cmp = CompareLiterals(*actual, *expected, co);
   EXPECT_TRUE(cmp.ok()) << p.backend << " vs evaluator on " << p.c.module.string() << ":\n" << cmp.ToString();
 }

@@ -38,11 +38,12 @@ bool IsExactType(PrimitiveType t) { return t == PrimitiveType::kPred || IsIntegr
 
 }  // namespace
 
-Tolerance ToleranceFor(PrimitiveType t, const CompareOptions& options) {
+Tolerance ToleranceFor(PrimitiveType t, const CompareOptions& options, const OutputTraits* traits) {
   if (IsExactType(t)) return {};
+  if (traits && traits->exact) return {.exact = true};
   Tolerance tol = options.backend_vs_evaluator ? BackendTolerance(t) : DefaultTolerance(t);
-  if (options.reference_tf32 && (t == PrimitiveType::kF32 || t == PrimitiveType::kC64))
-    tol = kTf32Tolerance;
+  const bool tf32 = options.reference_tf32 && (traits == nullptr || traits->uses_f32_products);
+  if (tf32 && (t == PrimitiveType::kF32 || t == PrimitiveType::kC64)) tol = kTf32Tolerance;
   if (options.rtol) tol.rtol = *options.rtol;
   if (options.atol) tol.atol = *options.atol;
   return tol;
@@ -67,10 +68,47 @@ ArrayComparison CompareArrays(const Literal& actual, const Literal& expected,
   PrimitiveType at = actual.shape().element_type(), et = expected.shape().element_type();
   const int64_t n = actual.element_count();
   r.elements = n;
-  r.exact = IsExactType(at) && IsExactType(et);
+  r.exact = (IsExactType(at) && IsExactType(et)) || tolerance.exact;
   const std::vector<int64_t>& dims = actual.shape().dimensions();
   bool complex = IsComplexType(at) || IsComplexType(et);
 
+  if (r.exact && !(IsExactType(at) && IsExactType(et))) {
+    // Floats bit for bit: the same value (every type widens exactly to double) with the same
+    // sign, or NaN against NaN (any payload).
+    r.tolerance = {.exact = true};
+    auto same = [](double a, double e) {
+      if (std::isnan(a) || std::isnan(e)) return std::isnan(a) && std::isnan(e);
+      return a == e && std::signbit(a) == std::signbit(e);
+    };
+    for (int64_t i = 0; i < n; ++i) {
+      std::complex<double> a, e;
+      if (complex) {
+        a = actual.GetAsComplex(i);
+        e = expected.GetAsComplex(i);
+      } else {
+        a = actual.GetAsDouble(i);
+        e = expected.GetAsDouble(i);
+      }
+      if (same(a.real(), e.real()) && same(a.imag(), e.imag())) continue;
+      const bool nan = std::isnan(a.real()) != std::isnan(e.real()) || std::isnan(a.imag()) != std::isnan(e.imag());
+      const double err = nan ? std::numeric_limits<double>::quiet_NaN() : std::abs(a - e);
+      if (std::isfinite(err)) r.max_abs_error = std::max(r.max_abs_error, err);
+      // The worst: the first NaN mismatch, else the largest difference (a sign of zero: 0).
+      const bool better = r.mismatches == 0 || (nan && r.nan_mismatches == 0) ||
+                          (!nan && r.nan_mismatches == 0 && !(err <= r.worst_abs_error));
+      if (better) {
+        r.worst_index = MultiIndex(dims, i);
+        r.worst_actual = a.real();
+        r.worst_expected = e.real();
+        r.worst_abs_error = err;
+        r.worst_rel_error = std::abs(e) != 0 ? err / std::abs(e) : std::numeric_limits<double>::infinity();
+      }
+      ++r.mismatches;
+      if (nan) ++r.nan_mismatches;
+    }
+    if (r.mismatches == 0 && n > 0) r.worst_index = MultiIndex(dims, 0);
+    return r;
+  }
   if (r.exact) {
     r.tolerance = {};
     auto get = [](const Literal& l, int64_t i) -> __int128 {
@@ -202,7 +240,9 @@ Comparison CompareLeaves(const std::vector<const Literal*>& actual,
     c.error = StrCat("the result has ", actual.size(), " output arrays, the reference ", expected.size());
   for (size_t i = 0; i < std::min(actual.size(), expected.size()); ++i) {
     PrimitiveType t = actual[i]->shape().element_type();
-    c.arrays.push_back(CompareArrays(*actual[i], *expected[i], ToleranceFor(t, options), StrCat("out", i)));
+    const OutputTraits* traits = i < options.outputs.size() ? &options.outputs[i] : nullptr;
+    c.arrays.push_back(
+        CompareArrays(*actual[i], *expected[i], ToleranceFor(t, options, traits), StrCat("out", i)));
   }
   return c;
 }

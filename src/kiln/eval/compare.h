@@ -4,13 +4,16 @@
 //
 // Arrays are compared by value, so an actual bf16 result can be compared with expected values
 // stored widened to f32. NaN matches only NaN at the same place; an infinity only the same
-// infinity. Integer and pred arrays compare exactly.
+// infinity. Integer and pred arrays compare exactly, and so do float outputs that the module
+// computes without arithmetic (converts, bitcasts, data movement of inputs: Note [Exact outputs]
+// in output_traits.h) when the caller passes CompareOptions::outputs.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kiln/eval/output_traits.h"
 #include "kiln/eval/tolerance.h"
 #include "kiln/hlo/literal.h"
 
@@ -20,7 +23,7 @@ struct ArrayComparison {
   std::string name;          // "out0"
   std::string actual_shape;  // "f32[64,80]"
   Tolerance tolerance;       // as applied
-  bool exact = false;        // compared exactly (integers, pred)
+  bool exact = false;        // compared exactly (integers, pred, exact float outputs)
   // A structural problem (shape or count mismatch): the comparison did not look at values.
   std::string error;
 
@@ -54,15 +57,22 @@ struct CompareOptions {
   std::optional<double> rtol;
   std::optional<double> atol;
   // The reference computed f32 dots/convolutions in TF32: f32 and c64 results use
-  // kTf32Tolerance (before the overrides above).
+  // kTf32Tolerance (before the overrides above) -- only those that use f32 products when
+  // `outputs` says which.
   bool reference_tf32 = false;
   // `actual` comes from a compiled backend and `expected` from the reference evaluator on the
   // same inputs: use BackendTolerance (before the overrides above).
   bool backend_vs_evaluator = false;
+  // What produced each output leaf (AnalyzeOutputs of the module that computed `actual`), or
+  // empty when unknown: exact outputs then compare bit for bit (whatever rtol/atol say), and
+  // reference_tf32 applies only to outputs with uses_f32_products. Leaves beyond its end are
+  // compared as if it were empty.
+  std::vector<OutputTraits> outputs;
 };
 
-// The tolerance applied to results of type `t` under `options`.
-Tolerance ToleranceFor(PrimitiveType t, const CompareOptions& options);
+// The tolerance applied to results of type `t` under `options`; `traits` describes the output
+// (null: unknown, as if options.outputs were empty).
+Tolerance ToleranceFor(PrimitiveType t, const CompareOptions& options, const OutputTraits* traits = nullptr);
 
 // Compares two array literals element by element.
 ArrayComparison CompareArrays(const Literal& actual, const Literal& expected,

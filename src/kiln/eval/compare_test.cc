@@ -97,5 +97,66 @@ TEST(CompareTest, TuplesFlattenAndOptionsOverride) {
   EXPECT_EQ(ToleranceFor(PrimitiveType::kS32, loose).atol, 0);
 }
 
+Literal Of(PrimitiveType t, std::vector<double> v) {
+  return Literal::FromDoubles(Shape::ArrayWithDefaultLayout(t, {static_cast<int64_t>(v.size())}), v);
+}
+
+// The per-type tolerances let a wrong convert through; an exact tolerance does not.
+TEST(CompareTest, ExactToleranceCatchesWrongConverts) {
+  const Tolerance exact{.exact = true};
+  // f32 1.005859375 -> bf16: rounds to 1.0078125, truncates to 1.
+  Literal rounded = Of(PrimitiveType::kBF16, {1.0078125, 2.0});
+  Literal truncated = Of(PrimitiveType::kBF16, {1.0, 2.0});
+  EXPECT_TRUE(CompareArrays(truncated, rounded, DefaultTolerance(PrimitiveType::kBF16), "o").ok());
+  ArrayComparison c = CompareArrays(truncated, rounded, exact, "o");
+  EXPECT_FALSE(c.ok());
+  EXPECT_TRUE(c.exact);
+  EXPECT_EQ(c.mismatches, 1);
+  EXPECT_EQ(c.worst_index, (std::vector<int64_t>{0}));
+  EXPECT_EQ(c.worst_actual, 1.0);
+  EXPECT_EQ(c.worst_expected, 1.0078125);
+  EXPECT_NE(c.ToString().find("(exact)"), std::string::npos) << c.ToString();
+  // f4e2m1fn: 2 for 1; f8e8m0fnu: 2 for 1 (both pass their type's tolerance).
+  EXPECT_TRUE(CompareArrays(Of(PrimitiveType::kF4E2M1FN, {2}), Of(PrimitiveType::kF4E2M1FN, {1}),
+                            DefaultTolerance(PrimitiveType::kF4E2M1FN), "o").ok());
+  EXPECT_FALSE(CompareArrays(Of(PrimitiveType::kF4E2M1FN, {2}), Of(PrimitiveType::kF4E2M1FN, {1}), exact, "o").ok());
+  EXPECT_TRUE(CompareArrays(Of(PrimitiveType::kF8E8M0FNU, {2}), Of(PrimitiveType::kF8E8M0FNU, {1}),
+                            DefaultTolerance(PrimitiveType::kF8E8M0FNU), "o").ok());
+  EXPECT_FALSE(CompareArrays(Of(PrimitiveType::kF8E8M0FNU, {2}), Of(PrimitiveType::kF8E8M0FNU, {1}), exact, "o").ok());
+  // NaN matches any NaN; the sign of zero counts; one ulp of f32 counts.
+  EXPECT_TRUE(CompareArrays(F32({2}, {NAN, -0.0}), F32({2}, {-NAN, -0.0}), exact, "o").ok());
+  EXPECT_FALSE(CompareArrays(F32({1}, {0.0}), F32({1}, {-0.0}), exact, "o").ok());
+  EXPECT_FALSE(CompareArrays(F32({1}, {1.0}), F32({1}, {std::nextafter(1.0f, 2.0f)}), exact, "o").ok());
+  ArrayComparison n = CompareArrays(F32({2}, {1, NAN}), F32({2}, {2, 1}), exact, "o");
+  EXPECT_EQ(n.mismatches, 2);
+  EXPECT_EQ(n.nan_mismatches, 1);
+  EXPECT_EQ(n.worst_index, (std::vector<int64_t>{1}));
+  // bf16 actual against f32-widened expected values: by value.
+  EXPECT_TRUE(CompareArrays(rounded, F32({2}, {1.0078125, 2.0}), exact, "o").ok());
+}
+
+TEST(CompareTest, OutputTraitsChooseExactnessAndTf32PerOutput) {
+  Literal actual = Literal::MakeTuple({Of(PrimitiveType::kBF16, {1.0}), F32({1}, {1.0005})});
+  Literal expected = Literal::MakeTuple({Of(PrimitiveType::kBF16, {1.0078125}), F32({1}, {1.0})});
+  CompareOptions co;
+  co.reference_tf32 = true;
+  EXPECT_TRUE(CompareLiterals(actual, expected, co).ok());  // unknown outputs: the old tolerances
+  // out0 a convert of an input, out1 no f32 product: exact, and f32 without the TF32 widening.
+  co.outputs = {{.exact = true}, {.exact = false, .uses_f32_products = false}};
+  Comparison c = CompareLiterals(actual, expected, co);
+  ASSERT_EQ(c.arrays.size(), 2u);
+  EXPECT_FALSE(c.arrays[0].ok());
+  EXPECT_TRUE(c.arrays[0].exact);
+  EXPECT_FALSE(c.arrays[1].ok()) << c.ToString();
+  EXPECT_EQ(c.arrays[1].tolerance.rtol, DefaultTolerance(PrimitiveType::kF32).rtol);
+  // out1 from an f32 dot: the TF32 tolerance.
+  co.outputs[1].uses_f32_products = true;
+  EXPECT_TRUE(CompareLiterals(actual, expected, co).arrays[1].ok());
+  // Overrides of rtol/atol do not loosen an exact output.
+  co.rtol = 1;
+  co.atol = 1;
+  EXPECT_FALSE(CompareLiterals(actual, expected, co).arrays[0].ok());
+}
+
 }  // namespace
 }  // namespace kiln

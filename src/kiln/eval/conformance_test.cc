@@ -2,11 +2,14 @@
 //
 //   BenchSmall/<case>   $KILN_SHARED_DIR/bench/suite/*_small/{module.hlo,case.npz}: inputs
 //                       in0.., XLA's outputs out0.. computed on an NVIDIA GPU, so f32 dots ran
-//                       in TF32: f32 outputs are compared with kTf32Tolerance, others with the
-//                       default tolerance of their type (tolerance.h).
+//                       in TF32: f32 outputs of f32 dots/convolutions are compared with
+//                       kTf32Tolerance, others with the default tolerance of their type
+//                       (tolerance.h).
 //   TestData/<case>     $KILN_SOURCE_DIR/tests/data/**/{module.hlo,case.npz}: small JAX
 //                       programs with XLA CPU's outputs (tools/gen_cases.py); default
 //                       tolerances.
+// In both, outputs that no arithmetic produced (converts, bitcast-converts and data movement of
+// inputs: Note [Exact outputs] in output_traits.h) must match bit for bit.
 //   XlaFuzz/<module>    $KILN_SHARED_DIR/corpus/xla-fuzz/*.hlo: each module evaluates without
 //                       error on seeded random inputs (there are no stored outputs), except
 //                       that the modules XLA excludes may fail (XlaExcludedFuzzModules).
@@ -43,7 +46,23 @@ namespace fs = std::filesystem;
 
 // Cases expected to fail today, with the reason. Keep each reason specific.
 const std::map<std::string, std::string>& KnownFailures() {
-  static const auto* m = new std::map<std::string, std::string>{};
+  static const auto* m = new std::map<std::string, std::string>{
+      // Found when converts became exact (issue 16): the evaluator, the cpu backend and ml_dtypes
+      // round f64 -> bf16 once; XLA's CPU goes through f32 (double rounding).
+      {"ew_convert_round_f64",
+       "f64 -> bf16 of 1 + 2^-8 + 2^-40: XLA's CPU rounds through f32 (double rounding) to 1, the "
+       "evaluator once to 1.0078125 (as ml_dtypes); 2 of 40 elements of out1"},
+      // XLA's CPU runs with denormals flushed (FTZ/DAZ); the evaluator is IEEE, as are the
+      // backends it checks (the differential suite runs this case exactly to catch a flush).
+      {"ew_denormal_f32",
+       "XLA's CPU flushes f32 denormals to zero (its outputs here are zeros); the evaluator keeps "
+       "them, and the case scales each denormal result by 2^126 so that the difference shows"},
+      // XLA's CPU applies reduce-precision to the f16 bits themselves (an f16 subnormal keeps its
+      // mantissa's top bits); the evaluator widens to f32 first, where exponent_bits=5 flushes it.
+      {"ew_reduce_precision_f16",
+       "reduce-precision(exponent_bits=5, mantissa_bits=3) of the f16 subnormal 1.0014e-05: XLA's "
+       "CPU works on the f16 bits (7.63e-06), the evaluator on f32 (flushed to 0); 1 of 64 elements"},
+  };
   return *m;
 }
 
@@ -177,6 +196,7 @@ void CheckCase(const Case& c, bool reference_tf32) {
   for (const Literal& l : expected) expected_ptrs.push_back(&l);
   CompareOptions options;
   options.reference_tf32 = reference_tf32;
+  options.outputs = AnalyzeOutputs(**module);  // converts and bitcasts exact, TF32 where a dot is
   Comparison cmp = CompareLeaves(actual, expected_ptrs, options);
   std::cout << c.name << " (" << RoundTripDouble(std::round(ms * 10) / 10) << " ms):\n" << cmp.ToString();
   EXPECT_TRUE(cmp.ok()) << cmp.ToString();

@@ -4,7 +4,7 @@
 // An element passes when
 //     |actual - expected| <= atol + scaled_atol * max|expected over the array| + rtol * |expected|
 // NaN passes only against NaN; an infinity only against the same infinity. Integers and pred
-// compare exactly, whatever the tolerance says.
+// compare exactly, whatever the tolerance says; so do floats under an `exact` tolerance.
 #pragma once
 
 #include "kiln/hlo/types.h"
@@ -15,6 +15,9 @@ struct Tolerance {
   double rtol = 0;         // relative to |expected|
   double atol = 0;         // absolute
   double scaled_atol = 0;  // absolute, as a fraction of the largest |expected| in the array
+  // Floats too must match bit for bit (NaN matches any NaN; -0 does not match +0): outputs that
+  // no arithmetic produced (output_traits.h, Note [Exact outputs]).
+  bool exact = false;
 };
 
 // Default tolerance for results of type `t` (the result's own type, not the reference's):

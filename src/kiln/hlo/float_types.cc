@@ -102,14 +102,14 @@ uint32_t EncodeMiniFloat(const FloatFormat& f, double value) {
   };
   if (std::isinf(a)) return overflow();
   if (f.nan == NanEncoding::kExponentAllOnes) {
-    // Powers of two only; round in the log domain at the midpoint 1.5 * 2^e (ties to even
-    // exponent bits per ml_dtypes' RNE on the mantissa-less format).
+    // Powers of two only; round at the midpoint 1.5 * 2^e, ties up (away from zero), as
+    // ml_dtypes 0.6 and XLA's CPU convert do: 3 -> 4, 1.5 * 2^-9 -> 2^-8 (ew_convert_e8m0fnu).
     if (a == 0) return 0xff;  // no zero in this format: NaN, as ml_dtypes converts it
     int e;
     double fr = std::frexp(a, &e);  // a = fr * 2^e, fr in [0.5, 1)
     int ex = e - 1;                 // a = (2*fr) * 2^ex, 2*fr in [1, 2)
     double mant = 2 * fr;
-    if (mant > 1.5 || (mant == 1.5 && ((ex + f.bias) & 1))) ex += 1;
+    if (mant >= 1.5) ex += 1;
     int biased = ex + f.bias;
     if (biased < 0) return 0;
     if (biased >= int(all_ones_exp)) return 0xff;

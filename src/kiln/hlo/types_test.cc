@@ -62,6 +62,11 @@ TEST(FloatTypesTest, Float8Formats) {
   EXPECT_EQ(float(float4_e2m1fn(100.0f)), 6.0f);  // saturates
   EXPECT_EQ(float(float4_e2m1fn(0.5f)), 0.5f);
   EXPECT_EQ(float(float8_e8m0fnu(4.0f)), 4.0f);
+  // Ties round up, as ml_dtypes and XLA's CPU: 3 -> 4 (not to the even exponent 2), 6 -> 8.
+  EXPECT_EQ(float(float8_e8m0fnu(3.0f)), 4.0f);
+  EXPECT_EQ(float(float8_e8m0fnu(6.0f)), 8.0f);
+  EXPECT_EQ(float(float8_e8m0fnu(2.9999f)), 2.0f);
+  EXPECT_EQ(float(float8_e8m0fnu(0.0029296875f)), 0.00390625f);  // 1.5 * 2^-9 -> 2^-8
   // Every bit pattern decodes and re-encodes to itself (except NaN payloads).
   for (uint32_t b = 0; b < 256; ++b) {
     auto f = float8_e4m3fn::FromBits(static_cast<uint8_t>(b));

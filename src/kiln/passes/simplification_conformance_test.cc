@@ -123,16 +123,21 @@ void CheckCase(const Case& c, bool canonicalize_dots) {
     inputs.push_back(testing::RandomArguments(*before, 42));
   }
   inputs.push_back(testing::SpecialArguments(*before, 1));
+  int compared = 0;
+  std::string last_skip;
   for (size_t k = 0; k < inputs.size(); ++k) {
     std::string d = testing::CompareModules(*before, *after, inputs[k],
                                             testing::Match::kExactIgnoreZeroSign);
     if (d.rfind("skip: ", 0) == 0) {
       if (d.find("unsupported") != std::string::npos) GTEST_SKIP() << d;
+      last_skip = d;
       continue;  // e.g. a loop that does not end on special inputs
     }
     EXPECT_EQ(d, "") << (k + 1 == inputs.size() ? "special" : "given/random") << " inputs\n"
                      << after->ToString();
+    ++compared;
   }
+  EXPECT_GT(compared, 0) << "no input could be compared (" << last_skip << ")";
 }
 
 TEST_P(SimplificationConformanceTest, SameValuesVerifiedIdempotent) {

@@ -130,6 +130,8 @@ int Compare(const CompareFlags& f, const Client& client) {
   co.rtol = f.rtol;
   co.atol = f.atol;
   co.reference_tf32 = f.reference_tf32 || device_tf32 || reference_tf32;
+  // Exact where no arithmetic produced the output; TF32 only where an f32 dot or convolution did.
+  co.outputs = AnalyzeOutputs(**module);
   // A compiled backend against the evaluator: reassociation slack (tolerance.h).
   co.backend_vs_evaluator = reference && reference->backend->name() == "interpreter" &&
                             device->backend->name() != "interpreter";
