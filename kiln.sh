@@ -108,7 +108,8 @@ cmd_fuzz() {
     # A dictionary beside the target's source: <target>.dict or, without the room prefix,
     # parser_fuzzer.dict for hlo_parser_fuzzer.
     local dict=() f
-    for f in "$t.dict" "${t#*_}.dict"; do
+    # (every hlo_* target reads HLO text: the parser's dictionary serves them all)
+    for f in "$t.dict" "${t#*_}.dict" $([ "${t%%_*}" = hlo ] && echo parser_fuzzer.dict); do
       local found
       found=$(find "$ROOT/src" -name "$f" | head -n 1)
       if [ -n "$found" ]; then dict=(-dict="$found"); break; fi
