@@ -103,7 +103,12 @@ cmd_fuzz() {
     [ -n "$bin" ] || { say "built $t but cannot find its binary"; return 1; }
     local corpus=$dir/corpus-$t seeds=()
     mkdir -p "$corpus"
-    # Seeds (read, never written): the HLO corpus and examples, where they exist.
+    # Seeds (read, never written): the kept corpus of earlier runs (tests/fuzz/<room>_corpus.tar.gz,
+    # minimized with -merge=1; the hlo one serves every hlo_* target), the HLO corpus and examples.
+    local kept=$ROOT/tests/fuzz/${t%%_*}_corpus.tar.gz
+    if [ -f "$kept" ]; then
+      rm -rf "$dir/seeds-$t" && mkdir -p "$dir/seeds-$t" && tar -C "$dir/seeds-$t" -xzf "$kept" && seeds+=("$dir/seeds-$t")
+    fi
     for d in "$ROOT/../shared/corpus/xla-fuzz" "$ROOT/examples"; do [ -d "$d" ] && seeds+=("$d"); done
     # A dictionary beside the target's source: <target>.dict or, without the room prefix,
     # parser_fuzzer.dict for hlo_parser_fuzzer.
