@@ -71,6 +71,10 @@ ArrayComparison CompareArrays(const Literal& actual, const Literal& expected,
   r.exact = (IsExactType(at) && IsExactType(et)) || tolerance.exact;
   const std::vector<int64_t>& dims = actual.shape().dimensions();
   bool complex = IsComplexType(at) || IsComplexType(et);
+  // Element i of a literal as a complex number (real types: imaginary part 0).
+  auto value = [complex](const Literal& l, int64_t i) -> std::complex<double> {
+    return complex ? l.GetAsComplex(i) : std::complex<double>(l.GetAsDouble(i), 0.0);
+  };
 
   if (r.exact && !(IsExactType(at) && IsExactType(et))) {
     // Floats bit for bit: the same value (every type widens exactly to double) with the same
@@ -81,14 +85,7 @@ ArrayComparison CompareArrays(const Literal& actual, const Literal& expected,
       return a == e && std::signbit(a) == std::signbit(e);
     };
     for (int64_t i = 0; i < n; ++i) {
-      std::complex<double> a, e;
-      if (complex) {
-        a = actual.GetAsComplex(i);
-        e = expected.GetAsComplex(i);
-      } else {
-        a = actual.GetAsDouble(i);
-        e = expected.GetAsDouble(i);
-      }
+      const std::complex<double> a = value(actual, i), e = value(expected, i);
       if (same(a.real(), e.real()) && same(a.imag(), e.imag())) continue;
       const bool nan = std::isnan(a.real()) != std::isnan(e.real()) || std::isnan(a.imag()) != std::isnan(e.imag());
       const double err = nan ? std::numeric_limits<double>::quiet_NaN() : std::abs(a - e);
@@ -146,14 +143,7 @@ ArrayComparison CompareArrays(const Literal& actual, const Literal& expected,
   double worst_ratio = -1;
   bool worst_is_nan = false;
   for (int64_t i = 0; i < n; ++i) {
-    std::complex<double> a, e;
-    if (complex) {
-      a = actual.GetAsComplex(i);
-      e = expected.GetAsComplex(i);
-    } else {
-      a = actual.GetAsDouble(i);
-      e = expected.GetAsDouble(i);
-    }
+    const std::complex<double> a = value(actual, i), e = value(expected, i);
     bool a_nan = std::isnan(a.real()) || std::isnan(a.imag());
     bool e_nan = std::isnan(e.real()) || std::isnan(e.imag());
     bool a_inf = !a_nan && (std::isinf(a.real()) || std::isinf(a.imag()));

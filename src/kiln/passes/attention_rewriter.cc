@@ -437,6 +437,27 @@ bool StepDown(const HloInstruction* y, StridedValue& v, bool allow_scale) {
   }
 }
 
+// Strides of y's operand given y's strides `st`, for a copy, reshape, bitcast or transpose y:
+// StepDown's inverse (where the elements of y's operand sit when y's sit at `st`). nullopt
+// where a reshape's merged group is not evenly strided.
+std::optional<std::vector<int64_t>> StepUp(const HloInstruction* y, const std::vector<int64_t>& st) {
+  const Shape& xs = y->operand(0)->shape();
+  switch (y->opcode()) {
+    case HloOpcode::kCopy:
+      return st;
+    case HloOpcode::kTranspose: {
+      std::vector<int64_t> xst(xs.rank());
+      for (size_t j = 0; j < y->attrs().dimensions.size(); ++j) xst[y->attrs().dimensions[j]] = st[j];
+      return xst;
+    }
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast:
+      return ReshapeStrides(y->shape().dimensions(), st, xs.dimensions());
+    default:
+      return std::nullopt;
+  }
+}
+
 bool IsPureView(HloOpcode op) { return IsViewOp(op) || op == HloOpcode::kSlice; }
 
 bool IsFoldableAbove(const HloInstruction* n, bool allow_scale) {
@@ -834,20 +855,12 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice, b
     bool ok = true;
     for (size_t i = last; i-- > 0;) {
       // down[i+1] = op(down[i]): strides of down[i] from those of down[i+1].
-      const HloInstruction* y = down[i + 1];
-      if (y->opcode() == HloOpcode::kTranspose) {
-        std::vector<int64_t> xst(down[i]->shape().rank());
-        for (size_t j = 0; j < y->attrs().dimensions.size(); ++j) xst[y->attrs().dimensions[j]] = st[j];
-        st = xst;
-      } else {
-        std::optional<std::vector<int64_t>> xst =
-            ReshapeStrides(y->shape().dimensions(), st, down[i]->shape().dimensions());
-        if (!xst) {
-          ok = false;
-          break;
-        }
-        st = *xst;
+      std::optional<std::vector<int64_t>> xst = StepUp(down[i + 1], st);
+      if (!xst) {
+        ok = false;
+        break;
       }
+      st = *xst;
     }
     if (ok) {
       out_strides = st;
@@ -1457,17 +1470,9 @@ GradientPlacement PlaceGradients(HloInstruction* const dots[3]) {
     const int64_t offset = at * cs[dim];
     at += op->shape().dimensions(dim);
     for (size_t j = chains[i].size(); j-- > 0;) {
-      const HloInstruction* y = chains[i][j];
-      const Shape& xs = y->operand(0)->shape();
-      if (y->opcode() == HloOpcode::kTranspose) {
-        std::vector<int64_t> sx(xs.rank());
-        for (size_t d = 0; d < sx.size(); ++d) sx[y->attrs().dimensions[d]] = st[d];
-        st = sx;
-      } else if (y->opcode() != HloOpcode::kCopy) {
-        std::optional<std::vector<int64_t>> r = ReshapeStrides(y->shape().dimensions(), st, xs.dimensions());
-        if (!r) return own;
-        st = *r;
-      }
+      std::optional<std::vector<int64_t>> up = StepUp(chains[i][j], st);
+      if (!up) return own;
+      st = *up;
     }
     out.strides[i] = st;
     out.offset[i] = offset;
@@ -1772,8 +1777,7 @@ StatsSite StatsSiteOf(const Match& f) {
   std::vector<int64_t> dims;
   for (int64_t d = 0; d < xs.rank(); ++d)
     if (d != f.kdim) dims.push_back(xs.dimensions(d));
-  std::vector<int64_t> st(dims.size(), 1);
-  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * dims[i + 1];
+  const std::vector<int64_t> st = RowMajorStrides(Shape::Array(PrimitiveType::kF32, dims));
   site.lse.batch.assign(f.config.batch.size(), 0);
   site.lse.element = 1;
   bool row = false;

@@ -9,9 +9,13 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <optional>
 #include <random>
+#include <span>
 #include <sstream>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -197,6 +201,23 @@ std::vector<Literal> RandomOperands(const HloInstruction* call) {
   return args;
 }
 
+// The call's outlined computation and `direct` (its config's meaning) on the same random
+// operands; nullopt (with the failure recorded) where either fails.
+std::optional<std::pair<Literal, Literal>> BodyAndDirect(
+    const HloInstruction* call, const std::function<StatusOr<Literal>(std::span<const Literal* const>)>& direct) {
+  std::vector<Literal> args = RandomOperands(call);
+  std::vector<const Literal*> ptrs;
+  for (const Literal& l : args) ptrs.push_back(&l);
+  Evaluator ev;
+  StatusOr<Literal> body = ev.Evaluate(*call->called_computations()[0], ptrs);
+  StatusOr<Literal> d = direct(ptrs);
+  if (!body.ok() || !d.ok()) {
+    ADD_FAILURE() << (body.ok() ? d.status() : body.status()).ToString();
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(*body), std::move(*d));
+}
+
 TEST_P(AttentionBackwardTest, GradientsMatchAsJaxWroteThem) {
   const ExpectBackward& e = GetParam();
   const std::string text = ReadCase(e.name);
@@ -218,14 +239,10 @@ TEST_P(AttentionBackwardTest, GradientsMatchAsJaxWroteThem) {
     EXPECT_EQ(c->stats, e.backward > 0) << c->ToJson();
     if (!c->stats) continue;
     ASSERT_TRUE(call->shape().IsTuple()) << call->ToString();
-    std::vector<Literal> args = RandomOperands(call);
-    std::vector<const Literal*> ptrs;
-    for (const Literal& l : args) ptrs.push_back(&l);
-    Evaluator ev;
-    StatusOr<Literal> body = ev.Evaluate(*call->called_computations()[0], ptrs);
-    ASSERT_TRUE(body.ok()) << body.status().ToString();
-    StatusOr<Literal> direct = EvaluateAttention(*c, ptrs, call->shape());
-    ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+    auto both = BodyAndDirect(call, [&](auto ptrs) { return EvaluateAttention(*c, ptrs, call->shape()); });
+    ASSERT_TRUE(both);
+    const Literal* body = &both->first;
+    const Literal* direct = &both->second;
     const bool narrow = PrimitiveByteWidth(c->input_type) == 2;
     for (int64_t t = 0; t < 2; ++t) {
       Tolerance tol = DefaultTolerance(narrow ? c->input_type : PrimitiveType::kF32);
@@ -258,14 +275,10 @@ TEST_P(AttentionBackwardTest, GradientsMatchAsJaxWroteThem) {
       EXPECT_EQ(call->called_computations()[0]->num_parameters(), n);
     }
     // The config's meaning against the outlined computation, on random operands.
-    std::vector<Literal> args = RandomOperands(call);
-    std::vector<const Literal*> ptrs;
-    for (const Literal& l : args) ptrs.push_back(&l);
-    Evaluator ev;
-    StatusOr<Literal> body = ev.Evaluate(*call->called_computations()[0], ptrs);
-    ASSERT_TRUE(body.ok()) << body.status().ToString();
-    StatusOr<Literal> direct = EvaluateAttentionBackward(*c, ptrs, call->shape());
-    ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+    auto both = BodyAndDirect(call, [&](auto ptrs) { return EvaluateAttentionBackward(*c, ptrs, call->shape()); });
+    ASSERT_TRUE(both);
+    const Literal* body = &both->first;
+    const Literal* direct = &both->second;
     // (dQ, dK, dV), or one array holding all three (Note [Packed gradients]).
     const bool packed = !call->shape().IsTuple();
     EXPECT_EQ(packed, e.packed) << call->ToString();

@@ -48,7 +48,9 @@ check tune_whole_program 0 'whole program: untuned [0-9.]+ ms, tuned [0-9.]+ ms'
 # Note [Choices kept by the whole program]: each freshly tuned choice tried back at its default
 # and the cache rewritten to what the whole program prefers (forced here with always; the
 # default only does it when the tuned program is slower). The cache still serves every entry.
-check tune_keep_faster 0 'whole program: [0-9] of [0-9] tuned choices put back to their defaults after [0-9]+ timings' -- \
+# (When every tuned choice is its default there is nothing to put back; timing noise may then
+# call the tuned program slower, hence the second form.)
+check tune_keep_faster 0 'whole program: [0-9] of [0-9] tuned choices put back to their defaults after [0-9]+ timings|no tuned choice can be put back' -- \
   "$KILN" tune "$M" --device host --autotune-cache "$TMP/cache4" --repetitions 1 --whole-program-runs 3 --keep-faster always
 check tune_keep_faster_cache 0 '2 from cache' -- "$KILN" tune "$M" --device host --autotune-cache "$TMP/cache4" --whole-program-runs 0
 check tune_keep_faster_bad 2 'keep-faster' -- "$KILN" tune "$M" --device host --keep-faster sometimes

@@ -245,8 +245,14 @@ void KeepWhatTheWholeProgramPrefers(const TuneArgs& a, const Client& client, con
     }
   }
   if (choices.empty()) {
-    std::cout << "warning: the tuned program is slower than the untuned one and no tuned choice can be put back "
-                 "(cache hits are not re-decided): run with --autotune off, or re-tune (`kiln cache clear`)\n";
+    // Nothing freshly tuned differs from its default (cache hits are not re-decided).
+    if (tuned_ms > untuned_ms * 1.02) {
+      std::cout << "warning: the tuned program is slower than the untuned one and no tuned choice can be put back "
+                   "(cache hits are not re-decided): run with --autotune off, or re-tune (`kiln cache clear`)\n";
+    } else {
+      std::cout << "whole program: 0 of 0 tuned choices put back to their defaults after 0 timings (none differs "
+                   "from its default)\n";
+    }
     return;
   }
   // The least certain first: the smallest gain measured alone.

@@ -126,6 +126,27 @@ StatusOr<int> DriverVersion(const DriverApi& api) {
   return version;
 }
 
+// The set-condition kernel `kernel` of `cubin`, linked with the device runtime and loaded
+// (Notes [Device-side loops] and [Device-side conditionals]); returns the driver's version.
+// On any failure *module and *function are left null (the caller keeps its host path).
+StatusOr<int> LoadSetKernel(const ThunkInitParams& params, const std::string& cubin, const char* kernel,
+                            CUmodule* module, CUfunction* function) {
+  const DriverApi& api = params.device->api();
+  StatusOr<int> version = [&]() -> StatusOr<int> {
+    KILN_ASSIGN_OR_RETURN(int v, DriverVersion(api));
+    if (v < 12040) return Unimplemented("the driver (CUDA ", v, ") has no conditional nodes (12.4)");
+    KILN_RETURN_IF_ERROR(LinkSetConditionModule(params, cubin, module));
+    KILN_RETURN_IF_ERROR(CuStatus(api, api.cuModuleGetFunction(function, *module, kernel), "cuModuleGetFunction"));
+    return v;
+  }();
+  if (!version.ok()) {
+    if (*module) api.cuModuleUnload(*module);
+    *module = nullptr;
+    *function = nullptr;
+  }
+  return version;
+}
+
 // The graph the stream is capturing into (a conditional node's body graph when nested).
 StatusOr<CUgraph> CapturingGraph(const GraphApi& g, const DriverApi& api, CUstream s, std::string_view who) {
   CUstreamCaptureStatus status;
@@ -311,25 +332,17 @@ Status WhileThunk::Initialize(const ThunkInitParams& params) {
   if (trip_count_ || set_condition_ || device_loop_cubin_.empty() || !params.graph_conditionals) return OkStatus();
   // Note [Device-side loops]: link the set-condition kernel with the device runtime. Any
   // failure leaves the loop on the host.
-  const DriverApi& api = params.device->api();
-  Status linked = [&]() -> Status {
-    KILN_ASSIGN_OR_RETURN(int version, DriverVersion(api));
-    if (version < 12040) return Unimplemented("the driver (CUDA ", version, ") has no conditional nodes (12.4)");
-    KILN_RETURN_IF_ERROR(LinkSetConditionModule(params, device_loop_cubin_, &set_module_));
-    return CuStatus(api, api.cuModuleGetFunction(&set_condition_, set_module_, "kiln_set_while_condition"),
-                    "cuModuleGetFunction");
-  }();
+  StatusOr<int> linked =
+      LoadSetKernel(params, device_loop_cubin_, "kiln_set_while_condition", &set_module_, &set_condition_);
   if (!linked.ok()) {
     static std::once_flag once;
     std::call_once(once, [&] {
-      KILN_LOG(Info) << "cuda: loops of device-side trip count read their predicate on the host: " << linked.message();
+      KILN_LOG(Info) << "cuda: loops of device-side trip count read their predicate on the host: "
+                     << linked.status().message();
     });
-    if (set_module_) api.cuModuleUnload(set_module_);
-    set_module_ = nullptr;
-    set_condition_ = nullptr;
     return OkStatus();
   }
-  api_ = &api;
+  api_ = &params.device->api();
   context_ = params.device->context();
   return OkStatus();
 }
@@ -454,27 +467,17 @@ Status ConditionalThunk::Initialize(const ThunkInitParams& params) {
   if (set_branch_ || cubin_.empty() || !params.graph_conditionals || branches_.empty()) return OkStatus();
   // Note [Device-side conditionals]: as a device loop's, any failure leaves the index read on
   // the host.
-  const DriverApi& api = params.device->api();
-  int version = 0;
-  Status linked = [&]() -> Status {
-    KILN_ASSIGN_OR_RETURN(version, DriverVersion(api));
-    if (version < 12040) return Unimplemented("the driver (CUDA ", version, ") has no conditional nodes (12.4)");
-    KILN_RETURN_IF_ERROR(LinkSetConditionModule(params, cubin_, &set_module_));
-    return CuStatus(api, api.cuModuleGetFunction(&set_branch_, set_module_, "kiln_set_branch"), "cuModuleGetFunction");
-  }();
-  if (!linked.ok()) {
+  StatusOr<int> version = LoadSetKernel(params, cubin_, "kiln_set_branch", &set_module_, &set_branch_);
+  if (!version.ok()) {
     static std::once_flag once;
     std::call_once(once, [&] {
-      KILN_LOG(Info) << "cuda: conditionals read their branch index on the host: " << linked.message();
+      KILN_LOG(Info) << "cuda: conditionals read their branch index on the host: " << version.status().message();
     });
-    if (set_module_) api.cuModuleUnload(set_module_);
-    set_module_ = nullptr;
-    set_branch_ = nullptr;
     return OkStatus();
   }
-  api_ = &api;
+  api_ = &params.device->api();
   context_ = params.device->context();
-  use_switch_ = version >= 12080 && params.graph_switch_nodes;
+  use_switch_ = *version >= 12080 && params.graph_switch_nodes;
   return OkStatus();
 }
 

@@ -179,6 +179,11 @@ StatusOr<Tensor4> StatsTensorOf(const AttentionDesc& d, const std::vector<std::v
   return TensorOf(one, groups, v, d.q_len);
 }
 
+// Where the statistics at view `o` start in `m` (f32 elements).
+void* StatsAt(const runtime::DeviceMemory& m, const AttentionDesc::Operand& o) {
+  return static_cast<char*>(m.ptr) + o.offset * static_cast<int64_t>(sizeof(float));
+}
+
 // Plans of a built graph: heuristics modes A and fallback, checked.
 Status FinishGraph(fe::graph::Graph& graph, cudnnHandle_t handle) {
   KILN_RETURN_IF_ERROR(FeStatus(graph.validate(), "validate"));
@@ -383,7 +388,7 @@ Status CudnnAttentionPlan::Run(runtime::DeviceMemory q, runtime::DeviceMemory k,
     };
     std::unordered_map<int64_t, void*> pack = {
         {kQ, at(q, desc_.q)}, {kK, at(k, desc_.k)}, {kV, at(v, desc_.v)}, {kO, at(out, desc_.out)}};
-    if (desc_.stats) pack[kStats] = static_cast<char*>(lse.ptr) + desc_.lse.offset * sizeof(float);
+    if (desc_.stats) pack[kStats] = StatsAt(lse, desc_.lse);
     fe::error_t e = plan_index_ < 0 ? impl_->graph->execute(h, pack, workspace.ptr)
                                     : impl_->graph->execute_plan_at_index(h, pack, workspace.ptr, plan_index_);
     if (!e.is_good()) return Internal("cudnn sdpa: execute: ", e.get_message());
@@ -471,8 +476,7 @@ Status CudnnAttentionBackwardPlan::Run(runtime::DeviceMemory q, runtime::DeviceM
     };
     char* ws = static_cast<char*>(workspace.ptr);
     void* o = desc_.stats ? at(o_in, desc_.o) : ws;
-    void* stats = desc_.stats ? static_cast<void*>(static_cast<char*>(lse_in.ptr) + desc_.lse.offset * sizeof(float))
-                              : static_cast<void*>(ws + o_bytes_);
+    void* stats = desc_.stats ? StatsAt(lse_in, desc_.lse) : static_cast<void*>(ws + o_bytes_);
     void* scratch = ws + o_bytes_ + stats_bytes_ + grads_bytes_;
     void* grads[3] = {at(dq, desc_.dq), at(dk, desc_.dk), at(dv, desc_.dv)};
     void* targets[3] = {grads[0], grads[1], grads[2]};
