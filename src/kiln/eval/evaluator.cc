@@ -8,6 +8,7 @@
 #include "kiln/base/strings.h"
 #include "kiln/eval/dynamic_shapes.h"
 #include "kiln/eval/kernels.h"
+#include "kiln/eval/rendezvous.h"
 #include "kiln/hlo/computation.h"
 
 namespace kiln {
@@ -49,6 +50,12 @@ Status UnsupportedInstruction(const HloInstruction& instr, std::string_view deta
 Evaluator::Evaluator(EvaluatorOptions options)
     : options_(options), rng_state_(options.rng_seed) {}
 
+Rendezvous& Evaluator::rendezvous() {
+  if (options_.rendezvous) return *options_.rendezvous;
+  if (!own_rendezvous_) own_rendezvous_ = std::make_shared<Rendezvous>(1);
+  return *own_rendezvous_;
+}
+
 namespace {
 
 Status OutOfMemory(const HloInstruction& instr) {
@@ -62,6 +69,7 @@ Status OutOfMemory(const HloInstruction& instr) {
 StatusOr<Literal> Evaluator::Run(const HloModule& module, std::span<const Literal> args) {
   scalar_programs_.clear();
   dynamic_sizes_.clear();
+  occurrences_.clear();
   const HloComputation* entry = module.entry_computation();
   entry_ = entry;
   if (!entry) return InvalidArgument("module ", module.name(), " has no entry computation");

@@ -22,13 +22,21 @@
 namespace kiln {
 
 class ScalarProgram;
+class Rendezvous;
 
 struct EvaluatorOptions {
   // Seed of the stateful `rng` op's generator (rng-bit-generator is stateless and ignores it).
   uint64_t rng_seed = 0;
-  // Values of replica-id and partition-id (the evaluator runs one replica).
+  // This participant: the values of replica-id and partition-id.
   int64_t replica_id = 0;
   int64_t partition_id = 0;
+  // The run this participant is part of (eval/participants.h sets these for each participant):
+  // replica_count x num_partitions participants meeting at `rendezvous` (eval/rendezvous.h).
+  // Without a rendezvous the evaluator is the only participant: a collective whose group has
+  // another member is UnsupportedInstruction.
+  int64_t replica_count = 1;
+  int64_t num_partitions = 1;
+  std::shared_ptr<Rendezvous> rendezvous = nullptr;
   // Stop a while loop after this many iterations with an error (-1 = no limit).
   int64_t max_loop_iterations = -1;
 };
@@ -59,6 +67,12 @@ class Evaluator {
   const ScalarProgram* GetScalarProgram(const HloComputation& computation);
 
   const EvaluatorOptions& options() const { return options_; }
+  // How many times `instr` has run before in this Run (a collective's meeting key: the k-th
+  // execution of an op on one participant meets the k-th on the others). Counts this call.
+  int64_t NextOccurrence(const HloInstruction& instr) { return occurrences_[&instr]++; }
+  // The run's rendezvous: options().rendezvous, or (running alone) one of this evaluator's own
+  // for one participant (a send to itself).
+  Rendezvous& rendezvous();
   // State of the stateful rng op (advanced by each rng evaluation).
   uint64_t& rng_state() { return rng_state_; }
 
@@ -79,6 +93,8 @@ class Evaluator {
   const HloComputation* entry_ = nullptr;  // the entry computation of the module being Run
   // Compiled scalar programs (nullptr entries: tried, not compilable).
   std::unordered_map<const HloComputation*, std::shared_ptr<const ScalarProgram>> scalar_programs_;
+  std::unordered_map<const HloInstruction*, int64_t> occurrences_;  // see NextOccurrence
+  std::shared_ptr<Rendezvous> own_rendezvous_;                      // see rendezvous()
 };
 
 // Runs a module on arguments with default options.
