@@ -74,10 +74,7 @@ Executable::Executable(std::string platform, int ordinal, const HloModule& modul
   for (auto& [shape, path] : LeavesOf(result_shape_)) result_shapes_.push_back(std::move(shape));
 }
 
-StatusOr<std::vector<std::unique_ptr<Buffer>>> Executable::Execute(std::span<Buffer* const> arguments,
-                                                                    const ExecuteOptions& options) {
-  if (!can_execute())
-    return FailedPrecondition(module_name_, " was compiled for ", platform_, " without a device; it cannot run here");
+Status Executable::CheckArguments(std::span<Buffer* const> arguments) const {
   if (arguments.size() != argument_shapes_.size())
     return InvalidArgument(module_name_, " takes ", argument_shapes_.size(), " argument buffer",
                            argument_shapes_.size() == 1 ? "" : "s", " (array leaves of ", num_parameters(),
@@ -100,6 +97,19 @@ StatusOr<std::vector<std::unique_ptr<Buffer>>> Executable::Execute(std::span<Buf
         return InvalidArgument("arguments ", j, " and ", i, " of ", module_name_,
                                " are the same buffer, and one of them is donated");
   }
+  return OkStatus();
+}
+
+StatusOr<std::vector<std::unique_ptr<Buffer>>> Executable::Execute(std::span<Buffer* const> arguments,
+                                                                    const ExecuteOptions& options) {
+  if (!can_execute())
+    return FailedPrecondition(module_name_, " was compiled for ", platform_, " without a device; it cannot run here");
+  if (num_participants() != 1)
+    return InvalidArgument(module_name_, " runs over ", num_participants(), " participants (", replica_count_,
+                           " replicas x ", num_partitions_,
+                           " partitions): run them with ExecuteParticipants, or compile with "
+                           "replica_count=1 and num_partitions=1 for one");
+  KILN_RETURN_IF_ERROR(CheckArguments(arguments));
   // No exception leaves the library: an allocation the host cannot satisfy (a Literal or a
   // vector deep in a backend) is a ResourceExhausted status, as the backends' own checks are.
   try {
@@ -111,11 +121,49 @@ StatusOr<std::vector<std::unique_ptr<Buffer>>> Executable::Execute(std::span<Buf
   }
 }
 
-StatusOr<Literal> Executable::Run(std::span<const Literal> arguments, const ExecuteOptions& options) {
+StatusOr<std::vector<std::vector<std::unique_ptr<Buffer>>>> Executable::ExecuteParticipants(
+    std::span<const std::vector<Buffer*>> arguments, const ExecuteOptions& options) {
+  if (!can_execute())
+    return FailedPrecondition(module_name_, " was compiled for ", platform_, " without a device; it cannot run here");
+  if (static_cast<int64_t>(arguments.size()) != num_participants())
+    return InvalidArgument(module_name_, " runs over ", num_participants(), " participants (", replica_count_,
+                           " replicas x ", num_partitions_, " partitions), got ", arguments.size(),
+                           " argument sets");
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    Status s = CheckArguments(arguments[i]);
+    if (!s.ok()) return Status(s.code(), StrCat("participant ", i, ": ", s.message()));
+    for (size_t j = 0; j < i; ++j)
+      for (Buffer* a : arguments[i])
+        for (Buffer* b : arguments[j])
+          if (a == b)
+            for (size_t k = 0; k < arguments[i].size(); ++k)
+              if (arguments[i][k] == a && donated_[k])
+                return InvalidArgument("participants ", j, " and ", i, " of ", module_name_,
+                                       " pass the same buffer, and one of them donates it");
+  }
+  try {
+    return ExecuteParticipantsImpl(arguments, options);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhausted("out of host memory running ", module_name_, " on ", platform_, ":", ordinal_);
+  } catch (const std::length_error&) {
+    return ResourceExhausted("out of host memory running ", module_name_, " on ", platform_, ":", ordinal_);
+  }
+}
+
+StatusOr<std::vector<std::vector<std::unique_ptr<Buffer>>>> Executable::ExecuteParticipantsImpl(
+    std::span<const std::vector<Buffer*>> arguments, const ExecuteOptions& options) {
+  if (arguments.size() != 1)
+    return Unimplemented(platform_, " runs one participant; ", module_name_, " asks for ", arguments.size());
+  std::vector<std::vector<std::unique_ptr<Buffer>>> out;
+  KILN_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Buffer>> r, ExecuteImpl(arguments[0], options));
+  out.push_back(std::move(r));
+  return out;
+}
+
+Status Executable::BuffersFromLiterals(std::span<const Literal> arguments, std::vector<std::unique_ptr<Buffer>>& owned,
+                                       std::vector<Buffer*>& raw) {
   if (static_cast<int64_t>(arguments.size()) != num_parameters())
     return InvalidArgument(module_name_, " takes ", num_parameters(), " arguments, got ", arguments.size());
-  std::vector<std::unique_ptr<Buffer>> owned;
-  std::vector<Buffer*> raw;
   for (size_t p = 0; p < arguments.size(); ++p) {
     std::vector<const Literal*> leaves;
     LeafPointers(arguments[p], leaves);
@@ -130,15 +178,55 @@ StatusOr<Literal> Executable::Run(std::span<const Literal> arguments, const Exec
       owned.push_back(std::move(b));
     }
   }
-  ExecuteOptions o = options;
-  o.discard_results = false;
-  KILN_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Buffer>> results, Execute(raw, o));
+  return OkStatus();
+}
+
+StatusOr<Literal> Executable::LiteralFromResults(const std::vector<std::unique_ptr<Buffer>>& results) const {
   std::vector<Literal> leaves;
   for (const auto& r : results) {
     KILN_ASSIGN_OR_RETURN(Literal l, r->ToLiteral());
     leaves.push_back(std::move(l));
   }
   return NestLiterals(std::move(leaves), result_shape_);
+}
+
+StatusOr<Literal> Executable::Run(std::span<const Literal> arguments, const ExecuteOptions& options) {
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<Buffer*> raw;
+  KILN_RETURN_IF_ERROR(BuffersFromLiterals(arguments, owned, raw));
+  ExecuteOptions o = options;
+  o.discard_results = false;
+  KILN_ASSIGN_OR_RETURN(std::vector<std::unique_ptr<Buffer>> results, Execute(raw, o));
+  return LiteralFromResults(results);
+}
+
+StatusOr<std::vector<Literal>> Executable::RunParticipants(std::span<const std::vector<Literal>> arguments,
+                                                           const ExecuteOptions& options) {
+  std::vector<std::unique_ptr<Buffer>> owned;
+  std::vector<std::vector<Buffer*>> raw(arguments.size());
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    Status s = BuffersFromLiterals(arguments[i], owned, raw[i]);
+    if (!s.ok()) return Status(s.code(), StrCat("participant ", i, ": ", s.message()));
+  }
+  ExecuteOptions o = options;
+  o.discard_results = false;
+  KILN_ASSIGN_OR_RETURN(auto results, ExecuteParticipants(raw, o));
+  std::vector<Literal> out;
+  for (const auto& r : results) {
+    KILN_ASSIGN_OR_RETURN(Literal l, LiteralFromResults(r));
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+StatusOr<std::pair<int64_t, int64_t>> ParticipantsOf(const HloModule& module, const CompileOptions& options) {
+  const int64_t r = options.replica_count > 0 ? options.replica_count : module.header().replica_count;
+  const int64_t p = options.num_partitions > 0 ? options.num_partitions : module.header().num_partitions;
+  if (r < 1 || p < 1 || options.replica_count < 0 || options.num_partitions < 0)
+    return InvalidArgument("a run needs at least one replica and one partition, got ", r, " replicas x ", p,
+                           " partitions");
+  if (r * p > 4096) return InvalidArgument(r, " replicas x ", p, " partitions is more than 4096 participants");
+  return std::make_pair(r, p);
 }
 
 std::vector<std::pair<std::string, double>> Executable::Metrics() const {

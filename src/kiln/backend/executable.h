@@ -105,6 +105,24 @@ class Executable {
   // in, the root's value out (a tuple literal for a tuple root). Copies to and from the device.
   StatusOr<Literal> Run(std::span<const Literal> arguments, const ExecuteOptions& options = {});
 
+  // ---- Several participants (docs/collectives.md) ----
+  // The grid this executable runs over: replica_count() x num_partitions() participants;
+  // participant i is replica i / num_partitions(), partition i % num_partitions(). 1 x 1
+  // unless the module (or CompileOptions) asked for more and the backend runs several.
+  int64_t replica_count() const { return replica_count_; }
+  int64_t num_partitions() const { return num_partitions_; }
+  int64_t num_participants() const { return replica_count_ * num_partitions_; }
+  // Runs every participant at once (threads meeting at the collectives). arguments[i]: the
+  // argument leaves of participant i, as Execute takes them (each checked the same way);
+  // returns each participant's result leaves. Execute itself runs an executable of one
+  // participant only (InvalidArgument otherwise, pointing here).
+  StatusOr<std::vector<std::vector<std::unique_ptr<Buffer>>>> ExecuteParticipants(
+      std::span<const std::vector<Buffer*>> arguments, const ExecuteOptions& options = {});
+  // Host convenience: arguments[i] holds participant i's literals (one per entry parameter);
+  // one root value per participant.
+  StatusOr<std::vector<Literal>> RunParticipants(std::span<const std::vector<Literal>> arguments,
+                                                 const ExecuteOptions& options = {});
+
   // Puts a host literal (an array) on this executable's device, as the backend would.
   virtual StatusOr<std::unique_ptr<Buffer>> BufferFromLiteral(const Literal& literal) = 0;
 
@@ -131,6 +149,16 @@ class Executable {
 
   CompileReport& mutable_report() { return report_; }
 
+  // Backends that run several participants: the grid (set by Compile) and the run of all of
+  // them after the checks (each participant's arguments as ExecuteImpl's). The default runs
+  // the one participant through ExecuteImpl.
+  void set_participants(int64_t replica_count, int64_t num_partitions) {
+    replica_count_ = replica_count;
+    num_partitions_ = num_partitions;
+  }
+  virtual StatusOr<std::vector<std::vector<std::unique_ptr<Buffer>>>> ExecuteParticipantsImpl(
+      std::span<const std::vector<Buffer*>> arguments, const ExecuteOptions& options);
+
  private:
   std::string platform_;
   int ordinal_ = 0;
@@ -140,7 +168,19 @@ class Executable {
   std::vector<bool> donated_;
   std::vector<int64_t> parameter_first_leaf_;
   CompileReport report_;
+  int64_t replica_count_ = 1, num_partitions_ = 1;
+  // Execute's argument checks (count, null, deleted, shape, device, donated duplicates).
+  Status CheckArguments(std::span<Buffer* const> arguments) const;
+  // Run's conversion of parameter literals into argument buffers.
+  Status BuffersFromLiterals(std::span<const Literal> arguments, std::vector<std::unique_ptr<Buffer>>& owned,
+                             std::vector<Buffer*>& raw);
+  StatusOr<Literal> LiteralFromResults(const std::vector<std::unique_ptr<Buffer>>& results) const;
 };
+
+// The grid a module runs over with `options` (CompileOptions::replica_count/num_partitions,
+// the module header where they are 0): (replicas, partitions). InvalidArgument below 1 or over
+// 4096 participants.
+StatusOr<std::pair<int64_t, int64_t>> ParticipantsOf(const HloModule& module, const CompileOptions& options);
 
 // Flattens a literal into its array leaves (ArrayLeafIndices order), copying each.
 std::vector<Literal> FlattenLiteral(const Literal& literal);

@@ -43,6 +43,11 @@ struct CompileOptions {
   // Keep the compiled module's text in CompileReport::compiled_module_text (`kiln tune -o`).
   // Default off.
   bool keep_compiled_module_text = false;
+  // The participants the executable runs over: replica_count x num_partitions
+  // (docs/collectives.md). 0 (default): the module header's value. A backend that runs one
+  // participant only refuses more (Unimplemented).
+  int64_t replica_count = 0;
+  int64_t num_partitions = 0;
 };
 
 struct ExecuteOptions {
@@ -59,6 +64,9 @@ struct ExecuteOptions {
   // Return no result buffers: run for timing only (`kiln bench`). Donated arguments are still
   // consumed. Default false.
   bool discard_results = false;
+  // How long a participant waits for the others at one collective before the run fails
+  // (DeadlineExceeded), in milliseconds. Default one minute.
+  int64_t collective_timeout_ms = 60000;
 };
 
 }  // namespace kiln

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <thread>
 
 #include "kiln/autotune/autotuner.h"
@@ -10,6 +11,7 @@
 #include "kiln/autotune/settings.h"
 #include "kiln/backend/host_backend.h"
 #include "kiln/base/strings.h"
+#include "kiln/cpu/collective_context.h"
 #include "kiln/cpu/executable.h"
 #include "kiln/runtime/host/host_platform.h"
 #include "kiln/passes/module_clone.h"
@@ -77,11 +79,71 @@ class CpuBackendExecutable final : public Executable {
  protected:
   StatusOr<std::vector<std::unique_ptr<Buffer>>> ExecuteImpl(std::span<Buffer* const> arguments,
                                                               const ExecuteOptions& options) override {
+    return RunOne(arguments, options, nullptr);
+  }
+
+  // N virtual devices in this process: one thread per participant, each a run of the one
+  // compiled program with its own memory, meeting at one in-process communicator.
+  StatusOr<std::vector<std::vector<std::unique_ptr<Buffer>>>> ExecuteParticipantsImpl(
+      std::span<const std::vector<Buffer*>> arguments, const ExecuteOptions& options) override {
+    const int64_t n = static_cast<int64_t>(arguments.size());
+    auto rendezvous = std::make_shared<Rendezvous>(
+        n, RendezvousOptions{std::chrono::milliseconds(options.collective_timeout_ms)});
+    InProcessCommunicator comm(rendezvous);
+    std::vector<CollectiveContext> contexts(n);
+    std::vector<std::optional<StatusOr<std::vector<std::unique_ptr<Buffer>>>>> results(n);
+    auto run_one = [&](int64_t i) {
+      CollectiveContext& cc = contexts[i];
+      cc.grid = DeviceGrid{replica_count(), num_partitions()};
+      cc.device = i;
+      cc.rendezvous = rendezvous;
+      cc.communicator = &comm;
+      auto r = RunOne(arguments[i], options, &cc);
+      if (!r.ok())
+        rendezvous->Abort(Status(StatusCode::kAborted, StrCat("participant ", i, " failed: ", r.status().message())));
+      rendezvous->Finish(i);
+      results[i] = std::move(r);
+    };
+    if (n == 1) {
+      run_one(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (int64_t i = 0; i < n; ++i) threads.emplace_back(run_one, i);
+      for (auto& t : threads) t.join();
+    }
+    std::optional<Status> first, first_abort;
+    for (int64_t i = 0; i < n; ++i) {
+      if (results[i]->ok()) continue;
+      const Status& st = results[i]->status();
+      Status s(st.code(), StrCat("participant ", i, " (replica ", i / num_partitions(), ", partition ",
+                                 i % num_partitions(), "): ", st.message()));
+      if (st.code() == StatusCode::kAborted) {
+        if (!first_abort) first_abort = s;
+      } else if (!first) {
+        first = s;
+      }
+    }
+    if (first) return *first;
+    if (first_abort) return *first_abort;
+    std::vector<std::vector<std::unique_ptr<Buffer>>> out;
+    for (auto& r : results) out.push_back(std::move(*r).value());
+    return out;
+  }
+
+
+ public:
+  void SetParticipants(int64_t replicas, int64_t partitions) { set_participants(replicas, partitions); }
+
+ private:
+  StatusOr<std::vector<std::unique_ptr<Buffer>>> RunOne(std::span<Buffer* const> arguments,
+                                                        const ExecuteOptions& options,
+                                                        const CollectiveContext* collectives) {
     std::vector<void*> raw(arguments.size());
     for (size_t i = 0; i < arguments.size(); ++i) raw[i] = arguments[i]->opaque_pointer();
     CpuRunOptions ro;
     ro.profile = options.profile;
     ro.seed = options.seed;
+    ro.collectives = collectives;
     profiled_ |= options.profile;
     KILN_ASSIGN_OR_RETURN(ExecutionOutput run, exe_->ExecuteRowMajor(raw, ro));
     // Results that took over a donated argument keep that argument's memory alive.
@@ -139,6 +201,8 @@ class CpuBackend final : public HostBackend {
     co.dump_dir = options.dump_dir;
     co.verify_input = options.verify;
     KILN_RETURN_IF_ERROR(ApplyCpuFlags(options.flags, &co));
+    KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(module, options));
+    const auto [replicas, partitions] = grid;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutable> exe, CpuCompiler::Compile(CloneModule(module), co));
     const CpuCompileStats& st = exe->compile_stats();
     CompileReport report;
@@ -150,7 +214,12 @@ class CpuBackend final : public HostBackend {
     report.summary = StrCat("compiled ", module.name(), " in ", RoundTripDouble(std::round(st.compile_seconds * 1e5) / 100),
                             " ms: ", st.thunks, " thunks (", st.kernel_thunks, " kernels), ", st.threads, " threads\n",
                             st.memory.ToString(), "\n");
-    return std::unique_ptr<Executable>(new CpuBackendExecutable(module, std::move(exe), std::move(report)));
+    if (replicas * partitions > 1)
+      report.summary += StrCat("runs over ", replicas, " replicas x ", partitions,
+                               " partitions: one thread per virtual device, one in-process communicator\n");
+    auto result = std::make_unique<CpuBackendExecutable>(module, std::move(exe), std::move(report));
+    result->SetParticipants(replicas, partitions);
+    return std::unique_ptr<Executable>(std::move(result));
   }
 
   // The host autotuner over the module as written (autotune/host_backends.h: a tiled GEMM and

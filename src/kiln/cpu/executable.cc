@@ -287,6 +287,7 @@ StatusOr<ExecutionOutput> CpuExecutable::ExecuteImpl(std::span<void* const> argu
   std::atomic<uint64_t> rng_state(options.seed);
   ExecuteParams params;
   params.rng_state = &rng_state;
+  params.collectives = options.collectives;
   params.buffers = &buffers;
   params.pool = parts_.pool.get();
   params.profile = options.profile ? &profile_ : nullptr;

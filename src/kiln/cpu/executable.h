@@ -55,6 +55,8 @@ struct CpuRunOptions {
   // Seed of the stateful RNG ops (rng, rng-get-and-update-state), as the evaluator's
   // EvaluatorOptions::rng_seed: each run starts from it.
   uint64_t seed = 0;
+  // This participant of a multi-participant run (cpu/collective_context.h); null: alone.
+  const struct CollectiveContext* collectives = nullptr;
 };
 
 // What compiling produced, for `kiln compile --stats`.

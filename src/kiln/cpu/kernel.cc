@@ -67,6 +67,11 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateFamilyKernel(const HloInstruction& in
       if (IsAttentionBackwardCall(instr)) return CreateAttentionBackwardKernel(instr, options);
       return Unimplemented("no native kernel for custom-call ", instr.attrs().custom_call_target);
     case HloOpcode::kDynamicUpdateSlice: return CreateDynamicUpdateSliceKernel(instr, options);
+    case HloOpcode::kAllReduce: case HloOpcode::kAllReduceStart: case HloOpcode::kAllGather:
+    case HloOpcode::kAllGatherStart: case HloOpcode::kReduceScatter: case HloOpcode::kAllToAll:
+    case HloOpcode::kCollectivePermute: case HloOpcode::kCollectivePermuteStart:
+    case HloOpcode::kReplicaId: case HloOpcode::kPartitionId:
+      return CreateCollectiveKernel(instr, options);
     default:
       if (IsLoopOp(instr)) return CreateLoopKernel(instr, options);
       return Unimplemented("no native kernel for ", HloOpcodeString(instr.opcode()));

@@ -62,6 +62,8 @@ struct KernelContext {
   bool stream_outputs = false;
   // The run's state of the stateful RNG ops (ExecuteParams::rng_state); null: start from 0.
   std::atomic<uint64_t>* rng_state = nullptr;
+  // This participant of a multi-participant run (ExecuteParams::collectives); null: alone.
+  const struct CollectiveContext* collectives = nullptr;
 };
 
 struct CpuKernelOptions {

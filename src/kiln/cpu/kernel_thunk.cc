@@ -12,6 +12,12 @@ StatusOr<std::unique_ptr<KernelThunk>> KernelThunk::Create(const HloInstruction&
                                                            std::vector<Operand> outputs,
                                                            int64_t cost) {
   if (!kernel) return Internal("cpu: no kernel for %", instr.name());
+  // A kernel that meets other participants blocks until they come: it runs on the thread that
+  // runs its sequence, never on a pool worker the other participants may need (cost INT64_MAX).
+  const HloOpcode op = instr.opcode();
+  if (IsCollectiveOpcode(op) || IsAsyncOpcode(op) || op == HloOpcode::kSend ||
+      op == HloOpcode::kRecvDone || op == HloOpcode::kRecv || op == HloOpcode::kSendDone)
+    cost = INT64_MAX;
   std::vector<bool> copy_input(inputs.size(), false);
   std::vector<BufferUse> uses;
   for (const Operand& in : inputs) uses.push_back(BufferUse::Read(in.slice));
@@ -62,6 +68,7 @@ Status KernelThunk::Execute(const ExecuteParams& params) const {
   KernelContext ctx;
   ctx.pool = params.pool;
   ctx.rng_state = params.rng_state;
+  ctx.collectives = params.collectives;
   Status s = kernel_->Run(in_views, out_views, ctx);
   if (!s.ok()) return s.WithContext(StrCat("%", name()));
   return OkStatus();

@@ -31,6 +31,8 @@
 
 namespace kiln::cpu {
 
+struct CollectiveContext;
+
 struct BufferUse {
   enum class Access : uint8_t { kRead, kWrite };
   BufferSlice slice;
@@ -84,6 +86,8 @@ struct ExecuteParams {
   // The run's state of the stateful RNG ops (rng, rng-get-and-update-state), seeded by
   // CpuRunOptions::seed; null: each op starts from 0.
   std::atomic<uint64_t>* rng_state = nullptr;
+  // This participant of a multi-participant run (cpu/collective_context.h); null: alone.
+  const CollectiveContext* collectives = nullptr;
 };
 
 class Thunk {

@@ -38,6 +38,21 @@ Status Rendezvous::Exchange(const std::string& key, std::span<const int64_t> gro
   if (rank < 0 || rank >= n) return Internal(key, ": rank ", rank, " outside a group of ", n);
   std::unique_lock<std::mutex> lock(mu_);
   if (!abort_.ok()) return abort_;
+  // A key may be reused for the next meeting of the same op (callers that do not count
+  // occurrences): a member already in the current meeting waits until that one is over.
+  for (auto it = meetings_.find(key);
+       it != meetings_.end() && rank < static_cast<int64_t>(it->second->arrived.size()) &&
+       it->second->arrived[rank];
+       it = meetings_.find(key)) {
+    const std::shared_ptr<Meeting> current = it->second;
+    KILN_RETURN_IF_ERROR(WaitLocked(
+        lock, key,
+        [&] {
+          auto now = meetings_.find(key);
+          return now == meetings_.end() || now->second != current;
+        },
+        [] { return std::vector<int64_t>{}; }));
+  }
   std::shared_ptr<Meeting>& slot = meetings_[key];
   if (!slot) slot = std::make_shared<Meeting>();
   const std::shared_ptr<Meeting> held = slot;  // outlives the map entry if a member fails

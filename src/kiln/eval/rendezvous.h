@@ -10,7 +10,8 @@
 //     every member's consume has returned, so a member's pointer stays valid while the others
 //     read through it (the caller's memory, never copied). The key names the op instance: the
 //     op, its occurrence number in this participant's run, and its group (two groups running
-//     the same op meet separately).
+//     the same op meet separately). A key may also be reused for the op's next meeting: a
+//     member that is already in the meeting under that key waits until it is over.
 //   Post / Take: point-to-point (send/recv). Post leaves a value under a key and returns at
 //     once; Take waits for it and removes it.
 //

@@ -7,6 +7,7 @@
 #include "kiln/backend/host_backend.h"
 #include "kiln/base/strings.h"
 #include "kiln/eval/evaluator.h"
+#include "kiln/eval/participants.h"
 #include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/module_clone.h"
@@ -25,6 +26,8 @@ class InterpreterExecutable final : public Executable {
   InterpreterExecutable(std::unique_ptr<HloModule> module, EvaluatorOptions options, CompileReport report)
       : Executable(std::string(kPlatform), 0, *module, std::move(report)), module_(std::move(module)), options_(options) {}
 
+  void SetParticipants(int64_t replicas, int64_t partitions) { set_participants(replicas, partitions); }
+
   StatusOr<std::unique_ptr<Buffer>> BufferFromLiteral(const Literal& literal) override {
     if (!literal.shape().IsArray()) return InvalidArgument("a buffer holds one array, not ", literal.shape().ToString(false));
     // The copy may not fit beside the caller's literal: a status, not an exception.
@@ -39,7 +42,39 @@ class InterpreterExecutable final : public Executable {
  protected:
   StatusOr<std::vector<std::unique_ptr<Buffer>>> ExecuteImpl(std::span<Buffer* const> arguments,
                                                               const ExecuteOptions& options) override {
-    // Rebuild each parameter (tuples from their leaves) as the evaluator takes literals.
+    KILN_ASSIGN_OR_RETURN(std::vector<Literal> params, Parameters(arguments));
+    EvaluatorOptions eo = options_;
+    eo.rng_seed = options.seed;
+    Evaluator evaluator(eo);
+    KILN_ASSIGN_OR_RETURN(Literal result, evaluator.Run(*module_, params));
+    return Results(arguments, std::move(result), options);
+  }
+
+  StatusOr<std::vector<std::vector<std::unique_ptr<Buffer>>>> ExecuteParticipantsImpl(
+      std::span<const std::vector<Buffer*>> arguments, const ExecuteOptions& options) override {
+    std::vector<std::vector<Literal>> sets;
+    for (const std::vector<Buffer*>& a : arguments) {
+      KILN_ASSIGN_OR_RETURN(std::vector<Literal> params, Parameters(a));
+      sets.push_back(std::move(params));
+    }
+    ParticipantsOptions po;
+    po.replica_count = replica_count();
+    po.num_partitions = num_partitions();
+    po.rng_seed = options.seed;
+    po.max_loop_iterations = options_.max_loop_iterations;
+    po.timeout = std::chrono::milliseconds(options.collective_timeout_ms);
+    KILN_ASSIGN_OR_RETURN(std::vector<Literal> results, ::kiln::RunParticipants(*module_, sets, po));
+    std::vector<std::vector<std::unique_ptr<Buffer>>> out;
+    for (size_t i = 0; i < results.size(); ++i) {
+      KILN_ASSIGN_OR_RETURN(auto r, Results(arguments[i], std::move(results[i]), options));
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+ private:
+  // Rebuilds each parameter (tuples from their leaves) as the evaluator takes literals.
+  StatusOr<std::vector<Literal>> Parameters(std::span<Buffer* const> arguments) const {
     std::vector<Literal> leaves;
     for (Buffer* b : arguments) {
       KILN_ASSIGN_OR_RETURN(Literal l, b->ToLiteral());
@@ -56,10 +91,11 @@ class InterpreterExecutable final : public Executable {
       KILN_ASSIGN_OR_RETURN(Literal param, NestLiterals(std::move(mine), logical));
       params.push_back(std::move(param));
     }
-    EvaluatorOptions eo = options_;
-    eo.rng_seed = options.seed;
-    Evaluator evaluator(eo);
-    KILN_ASSIGN_OR_RETURN(Literal result, evaluator.Run(*module_, params));
+    return params;
+  }
+
+  StatusOr<std::vector<std::unique_ptr<Buffer>>> Results(std::span<Buffer* const> arguments, Literal result,
+                                                         const ExecuteOptions& options) {
     for (size_t i = 0; i < arguments.size(); ++i)
       if (donated()[i]) arguments[i]->MarkDonated(StrCat("donated to ", module_name()));
     std::vector<std::unique_ptr<Buffer>> out;
@@ -69,7 +105,6 @@ class InterpreterExecutable final : public Executable {
     return out;
   }
 
- private:
   std::unique_ptr<HloModule> module_;
   EvaluatorOptions options_;
 };
@@ -101,14 +136,19 @@ class InterpreterBackend final : public HostBackend {
       // As on cpu: unverified modules still may not index outside their operands.
       return InvalidArgument("interpreter: the module is invalid (checked without the verifier too): ", s.message());
     }
+    KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(module, options));
+    const auto [replicas, partitions] = grid;
     auto start = std::chrono::steady_clock::now();
     std::unique_ptr<HloModule> copy = CloneModule(module);
     CompileReport report;
     report.target = "host";
     report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    report.summary = StrCat("the interpreter compiles nothing: it evaluates ", module.name(), " on every run\n");
+    report.summary = StrCat("the interpreter compiles nothing: it evaluates ", module.name(), " on every run",
+                            replicas * partitions > 1 ? StrCat(" over ", replicas, " replicas x ", partitions, " partitions (one thread each)") : std::string(), "\n");
     report.details = report.summary;
-    return std::unique_ptr<Executable>(new InterpreterExecutable(std::move(copy), eo, std::move(report)));
+    auto exe = std::make_unique<InterpreterExecutable>(std::move(copy), eo, std::move(report));
+    exe->SetParticipants(replicas, partitions);
+    return std::unique_ptr<Executable>(std::move(exe));
   }
 };
 

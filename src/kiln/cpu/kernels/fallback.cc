@@ -1,5 +1,6 @@
 // The evaluator fallback kernel: runs the reference evaluator's kernel for the instruction's
 // opcode on literals copied from the input views, and copies the result's leaves out.
+#include "kiln/cpu/collective_context.h"
 #include "kiln/cpu/kernels/common.h"
 #include "kiln/cpu/kernels/kernels.h"
 #include "kiln/eval/evaluator.h"
@@ -36,7 +37,17 @@ class EvaluatorFallbackKernel final : public CpuKernel {
     for (const Literal& l : operands) ptrs.push_back(&l);
     // A fresh evaluator per run: kernels are run concurrently, and the evaluator is not
     // thread-safe. The stateful RNG ops take the run's state from the context.
-    Evaluator evaluator;
+    // In a multi-participant run the evaluator is this participant: its ids, and the run's
+    // rendezvous for the collectives without a native kernel.
+    EvaluatorOptions eo;
+    if (const CollectiveContext* cc = ctx.collectives) {
+      eo.replica_id = cc->replica_id();
+      eo.partition_id = cc->partition_id();
+      eo.replica_count = cc->grid.replica_count;
+      eo.num_partitions = cc->grid.num_partitions;
+      eo.rendezvous = cc->rendezvous;
+    }
+    Evaluator evaluator(eo);
     Literal result;
     const bool stateful = instr_.opcode() == HloOpcode::kRng || instr_.opcode() == HloOpcode::kRngGetAndUpdateState;
     if (stateful && ctx.rng_state != nullptr) {

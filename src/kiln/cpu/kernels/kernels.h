@@ -83,4 +83,9 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateRngBitGeneratorKernel(const HloInstru
 StatusOr<std::unique_ptr<CpuKernel>> CreateFftKernel(const HloInstruction& instr,
                                                      const CpuKernelOptions& options);
 
+// all-reduce (add/multiply/min/max), all-gather, reduce-scatter, all-to-all,
+// collective-permute and their -start forms, replica-id, partition-id (kernels/collectives.cc).
+StatusOr<std::unique_ptr<CpuKernel>> CreateCollectiveKernel(const HloInstruction& instr,
+                                                            const CpuKernelOptions& options);
+
 }  // namespace kiln::cpu::internal

@@ -1,0 +1,170 @@
+// Several participants through the public API: Executable::RunParticipants on the interpreter
+// and on the cpu (N virtual devices in one process, native collective kernels), each checked
+// against the interpreter; the participant count from the module header and from
+// CompileOptions; errors for a mismatched count and for Execute on several participants.
+#include <gtest/gtest.h>
+
+#include "kiln/api/client.h"
+#include "kiln/base/strings.h"
+
+namespace kiln {
+namespace {
+
+Literal Ramp(int64_t i, std::vector<int64_t> dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<double> v;
+  for (int64_t j = 0; j < n; ++j) v.push_back(100.0 * i + j);
+  return Literal::FromDoubles(Shape::Array(PrimitiveType::kF32, dims), v);
+}
+
+struct Case {
+  const char* name;
+  const char* body;  // the entry computation, parameter x = f32[8,4]
+};
+
+constexpr char kHeader[] = R"(
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+mx {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] maximum(a, b)
+}
+odd {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  two = f32[] constant(2)
+  m = f32[] multiply(a, two)
+  ROOT c = f32[] add(m, b)
+}
+)";
+
+// Bodies valid for any participant count n in {1, 2, 4, 8} (x: f32[8,4]).
+const Case kCases[] = {
+    {"all_reduce_sum", "ROOT r = f32[8,4] all-reduce(x), replica_groups={}, to_apply=sum"},
+    {"all_reduce_max_flattened", "ROOT r = f32[8,4] all-reduce(x), channel_id=1, replica_groups={}, use_global_device_ids=true, to_apply=mx"},
+    {"all_reduce_other_reduction", "ROOT r = f32[8,4] all-reduce(x), replica_groups={}, to_apply=odd"},
+    {"all_gather_dim1", "ROOT r = f32[8,4N] all-gather(x), dimensions={1}, replica_groups={}"},
+    {"all_gather_dim0", "ROOT r = f32[8N,4] all-gather(x), dimensions={0}, replica_groups={}"},
+    {"reduce_scatter_dim0", "ROOT r = f32[8/N,4] reduce-scatter(x), dimensions={0}, replica_groups={}, to_apply=sum"},
+    {"all_to_all_dim0", "ROOT r = f32[8,4] all-to-all(x), dimensions={0}, replica_groups={}"},
+    {"permute_ring", "ROOT r = f32[8,4] collective-permute(x), source_target_pairs=RING"},
+    {"replica_id", "id = u32[] replica-id()\n  c = f32[] convert(id)\n  b = f32[8,4] broadcast(c), dimensions={}\n  ROOT r = f32[8,4] add(x, b)"},
+    {"async_all_reduce", "s = f32[8,4] all-reduce-start(x), replica_groups={}, to_apply=sum\n  ROOT r = f32[8,4] all-reduce-done(s)"},
+    {"broadcast", "ROOT r = f32[8,4] collective-broadcast(x), replica_groups={}"},
+};
+
+std::string Instantiate(std::string body, int64_t n) {
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t p; (p = body.find(from)) != std::string::npos;) body.replace(p, from.size(), to);
+  };
+  replace("8/N", std::to_string(8 / n));
+  replace("8N", std::to_string(8 * n));
+  replace("4N", std::to_string(4 * n));
+  std::string ring = "{";
+  for (int64_t i = 0; i < n; ++i) ring += StrCat(i ? "," : "", "{", i, ",", (i + 1) % n, "}");
+  replace("RING", ring + "}");
+  return StrCat("HloModule m, replica_count=", n, "\n", kHeader, "ENTRY e {\n  x = f32[8,4] parameter(0)\n  ",
+                body, "\n}\n");
+}
+
+class Participants : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto c = Client::Create();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(c).value();
+  }
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(Participants, EveryCaseOnInterpreterAndCpuWith1248) {
+  for (const Case& c : kCases)
+    for (int64_t n : {1, 2, 4, 8}) {
+      SCOPED_TRACE(StrCat(c.name, " n=", n));
+      const std::string text = Instantiate(c.body, n);
+      std::vector<std::vector<Literal>> args(n);
+      for (int64_t i = 0; i < n; ++i) args[i].push_back(Ramp(i, {8, 4}));
+      std::vector<Literal> want;
+      for (const char* device : {"interpreter", "cpu"}) {
+        SCOPED_TRACE(device);
+        auto exe = client_->CompileText(text, device);
+        ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+        ASSERT_EQ((*exe)->num_participants(), n);
+        auto got = (*exe)->RunParticipants(args);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        ASSERT_EQ(static_cast<int64_t>(got->size()), n);
+        if (want.empty()) {
+          want = std::move(got).value();
+          continue;
+        }
+        for (int64_t i = 0; i < n; ++i)
+          EXPECT_TRUE((*got)[i].BitwiseEquals(want[i]))
+              << "participant " << i << ": " << (*got)[i].ToShortString() << " vs " << want[i].ToShortString();
+      }
+    }
+}
+
+TEST_F(Participants, NativeKernelsOnCpu) {
+  auto exe = client_->CompileText(Instantiate(kCases[0].body, 2), "cpu");
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  const std::string& listing = (*exe)->compile_report().thunk_listing;
+  EXPECT_NE(listing.find("collective[all-reduce"), std::string::npos) << listing;
+  EXPECT_EQ(listing.find("evaluator[all-reduce"), std::string::npos) << listing;
+}
+
+TEST_F(Participants, OverrideCountAndErrors) {
+  const std::string text = Instantiate(kCases[0].body, 4);
+  CompileOptions o;
+  o.replica_count = 2;
+  auto exe = client_->CompileText(text, "cpu", o);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  EXPECT_EQ((*exe)->num_participants(), 2);
+  std::vector<std::vector<Literal>> three(3);
+  for (auto& a : three) a.push_back(Ramp(0, {8, 4}));
+  auto r = (*exe)->RunParticipants(three);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("runs over 2 participants"), std::string::npos) << r.status().ToString();
+  std::vector<Literal> one;
+  one.push_back(Ramp(0, {8, 4}));
+  auto single = (*exe)->Run(one);
+  ASSERT_FALSE(single.ok());
+  EXPECT_NE(single.status().message().find("ExecuteParticipants"), std::string::npos) << single.status().ToString();
+}
+
+TEST_F(Participants, MissingPeerFailsFastOnCpu) {
+  // Replica 1 skips the all-reduce: replica 0 must not hang.
+  const std::string text = StrCat("HloModule m, replica_count=2\n", kHeader, R"(
+with_ar {
+  p = f32[8,4] parameter(0)
+  ROOT ar = f32[8,4] all-reduce(p), replica_groups={}, to_apply=sum
+}
+without {
+  ROOT p = f32[8,4] parameter(0)
+}
+ENTRY e {
+  x = f32[8,4] parameter(0)
+  r = u32[] replica-id()
+  b = s32[] convert(r)
+  ROOT c = f32[8,4] conditional(b, x, x), branch_computations={with_ar, without}
+})");
+  for (const char* device : {"interpreter", "cpu"}) {
+    SCOPED_TRACE(device);
+    auto exe = client_->CompileText(text, device);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    std::vector<std::vector<Literal>> args(2);
+    for (auto& a : args) a.push_back(Ramp(0, {8, 4}));
+    ExecuteOptions eo;
+    eo.collective_timeout_ms = 5000;
+    auto r = (*exe)->RunParticipants(args, eo);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("participant"), std::string::npos) << r.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace kiln
