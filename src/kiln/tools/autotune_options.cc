@@ -64,6 +64,12 @@ void AddCompileFlags(CLI::App* cmd, CompileFlags* flags, bool autotune) {
   cmd->add_option("--flag", flags->backend_flags,
                   "NAME=VALUE: a backend flag (repeatable; `kiln devices --flags` lists them; "
                   "KILN_<NAME> in the environment does the same)");
+  cmd->add_option("--replicas", flags->replicas,
+                  "run over N replicas (default: the module's replica_count; docs/collectives.md)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  cmd->add_option("--partitions", flags->partitions,
+                  "run over M partitions (default: the module's num_partitions)")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   if (autotune) AddAutotuneFlags(cmd, &flags->autotune);
 }
 
@@ -72,6 +78,8 @@ StatusOr<CompileOptions> MakeCompileOptions(const Client& client, const CompileF
   o.threads = flags.threads;
   o.verify = false;  // LoadModule verified the module (unless --no-verify asked it not to)
   o.autotune = flags.autotune;
+  o.replica_count = flags.replicas;
+  o.num_partitions = flags.partitions;
   o.flags = BackendFlagsFromEnvironment(client.registry());
   for (const std::string& f : flags.backend_flags) {
     size_t eq = f.find('=');

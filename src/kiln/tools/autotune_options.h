@@ -41,6 +41,8 @@ struct CompileFlags {
   std::vector<std::string> backend_flags;  // NAME=VALUE
   bool no_verify = false;
   autotune::AutotuneSettings autotune;
+  int64_t replicas = 0;    // --replicas; 0: the module header's replica_count
+  int64_t partitions = 0;  // --partitions; 0: the module header's num_partitions
 };
 // For --device and --reference: a name ("" is an error; leaving the flag out picks the best).
 CLI::Validator DeviceNameValidator();
@@ -48,7 +50,7 @@ CLI::Validator DeviceNameValidator();
 // number as the largest one).
 CLI::Validator SeedValidator();
 
-// Adds --threads, --flag and (with autotune) the --autotune* flags.
+// Adds --threads, --flag, --replicas, --partitions and (with autotune) the --autotune* flags.
 void AddCompileFlags(CLI::App* cmd, CompileFlags* flags, bool autotune = true);
 // The CompileOptions the flags and the environment (api/environment.h) ask for; --flag wins
 // over the environment. InvalidArgument for a --flag without '=' or a bad --threads.

@@ -10,6 +10,7 @@
 #include "kiln/hlo/computation.h"
 #include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
+#include "kiln/tools/participants.h"
 #include "kiln/tools/tool_common.h"
 
 namespace kiln {
@@ -132,6 +133,93 @@ class Prepared {
   bool donates_ = false;
 };
 
+// Several participants: every timed run is one ExecuteParticipants of all of them (argument
+// buffers made once; remade untimed before each run where the module donates them).
+int BenchParticipants(const BenchFlags& f, const Client& client, const HloModule& module, const DeviceSelection& device,
+                      const CompileOptions& options, int64_t replicas, int64_t partitions) {
+  InputOptions io;
+  io.npz_path = f.inputs;
+  io.seed = f.seed;
+  io.allow_cast = f.cast;
+  std::vector<std::string> notes;
+  auto args = MakeParticipantInputs(module, replicas, partitions, io, &notes);
+  if (!args.ok()) {
+    PrintError(args.status().message());
+    return InputErrorExitCode(args.status());
+  }
+  const std::string where = Client::DeviceName(device);
+  auto t0 = std::chrono::steady_clock::now();
+  auto exe = client.Compile(module, where, options);
+  if (!exe.ok()) {
+    PrintError(StrCat(device.backend->name(), ": ", exe.status().message()));
+    return CompileErrorExitCode(exe.status());
+  }
+  if ((*exe)->num_participants() != replicas * partitions) {
+    PrintError(StrCat(device.backend->name(), " runs one participant; ", module.name(), " asks for ",
+                      replicas * partitions));
+    return kExitFailure;
+  }
+  bool donates = false;
+  for (bool d : (*exe)->donated()) donates |= d;
+  std::vector<std::vector<std::unique_ptr<Buffer>>> buffers;
+  auto make_buffers = [&]() -> Status {
+    buffers.clear();
+    for (const std::vector<Literal>& set : *args) {
+      buffers.emplace_back();
+      for (const Literal& a : set)
+        for (Literal& leaf : FlattenLiteral(a)) {
+          KILN_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> b, (*exe)->BufferFromLiteral(leaf));
+          buffers.back().push_back(std::move(b));
+        }
+    }
+    return OkStatus();
+  };
+  auto run = [&]() -> Status {
+    std::vector<std::vector<Buffer*>> raw;
+    for (auto& set : buffers) {
+      raw.emplace_back();
+      for (auto& b : set) raw.back().push_back(b.get());
+    }
+    ExecuteOptions eo;
+    eo.seed = f.seed;
+    eo.discard_results = true;
+    return (*exe)->ExecuteParticipants(raw, eo).status();
+  };
+  Status s = make_buffers();
+  double prepare_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::vector<double> ms;
+  for (int i = 0; s.ok() && i < f.warmup + f.iterations; ++i) {
+    if (donates && i > 0) s = make_buffers();
+    if (!s.ok()) break;
+    auto start = std::chrono::steady_clock::now();
+    s = run();
+    if (i >= f.warmup)
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  if (!s.ok()) {
+    PrintError(StrCat(device.backend->name(), ": ", s.message()));
+    return kExitFailure;
+  }
+  const double median = Median(ms);
+  if (f.json) {
+    std::cout << "{\"module\": " << JsonString(module.name()) << ", \"device\": " << JsonString(where)
+              << ", \"participants\": " << replicas * partitions << ", \"prepare_ms\": " << RoundTripDouble(prepare_ms)
+              << ", \"median_ms\": " << RoundTripDouble(median) << ", \"min_ms\": " << RoundTripDouble(ms.front())
+              << ", \"max_ms\": " << RoundTripDouble(ms.back()) << ", \"iterations\": " << f.iterations
+              << ", \"warmup\": " << f.warmup << "}\n";
+    return kExitOk;
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "median %.4f ms  min %.4f ms  max %.4f ms  (%d iterations, %d warmup)\n", median,
+                ms.front(), ms.back(), f.iterations, f.warmup);
+  std::cout << "bench " << module.name() << " on " << where << ", " << replicas * partitions << " participants ("
+            << replicas << " replicas x " << partitions << " partitions; compile + prepare "
+            << RoundTripDouble(std::round(prepare_ms * 1000) / 1000) << " ms)\n";
+  for (const std::string& n : notes) std::cout << "  " << n << "\n";
+  std::cout << buf;
+  return kExitOk;
+}
+
 int Bench(const BenchFlags& f, const Client& client) {
   if (f.iterations < 1 || f.warmup < 0) {
     PrintError("--iterations must be at least 1 and --warmup at least 0");
@@ -151,6 +239,18 @@ int Bench(const BenchFlags& f, const Client& client) {
     PrintLoadError(f.module, module.status().message());
     return kExitUsage;
   }
+  auto options = MakeCompileOptions(client, f.compile);
+  if (!options.ok()) {
+    PrintError(options.status().message());
+    return kExitUsage;
+  }
+  auto grid = ParticipantsOf(**module, *options);
+  if (!grid.ok()) {
+    PrintError(grid.status().message());
+    return kExitUsage;
+  }
+  if (grid->first * grid->second > 1)
+    return BenchParticipants(f, client, **module, *device, *options, grid->first, grid->second);
   InputOptions io;
   io.npz_path = f.inputs;
   io.seed = f.seed;
@@ -160,11 +260,6 @@ int Bench(const BenchFlags& f, const Client& client) {
   if (!args.ok()) {
     PrintError(args.status().message());
     return InputErrorExitCode(args.status());
-  }
-  auto options = MakeCompileOptions(client, f.compile);
-  if (!options.ok()) {
-    PrintError(options.status().message());
-    return kExitUsage;
   }
   const std::string where = Client::DeviceName(*device);
   auto t0 = std::chrono::steady_clock::now();

@@ -9,6 +9,7 @@
 #include "kiln/hlo/npy_literal.h"
 #include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
+#include "kiln/tools/participants.h"
 #include "kiln/tools/tool_common.h"
 
 namespace kiln {
@@ -41,6 +42,108 @@ StatusOr<Literal> CompileAndRun(const Client& client, const HloModule& module, c
   eo.seed = seed;
   eo.poison = true;
   return exe->Run(args, eo);
+}
+
+// Several participants: every participant's outputs against the reference's (or against the
+// expected .npz's p<i>.out<j>), each within its type's tolerance.
+int CompareParticipants(const CompareFlags& f, const Client& client, const HloModule& module,
+                        const DeviceSelection& device, const std::optional<DeviceSelection>& reference,
+                        const std::optional<LoadedNpz>& expected_npz, const CompileOptions& options,
+                        int64_t replicas, int64_t partitions) {
+  InputOptions io;
+  io.npz_path = f.inputs;
+  if (f.inputs.empty() && expected_npz && (expected_npz->Has("in0") || expected_npz->Has("p0.in0")))
+    io.npz = &*expected_npz;
+  io.seed = f.seed;
+  io.allow_cast = f.cast;
+  std::vector<std::string> notes;
+  auto args = MakeParticipantInputs(module, replicas, partitions, io, &notes);
+  if (!args.ok()) {
+    PrintError(args.status().message());
+    return InputErrorExitCode(args.status());
+  }
+  bool tf32 = false;
+  auto run = [&](const DeviceSelection& d, bool* uses_tf32) -> StatusOr<std::vector<Literal>> {
+    auto exe = client.Compile(module, Client::DeviceName(d), options);
+    KILN_RETURN_IF_ERROR(exe.status());
+    if ((*exe)->num_participants() != replicas * partitions)
+      return Unimplemented(d.backend->name(), " runs one participant; ", module.name(), " asks for ",
+                           replicas * partitions);
+    *uses_tf32 |= (*exe)->RunsF32ProductsInTf32();
+    ExecuteOptions eo;
+    eo.seed = f.seed;
+    eo.poison = true;
+    return (*exe)->RunParticipants(*args, eo);
+  };
+  auto actual = run(device, &tf32);
+  if (!actual.ok()) {
+    PrintError(StrCat(device.backend->name(), ": ", actual.status().message()));
+    return actual.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailure;
+  }
+  std::vector<Literal> expected;
+  std::string against;
+  if (reference) {
+    auto ref = run(*reference, &tf32);
+    if (!ref.ok()) {
+      PrintError(StrCat(reference->backend->name(), " (reference): ", ref.status().message()));
+      return kExitFailure;
+    }
+    expected = std::move(*ref);
+    against = StrCat(reference->backend->name(), ":", reference->ordinal);
+  } else {
+    against = f.expected;
+  }
+  CompareOptions co;
+  co.rtol = f.rtol;
+  co.atol = f.atol;
+  co.reference_tf32 = f.reference_tf32 || tf32;
+  co.outputs = AnalyzeOutputs(module);
+  co.backend_vs_evaluator = reference && reference->backend->name() == "interpreter" &&
+                            device.backend->name() != "interpreter";
+  Comparison all;
+  for (size_t i = 0; i < actual->size(); ++i) {
+    std::vector<const Literal*> a = ArrayLeaves((*actual)[i]);
+    std::vector<Literal> from_file;
+    std::vector<const Literal*> e;
+    if (reference) {
+      e = ArrayLeaves(expected[i]);
+    } else {
+      for (size_t j = 0; j < a.size(); ++j) {
+        const std::string name = StrCat("p", i, ".out", j);
+        if (!expected_npz->Has(name)) {
+          PrintError(StrCat(f.expected, ": no member '", name, "' (expected p<i>.out<j> for every participant)"));
+          return kExitUsage;
+        }
+        auto l = expected_npz->AsLiteral(name);
+        if (!l.ok()) {
+          PrintError(l.status().message());
+          return kExitUsage;
+        }
+        from_file.push_back(std::move(*l));
+      }
+      for (const Literal& l : from_file) e.push_back(&l);
+    }
+    Comparison c = CompareLeaves(a, e, co);
+    for (ArrayComparison& ac : c.arrays) {
+      ac.name = StrCat("p", i, ".", ac.name);
+      all.arrays.push_back(std::move(ac));
+    }
+    if (!c.error.empty() && all.error.empty()) all.error = StrCat("participant ", i, ": ", c.error);
+  }
+  std::cout << "compare " << module.name() << ": " << device.backend->name() << ":" << device.ordinal << " vs "
+            << against << ", " << actual->size() << " participants (" << replicas << " replicas x " << partitions
+            << " partitions)\n";
+  for (const std::string& n : notes) std::cout << "  " << n << "\n";
+  std::cout << all.ToString();
+  int failed = 0;
+  for (const ArrayComparison& a : all.arrays) failed += !a.ok();
+  if (all.ok()) {
+    std::cout << "OK: " << all.arrays.size() << " outputs match\n";
+    return kExitOk;
+  }
+  std::cout << "FAILED: " << failed << " of " << all.arrays.size() << " outputs differ"
+            << (all.error.empty() ? "" : " (" + all.error + ")") << "\n";
+  return kExitFailure;
 }
 
 int Compare(const CompareFlags& f, const Client& client) {
@@ -77,6 +180,21 @@ int Compare(const CompareFlags& f, const Client& client) {
       return kExitUsage;
     }
     expected_npz = std::move(*z);
+  }
+  {
+    auto options = MakeCompileOptions(client, f.compile);
+    if (!options.ok()) {
+      PrintError(options.status().message());
+      return kExitUsage;
+    }
+    auto grid = ParticipantsOf(**module, *options);
+    if (!grid.ok()) {
+      PrintError(grid.status().message());
+      return kExitUsage;
+    }
+    if (grid->first * grid->second > 1)
+      return CompareParticipants(f, client, **module, *device, reference, expected_npz, *options, grid->first,
+                                 grid->second);
   }
   InputOptions io;
   io.npz_path = f.inputs;

@@ -8,6 +8,7 @@
 #include "kiln/eval/compare.h"
 #include "kiln/tools/autotune_options.h"
 #include "kiln/tools/commands.h"
+#include "kiln/tools/participants.h"
 #include "kiln/tools/tool_common.h"
 
 namespace kiln {
@@ -28,6 +29,66 @@ struct RunFlags {
   CompileFlags compile;
 };
 
+// A run over several participants (docs/collectives.md): inputs and outputs by the .npz
+// convention of docs/npz.md (p<i>.in<k>, p<i>.out<j>, global in<k>/out<j> by sharding).
+int RunParticipants(const RunFlags& f, const Client& client, const HloModule& module, const DeviceSelection& device,
+                    const CompileOptions& options, int64_t replicas, int64_t partitions) {
+  InputOptions io;
+  io.npz_path = f.inputs;
+  io.seed = f.seed;
+  io.allow_cast = f.cast;
+  std::vector<std::string> notes;
+  auto args = MakeParticipantInputs(module, replicas, partitions, io, &notes);
+  if (!args.ok()) {
+    PrintError(args.status().message());
+    return InputErrorExitCode(args.status());
+  }
+  const std::string where = Client::DeviceName(device);
+  auto start = std::chrono::steady_clock::now();
+  auto exe = client.Compile(module, where, options);
+  if (!exe.ok()) {
+    PrintError(StrCat(device.backend->name(), ": ", exe.status().message()));
+    return CompileErrorExitCode(exe.status());
+  }
+  if ((*exe)->num_participants() != replicas * partitions) {
+    PrintError(StrCat(device.backend->name(), " runs one participant; ", module.name(), " asks for ", replicas,
+                      " replicas x ", partitions, " partitions (--replicas 1 --partitions 1 runs one)"));
+    return kExitFailure;
+  }
+  ExecuteOptions eo;
+  eo.seed = f.seed;
+  eo.poison = true;
+  auto results = (*exe)->RunParticipants(*args, eo);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (!results.ok()) {
+    PrintError(StrCat(device.backend->name(), ": ", results.status().message()));
+    return kExitFailure;
+  }
+  auto named = ParticipantOutputs(module, replicas, partitions, *results);
+  if (!named.ok()) {
+    PrintError(named.status().message());
+    return kExitFailure;
+  }
+  std::cout << "module " << module.name() << ": " << replicas * partitions << " participants (" << replicas
+            << " replicas x " << partitions << " partitions), " << (*args)[0].size() << " parameter"
+            << ((*args)[0].size() == 1 ? "" : "s") << " each; ran on " << where << " in "
+            << RoundTripDouble(std::round(ms * 1000) / 1000) << " ms\n";
+  for (const std::string& n : notes) std::cout << "  " << n << "\n";
+  for (const auto& [name, l] : *named) {
+    std::cout << SummarizeArray(l, name) << "\n";
+    if (f.print) std::cout << FormatArrayValues(l, f.print_limit) << "\n";
+  }
+  if (!f.outputs.empty()) {
+    Status s = WriteNamedOutputs(f.outputs, *named, f.raw_bits);
+    if (!s.ok()) {
+      PrintError(s.message());
+      return kExitFailure;
+    }
+    std::cout << "wrote " << f.outputs << "\n";
+  }
+  return kExitOk;
+}
+
 int Run(const RunFlags& f, const Client& client) {
   auto device = client.SelectDevice(f.device);
   if (!device.ok()) {
@@ -43,6 +104,18 @@ int Run(const RunFlags& f, const Client& client) {
     PrintLoadError(f.module, module.status().message());
     return kExitUsage;
   }
+  auto options = MakeCompileOptions(client, f.compile);
+  if (!options.ok()) {
+    PrintError(options.status().message());
+    return kExitUsage;
+  }
+  auto grid = ParticipantsOf(**module, *options);
+  if (!grid.ok()) {
+    PrintError(grid.status().message());
+    return kExitUsage;
+  }
+  if (grid->first * grid->second > 1)
+    return RunParticipants(f, client, **module, *device, *options, grid->first, grid->second);
   InputOptions io;
   io.npz_path = f.inputs;
   io.seed = f.seed;
@@ -52,11 +125,6 @@ int Run(const RunFlags& f, const Client& client) {
   if (!args.ok()) {
     PrintError(args.status().message());
     return InputErrorExitCode(args.status());
-  }
-  auto options = MakeCompileOptions(client, f.compile);
-  if (!options.ok()) {
-    PrintError(options.status().message());
-    return kExitUsage;
   }
   const std::string where = Client::DeviceName(*device);
   auto start = std::chrono::steady_clock::now();
@@ -130,7 +198,8 @@ void AddRunCommand(CLI::App& app, const Client& client, int* exit_code) {
       "Examples:\n"
       "  kiln run examples/mlp.hlo --print\n"
       "  kiln run model.hlo --inputs case.npz --outputs out.npz\n"
-      "  kiln run model.hlo --device interpreter --seed 7\n");
+      "  kiln run model.hlo --device interpreter --seed 7\n"
+      "  kiln run allreduce.hlo --device cpu --replicas 4 --inputs per_device.npz --outputs out.npz\n");
   cmd->callback([flags, &client, exit_code] { *exit_code = Run(*flags, client); });
 }
 

@@ -1,0 +1,57 @@
+// The `kiln` tool's side of multi-participant runs (docs/collectives.md, docs/npz.md): inputs
+// for every participant from a .npz (per participant, shared, or a global array split by the
+// parameter's sharding), and outputs per participant plus global arrays reassembled where the
+// root's sharding says how.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/base/status.h"
+#include "kiln/hlo/attributes.h"
+#include "kiln/hlo/literal.h"
+#include "kiln/hlo/module.h"
+#include "kiln/tools/tool_common.h"
+
+namespace kiln {
+
+// The offsets of `device`'s tile in the global array of a tiled `sharding` whose tiles have
+// the dimensions `local`, and the global dimensions; nullopt for a sharding that does not tile
+// (replicated, maximal, manual, unknown, tuple). InvalidArgument when the device is not in the
+// tile assignment or the assignment does not fit the rank.
+struct TilePlacement {
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> global_dims;
+};
+StatusOr<std::optional<TilePlacement>> PlaceTile(const HloSharding& sharding,
+                                                 const std::vector<int64_t>& local, int64_t device);
+
+// The id of participant i in sharding tile assignments: its partition when the run has several
+// partitions, else its replica.
+int64_t ShardingDeviceOf(int64_t participant, int64_t replicas, int64_t partitions);
+
+// Participant i's arguments, for a run over `replicas` x `partitions`:
+//   p<i>.in<k>  participant i's parameter k
+//   in<k> (or the parameter's name)  every participant's parameter k when it has the
+//       parameter's shape; a global array split by the parameter's tiled sharding when it has
+//       the global shape
+//   random inputs (no .npz): seed + i for participant i
+StatusOr<std::vector<std::vector<Literal>>> MakeParticipantInputs(const HloModule& module, int64_t replicas,
+                                                                  int64_t partitions, const InputOptions& options,
+                                                                  std::vector<std::string>* notes);
+
+// Named output arrays of a run: p<i>.out<j> for every participant's leaf j, then out<j> where
+// the root's sharding for leaf j says how to reassemble it (tiles placed into the global array;
+// replicated: participant 0's).
+StatusOr<std::vector<std::pair<std::string, Literal>>> ParticipantOutputs(const HloModule& module,
+                                                                          int64_t replicas, int64_t partitions,
+                                                                          const std::vector<Literal>& results);
+
+// Writes named arrays into an .npz.
+Status WriteNamedOutputs(const std::string& path, const std::vector<std::pair<std::string, Literal>>& outputs,
+                         bool raw_bits);
+
+}  // namespace kiln
