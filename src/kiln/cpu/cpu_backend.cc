@@ -15,6 +15,7 @@
 #include "kiln/cpu/executable.h"
 #include "kiln/runtime/host/host_platform.h"
 #include "kiln/passes/module_clone.h"
+#include "kiln/passes/shard_map_lowering.h"
 
 namespace kiln::cpu {
 
@@ -201,9 +202,12 @@ class CpuBackend final : public HostBackend {
     co.dump_dir = options.dump_dir;
     co.verify_input = options.verify;
     KILN_RETURN_IF_ERROR(ApplyCpuFlags(options.flags, &co));
-    KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(module, options));
+    // A shard_map program runs as its per-device program (passes/shard_map_lowering.h).
+    std::unique_ptr<HloModule> lowered = CloneModule(module);
+    KILN_RETURN_IF_ERROR(LowerShardMap(*lowered).status());
+    KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(*lowered, options));
     const auto [replicas, partitions] = grid;
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutable> exe, CpuCompiler::Compile(CloneModule(module), co));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutable> exe, CpuCompiler::Compile(CloneModule(*lowered), co));
     const CpuCompileStats& st = exe->compile_stats();
     CompileReport report;
     report.target = StrCat("host (", exe->num_threads(), " threads)");
@@ -217,7 +221,7 @@ class CpuBackend final : public HostBackend {
     if (replicas * partitions > 1)
       report.summary += StrCat("runs over ", replicas, " replicas x ", partitions,
                                " partitions: one thread per virtual device, one in-process communicator\n");
-    auto result = std::make_unique<CpuBackendExecutable>(module, std::move(exe), std::move(report));
+    auto result = std::make_unique<CpuBackendExecutable>(*lowered, std::move(exe), std::move(report));
     result->SetParticipants(replicas, partitions);
     return std::unique_ptr<Executable>(std::move(result));
   }

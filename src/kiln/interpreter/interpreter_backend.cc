@@ -11,6 +11,7 @@
 #include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/module_clone.h"
+#include "kiln/passes/shard_map_lowering.h"
 
 namespace kiln::interpreter {
 
@@ -136,10 +137,12 @@ class InterpreterBackend final : public HostBackend {
       // As on cpu: unverified modules still may not index outside their operands.
       return InvalidArgument("interpreter: the module is invalid (checked without the verifier too): ", s.message());
     }
-    KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(module, options));
-    const auto [replicas, partitions] = grid;
     auto start = std::chrono::steady_clock::now();
     std::unique_ptr<HloModule> copy = CloneModule(module);
+    // A shard_map program runs as its per-device program (passes/shard_map_lowering.h).
+    KILN_RETURN_IF_ERROR(LowerShardMap(*copy).status());
+    KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(*copy, options));
+    const auto [replicas, partitions] = grid;
     CompileReport report;
     report.target = "host";
     report.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -57,5 +57,19 @@ check missing_participant_input 2 "no member 'p4.in0'" -- \
   "$KILN" run "$DATA/psum.hlo" --device cpu --replicas 5 --inputs "$DATA/per_participant.npz"
 check bad_replicas 2 '' -- "$KILN" run "$DATA/psum.hlo" --replicas 0
 
+# A jax shard_map program (Shardy; 2x2 mesh): lowered to its per-device program on loading,
+# global inputs split and outputs joined by the shardings, against jax's own outputs.
+for dev in interpreter cpu; do
+  check "${dev}_shard_map_vs_jax" 0 'OK: 2 outputs match' -- \
+    "$KILN" compare "$DATA/shard_map_2x2.hlo" --device $dev --expected "$DATA/shard_map_2x2.npz"
+  # Auto mesh axes (no sharding={...} on the parameters: read from Shardy's), a 2x4 mesh.
+  check "${dev}_tensor_parallel_vs_jax" 0 'OK: 2 outputs match' -- \
+    "$KILN" compare "$DATA/tensor_parallel_2x4.hlo" --device $dev --expected "$DATA/tensor_parallel_2x4.npz"
+done
+check shard_map_participants 0 '4 participants \(1 replicas x 4 partitions\)' -- \
+  "$KILN" run "$DATA/shard_map_2x2.hlo" --device cpu --inputs "$DATA/shard_map_2x2.npz"
+check unpartitioned_refused 2 'no automatic SPMD partitioner' -- \
+  "$KILN" run "$DATA/unpartitioned.hlo" --device cpu
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "kiln/base/saturating.h"
+#include "kiln/passes/shard_map_lowering.h"
 #include "kiln/base/strings.h"
 #include "kiln/eval/compare.h"
 #include "kiln/hlo/npy_literal.h"
@@ -41,6 +42,12 @@ StatusOr<std::unique_ptr<HloModule>> LoadModule(const std::string& path, const L
   if (!options.verify) {
     Status s = CheckOperandsInRange(*module);
     if (!s.ok()) return InvalidArgument(path, ": the module is invalid (checked without the verifier too): ", s.message());
+  }
+  // A shard_map program becomes its per-device program here, so that every command sees the
+  // participants' shapes and count (docs/collectives.md); the backends would lower it too.
+  if (IsShardMapProgram(*module)) {
+    Status s = LowerShardMap(*module).status();
+    if (!s.ok()) return InvalidArgument(path, ": ", s.message());
   }
   return module;
 }
