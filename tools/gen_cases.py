@@ -29,6 +29,11 @@ import time
 import warnings
 
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
+# The collective cases (kiln_cases/collectives.py) run shard_map on meshes of up to 8 of the
+# host platform's devices; the other cases run on the first one as before.
+if '--xla_force_host_platform_device_count' not in os.environ.get('XLA_FLAGS', ''):
+  os.environ['XLA_FLAGS'] = (os.environ.get('XLA_FLAGS', '') +
+                             ' --xla_force_host_platform_device_count=8').strip()
 warnings.filterwarnings('ignore')
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -50,10 +55,10 @@ def parse_args(argv):
 def build_table():
   from kiln_cases import spec
   from kiln_cases import (elementwise, convert, shape, gather_scatter, reduce, dot_conv,
-                          sort, control, random, fft, linalg, nn, attention)
+                          sort, control, random, fft, linalg, nn, attention, collectives)
   table = spec.Table()
   for mod in (elementwise, convert, shape, gather_scatter, reduce, dot_conv, sort, control,
-              random, fft, linalg, nn, attention):
+              random, fft, linalg, nn, attention, collectives):
     mod.register(table.add)
   return table.cases
 
@@ -228,7 +233,7 @@ def process(cases, out, check):
 
 def remove_stale(out, cases):
   names = {os.path.join(c.subdir, c.name) for c in cases}
-  for sub in ('', '_custom_call'):
+  for sub in ('', '_custom_call', 'collectives'):
     base = os.path.join(out, sub)
     if not os.path.isdir(base):
       continue

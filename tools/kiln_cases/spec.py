@@ -212,7 +212,7 @@ class Case:
   fn: object
   args: list
   x64: bool = False          # run in the jax_enable_x64 process
-  subdir: str = ''           # '' or '_custom_call'
+  subdir: str = ''           # '', '_custom_call' or 'collectives'
   platform: str = ''         # lower for this platform instead of the CPU (module.hlo only)
   allow_zero: bool = False   # an input may legitimately be all zeros (e.g. a scalar index 0)
   note: str = ''

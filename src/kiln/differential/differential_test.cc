@@ -14,6 +14,14 @@
 //                                without custom calls (cuDNN calls run on no kiln backend)
 //              XlaFuzz/<module>  $KILN_SHARED_DIR/corpus/xla-fuzz/*.hlo on seeded random inputs
 //                                (MakeRandomArguments, seed 42)
+//              Collectives/<case> tests/data/collectives/coll_*_n<N>: shard_map programs on meshes
+//                                of N = 1, 2, 4, 8 devices, lowered to their per-device program
+//                                (passes/shard_map_lowering.h) and run over N participants: the
+//                                global inputs of case.npz split by the parameters' shardings, the
+//                                backend's participants against the interpreter's, and the
+//                                interpreter's outputs joined by the root's sharding against XLA's
+//                                (case.npz out*). Backends that run one participant (cuda) get the
+//                                N = 1 cases.
 // Tolerances: BackendTolerance (src/kiln/eval/tolerance.h) -- exact for integers and pred, and
 // for float outputs that no arithmetic produced (converts, bitcast-converts, moved inputs:
 // Note [Exact outputs] in eval/output_traits.h); kTf32Tolerance for the f32 outputs of a backend
@@ -47,6 +55,8 @@
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/npy_literal.h"
 #include "kiln/hlo/random_literal.h"
+#include "kiln/hlo/sharding_tiles.h"
+#include "kiln/passes/shard_map_lowering.h"
 
 namespace kiln {
 namespace {
@@ -293,6 +303,144 @@ void RunDifferential(const Param& p) {
   Comparison cmp = CompareLiterals(*actual, *expected, co);
   EXPECT_TRUE(cmp.ok()) << p.backend << " vs evaluator on " << p.c.module.string() << ":\n" << cmp.ToString();
 }
+
+std::vector<Case> FindCollectives() {
+  std::vector<Case> v;
+  const char* src = std::getenv("KILN_SOURCE_DIR");
+  if (!src) return v;
+  fs::path dir = fs::path(src) / "tests" / "data" / "collectives";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return v;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    if (e.is_directory() && fs::exists(e.path() / "module.hlo") && fs::exists(e.path() / "case.npz"))
+      v.push_back({TestName(e.path().filename().string()), e.path() / "module.hlo", e.path() / "case.npz"});
+  return v;
+}
+
+// The collective cases x backends; the backends that run one participant (cuda, rocm) get the
+// one-device cases only (NCCL runs are the next step).
+std::vector<Param> CollectiveParams() {
+  std::vector<Param> all = Params(FindCollectives(), "KILN_SOURCE_DIR/tests/data/collectives");
+  std::vector<Param> out;
+  for (Param& p : all)
+    if (p.backend == "cpu" || p.c.name == "no_cases" || p.c.name.ends_with("_n1")) out.push_back(std::move(p));
+  return out;
+}
+
+// The participant ids in sharding tile assignments: partitions (shard_map programs run over
+// num_partitions devices).
+void RunCollectiveCase(const Param& p) {
+  ASSERT_NE(p.backend, "none") << "no compiled backend registered and present";
+  static const std::vector<std::string> present = BackendsPresent();
+  ASSERT_NE(std::find(present.begin(), present.end(), p.backend), present.end())
+      << "backend " << p.backend << " is required (KILN_DIFFERENTIAL_REQUIRE) but not present: "
+      << WhyAbsent(p.backend);
+  if (p.c.name == "no_cases") GTEST_SKIP() << "no data: " << p.c.module.string();
+  auto module = ParseModuleFile(p.c.module.string());
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  auto lowered = LowerShardMap(**module);
+  ASSERT_TRUE(lowered.ok()) << lowered.status().message();
+  const HloComputation* entry = (*module)->entry_computation();
+  const int64_t n = (*module)->header().num_partitions * (*module)->header().replica_count;
+  auto npz = LoadedNpz::Read(p.c.npz.string());
+  ASSERT_TRUE(npz.ok()) << npz.status().message();
+  // Participant i's inputs: its tiles of the global in<k> (whole where the sharding does not tile).
+  std::vector<std::vector<Literal>> args(n);
+  for (int64_t k = 0; k < entry->num_parameters(); ++k) {
+    const HloInstruction* prm = entry->parameter_instruction(k);
+    const std::vector<int64_t>& local = prm->shape().dimensions();
+    std::optional<TilePlacement> place0;
+    if (prm->sharding()) {
+      auto pl = PlaceTile(*prm->sharding(), local, 0);
+      ASSERT_TRUE(pl.ok()) << pl.status().message();
+      place0 = *pl;
+    }
+    Shape global = prm->shape();
+    if (place0) global = Shape::Array(prm->shape().element_type(), place0->global_dims);
+    auto whole = npz->ForParameter(StrCat("in", k), global, {});
+    ASSERT_TRUE(whole.ok()) << whole.status().message();
+    for (int64_t i = 0; i < n; ++i) {
+      if (!place0) {
+        args[i].push_back(*whole);
+        continue;
+      }
+      auto pl = PlaceTile(*prm->sharding(), local, i);
+      ASSERT_TRUE(pl.ok() && pl->has_value()) << "participant " << i;
+      args[i].push_back(SplitTile(*whole, **pl, local));
+    }
+  }
+  auto run = [&](const std::string& device, const CompileOptions& o) -> StatusOr<std::vector<Literal>> {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, TheClient().Compile(**module, device, o));
+    if (exe->num_participants() != n)
+      return Internal(device, " compiled ", exe->num_participants(), " participants, the module has ", n);
+    ExecuteOptions eo;
+    eo.poison = true;
+    eo.collective_timeout_ms = 120000;
+    return exe->RunParticipants(args, eo);
+  };
+  CompileOptions reference;
+  reference.verify = false;
+  auto expected = run("interpreter", reference);
+  ASSERT_TRUE(expected.ok()) << "reference: " << expected.status().message();
+  // The oracle against XLA: the interpreter's outputs joined by the root's sharding.
+  {
+    const HloInstruction* root = entry->root_instruction();
+    std::vector<const Literal*> leaves0 = ArrayLeaves((*expected)[0]);
+    std::vector<Literal> joined;
+    for (size_t j = 0; j < leaves0.size(); ++j) {
+      const HloSharding* s = nullptr;
+      if (root->sharding())
+        s = root->sharding()->kind == HloSharding::Kind::kTuple ? &root->sharding()->tuple_elements[j]
+                                                                : &*root->sharding();
+      std::optional<TilePlacement> first;
+      if (s) {
+        auto pl = PlaceTile(*s, leaves0[j]->shape().dimensions(), 0);
+        ASSERT_TRUE(pl.ok()) << pl.status().message();
+        first = *pl;
+      }
+      if (!first) {
+        joined.push_back(*leaves0[j]);
+        continue;
+      }
+      Literal global(Shape::Array(leaves0[j]->shape().element_type(), first->global_dims));
+      for (int64_t i = 0; i < n; ++i) {
+        auto pl = PlaceTile(*s, leaves0[j]->shape().dimensions(), i);
+        ASSERT_TRUE(pl.ok() && pl->has_value());
+        JoinTile(*ArrayLeaves((*expected)[i])[j], **pl, global);
+      }
+      joined.push_back(std::move(global));
+    }
+    std::vector<const Literal*> a, e;
+    std::vector<Literal> xla;
+    for (size_t j = 0; j < joined.size(); ++j) {
+      auto l = npz->AsLiteral(StrCat("out", j));
+      ASSERT_TRUE(l.ok()) << l.status().message();
+      xla.push_back(std::move(*l));
+    }
+    for (const Literal& l : joined) a.push_back(&l);
+    for (const Literal& l : xla) e.push_back(&l);
+    Comparison vs_xla = CompareLeaves(a, e, CompareOptions{});
+    EXPECT_TRUE(vs_xla.ok()) << "interpreter vs XLA on " << p.c.module.string() << ":\n" << vs_xla.ToString();
+  }
+  CompileOptions options;
+  options.verify = false;
+  options.threads = 2;
+  options.autotune = DifferentialAutotuneSettings();
+  auto actual = run(p.backend, options);
+  ASSERT_TRUE(actual.ok()) << p.backend << ": " << actual.status().message();
+  CompareOptions co;
+  co.backend_vs_evaluator = true;
+  co.outputs = AnalyzeOutputs(**module);
+  for (int64_t i = 0; i < n; ++i) {
+    Comparison cmp = CompareLiterals((*actual)[i], (*expected)[i], co);
+    EXPECT_TRUE(cmp.ok()) << p.backend << " vs evaluator, participant " << i << " of " << n << " on "
+                          << p.c.module.string() << ":\n" << cmp.ToString();
+  }
+}
+
+class Collectives : public ::testing::TestWithParam<Param> {};
+TEST_P(Collectives, MatchesEvaluator) { RunCollectiveCase(GetParam()); }
+INSTANTIATE_TEST_SUITE_P(Differential, Collectives, ::testing::ValuesIn(CollectiveParams()), ParamName);
 
 class TestData : public ::testing::TestWithParam<Param> {};
 TEST_P(TestData, MatchesEvaluator) { RunDifferential(GetParam()); }

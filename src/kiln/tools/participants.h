@@ -14,20 +14,10 @@
 #include "kiln/hlo/attributes.h"
 #include "kiln/hlo/literal.h"
 #include "kiln/hlo/module.h"
+#include "kiln/hlo/sharding_tiles.h"
 #include "kiln/tools/tool_common.h"
 
 namespace kiln {
-
-// The offsets of `device`'s tile in the global array of a tiled `sharding` whose tiles have
-// the dimensions `local`, and the global dimensions; nullopt for a sharding that does not tile
-// (replicated, maximal, manual, unknown, tuple). InvalidArgument when the device is not in the
-// tile assignment or the assignment does not fit the rank.
-struct TilePlacement {
-  std::vector<int64_t> offsets;
-  std::vector<int64_t> global_dims;
-};
-StatusOr<std::optional<TilePlacement>> PlaceTile(const HloSharding& sharding,
-                                                 const std::vector<int64_t>& local, int64_t device);
 
 // The id of participant i in sharding tile assignments: its partition when the run has several
 // partitions, else its replica.
