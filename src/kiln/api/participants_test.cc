@@ -41,6 +41,24 @@ odd {
   m = f32[] multiply(a, two)
   ROOT c = f32[] add(m, b)
 }
+cond {
+  s = (s32[], f32[8,4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[8,4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  v = f32[8,4] get-tuple-element(s), index=1
+  ar = f32[8,4] all-reduce(v), replica_groups={}, to_apply=mx
+  h = f32[] constant(0.5)
+  hb = f32[8,4] broadcast(h), dimensions={}
+  v2 = f32[8,4] multiply(ar, hb)
+  ROOT t = (s32[], f32[8,4]) tuple(j, v2)
+}
 )";
 
 // Bodies valid for any participant count n in {1, 2, 4, 8} (x: f32[8,4]).
@@ -56,6 +74,13 @@ const Case kCases[] = {
     {"replica_id", "id = u32[] replica-id()\n  c = f32[] convert(id)\n  b = f32[8,4] broadcast(c), dimensions={}\n  ROOT r = f32[8,4] add(x, b)"},
     {"async_all_reduce", "s = f32[8,4] all-reduce-start(x), replica_groups={}, to_apply=sum\n  ROOT r = f32[8,4] all-reduce-done(s)"},
     {"broadcast", "ROOT r = f32[8,4] collective-broadcast(x), replica_groups={}"},
+    // The native kernels' rearranged paths (a dimension other than the major one).
+    {"reduce_scatter_dim1_n_divides_4", "ROOT r = f32[8,4/N] reduce-scatter(x), dimensions={1}, replica_groups={}, to_apply=sum"},
+    {"all_to_all_dim1_n_divides_4", "ROOT r = f32[8,4] all-to-all(x), dimensions={1}, replica_groups={}"},
+    {"all_gather_start", "s = (f32[8,4], f32[8,4N]) all-gather-start(x), dimensions={1}, replica_groups={}\n  ROOT r = f32[8,4N] all-gather-done(s)"},
+    {"permute_start", "s = (f32[8,4], f32[8,4], u32[], u32[]) collective-permute-start(x), source_target_pairs=RING\n  ROOT r = f32[8,4] collective-permute-done(s)"},
+    {"all_reduce_tuple", "y = f32[8,4] negate(x)\n  ROOT r = (f32[8,4], f32[8,4]) all-reduce(x, y), replica_groups={}, to_apply=mx"},
+    {"all_reduce_in_loop", "z = s32[] constant(0)\n  t = (s32[], f32[8,4]) tuple(z, x)\n  w = (s32[], f32[8,4]) while(t), condition=cond, body=body\n  ROOT r = f32[8,4] get-tuple-element(w), index=1"},
 };
 
 std::string Instantiate(std::string body, int64_t n) {
@@ -63,6 +88,7 @@ std::string Instantiate(std::string body, int64_t n) {
     for (size_t p; (p = body.find(from)) != std::string::npos;) body.replace(p, from.size(), to);
   };
   replace("8/N", std::to_string(8 / n));
+  replace("4/N", std::to_string(4 / n));
   replace("8N", std::to_string(8 * n));
   replace("4N", std::to_string(4 * n));
   std::string ring = "{";
@@ -85,6 +111,7 @@ class Participants : public ::testing::Test {
 TEST_F(Participants, EveryCaseOnInterpreterAndCpuWith1248) {
   for (const Case& c : kCases)
     for (int64_t n : {1, 2, 4, 8}) {
+      if (std::string_view(c.name).find("n_divides_4") != std::string_view::npos && 4 % n != 0) continue;
       SCOPED_TRACE(StrCat(c.name, " n=", n));
       const std::string text = Instantiate(c.body, n);
       std::vector<std::vector<Literal>> args(n);
@@ -107,6 +134,37 @@ TEST_F(Participants, EveryCaseOnInterpreterAndCpuWith1248) {
               << "participant " << i << ": " << (*got)[i].ToShortString() << " vs " << want[i].ToShortString();
       }
     }
+}
+
+TEST_F(Participants, GroupModesOn2x2Grid) {
+  const char* bodies[] = {
+      "ROOT r = f32[8,4] all-reduce(x), replica_groups={{0,1}}, to_apply=sum",
+      "ROOT r = f32[8,4] all-reduce(x), channel_id=1, replica_groups={{0},{1}}, to_apply=sum",
+      "ROOT r = f32[8,4] all-reduce(x), channel_id=1, replica_groups={{0,3},{1,2}}, use_global_device_ids=true, to_apply=sum",
+      "ROOT r = f32[32,4] all-gather(x), channel_id=1, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=false",
+      "ROOT r = f32[8,4] all-to-all(x), channel_id=1, replica_groups={{0,1}}, dimensions={0}",
+      "ROOT r = f32[8,4] collective-permute(x), channel_id=1, source_target_pairs={{0,1}}",
+      "ROOT r = f32[8,4] collective-permute(x), source_target_pairs={{1,0}}",
+  };
+  for (const char* body : bodies) {
+    SCOPED_TRACE(body);
+    const std::string text = StrCat("HloModule m, replica_count=2, num_partitions=2\n", kHeader,
+                                    "ENTRY e {\n  x = f32[8,4] parameter(0)\n  ", body, "\n}\n");
+    std::vector<std::vector<Literal>> args(4);
+    for (int64_t i = 0; i < 4; ++i) args[i].push_back(Ramp(i, {8, 4}));
+    std::vector<Literal> want;
+    for (const char* device : {"interpreter", "cpu"}) {
+      auto exe = client_->CompileText(text, device);
+      ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+      auto got = (*exe)->RunParticipants(args);
+      ASSERT_TRUE(got.ok()) << device << ": " << got.status().ToString();
+      if (want.empty()) {
+        want = std::move(got).value();
+        continue;
+      }
+      for (int64_t i = 0; i < 4; ++i) EXPECT_TRUE((*got)[i].BitwiseEquals(want[i])) << "participant " << i;
+    }
+  }
 }
 
 TEST_F(Participants, NativeKernelsOnCpu) {

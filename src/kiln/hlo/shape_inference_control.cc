@@ -1,5 +1,7 @@
 // Shape inference for control flow (while, conditional, call) and collectives, plus the
 // collective group-size rule.
+#include <algorithm>
+
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/module.h"
 #include "kiln/hlo/shape_inference.h"
@@ -166,25 +168,31 @@ StatusOr<Shape> InferCollectivePermuteShape(const std::vector<const Shape*>& ope
 
 int64_t CollectiveGroupSize(const HloInstruction& instr) {
   const HloAttributes& a = instr.attrs();
-  if (a.replica_groups) {
-    if (a.replica_groups->is_iota) {
-      if (a.replica_groups->iota_group_shape.size() == 2) return a.replica_groups->iota_group_shape[1];
-    } else if (!a.replica_groups->groups.empty()) {
-      return static_cast<int64_t>(a.replica_groups->groups[0].size());
-    }
-  }
   const HloModule* module = instr.parent() ? instr.parent()->parent() : nullptr;
-  if (!module) return 0;
-  const int64_t replicas = module->header().replica_count;
-  const int64_t partitions = module->header().num_partitions;
   // XLA's group modes: no channel id -> cross-replica; a channel id -> cross-replica-and-
   // partition, or flattened ids with use_global_device_ids (which needs explicit groups);
-  // all-to-all and collective-permute with a channel id -> cross-partition.
+  // all-to-all, collective-permute and collective-broadcast with a channel id -> cross-partition.
   const HloOpcode op = instr.opcode();
   const bool partition_only_ops = op == HloOpcode::kAllToAll ||
                                   op == HloOpcode::kCollectivePermute ||
                                   op == HloOpcode::kCollectivePermuteStart ||
-                                  op == HloOpcode::kRaggedAllToAll;
+                                  op == HloOpcode::kRaggedAllToAll ||
+                                  op == HloOpcode::kCollectiveBroadcast;
+  // Cross-replica-and-partition: a group of replica ids holds every partition of each.
+  const int64_t per_id = a.channel_id && !a.use_global_device_ids && !partition_only_ops && module
+                             ? std::max<int64_t>(1, module->header().num_partitions)
+                             : 1;
+  if (a.replica_groups) {
+    if (a.replica_groups->is_iota) {
+      if (a.replica_groups->iota_group_shape.size() == 2)
+        return SaturatingMul(a.replica_groups->iota_group_shape[1], per_id);
+    } else if (!a.replica_groups->groups.empty()) {
+      return SaturatingMul(static_cast<int64_t>(a.replica_groups->groups[0].size()), per_id);
+    }
+  }
+  if (!module) return 0;
+  const int64_t replicas = module->header().replica_count;
+  const int64_t partitions = module->header().num_partitions;
   if (!a.channel_id) return replicas;
   if (partition_only_ops) return partitions;
   if (a.use_global_device_ids) return 0;
