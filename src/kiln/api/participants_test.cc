@@ -167,6 +167,59 @@ TEST_F(Participants, GroupModesOn2x2Grid) {
   }
 }
 
+TEST_F(Participants, SendRecvAndRaggedAllToAllOnCpu) {
+  // The evaluator kernel's collectives on the cpu: they meet at the run's rendezvous too.
+  const char* kRing = R"(HloModule m, num_partitions=3
+ENTRY e {
+  x = f32[8,4] parameter(0)
+  tok = token[] after-all()
+  rv = (f32[8,4], u32[], token[]) recv(tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,2},{2,0}}"}
+  sd = (f32[8,4], u32[], token[]) send(x, tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,2},{2,0}}"}
+  rd = (f32[8,4], token[]) recv-done(rv), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,2},{2,0}}"}
+  sdd = token[] send-done(sd), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,1},{1,2},{2,0}}"}
+  ROOT g = f32[8,4] get-tuple-element(rd), index=0
+})";
+  auto exe = client_->CompileText(kRing, "cpu");
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  std::vector<std::vector<Literal>> args(3);
+  for (int64_t i = 0; i < 3; ++i) args[i].push_back(Ramp(i, {8, 4}));
+  auto got = (*exe)->RunParticipants(args);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (int64_t i = 0; i < 3; ++i) EXPECT_TRUE((*got)[i].BitwiseEquals(Ramp((i + 2) % 3, {8, 4}))) << i;
+  const char* kRagged = R"(HloModule m, replica_count=2
+ENTRY e {
+  x = f32[8,4] parameter(0)
+  out = f32[8,4] constant({...})
+  io = s32[2] constant({0, 3})
+  ss = s32[2] constant({3, 5})
+  oo = s32[2] parameter(1)
+  rs = s32[2] constant({0, 0})
+  ROOT r = f32[8,4] ragged-all-to-all(x, out, io, ss, oo, rs), replica_groups={{0,1}}
+})";
+  ParseModuleOptions po;
+  po.fill_elided_constants = true;
+  auto module = ParseModule(kRagged, "<ragged>", po);
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  std::vector<std::vector<Literal>> rargs(2);
+  for (int64_t i = 0; i < 2; ++i) {
+    rargs[i].push_back(Ramp(i, {8, 4}));
+    // Participant 0 writes rows 0..2 of each output, participant 1 rows 3..7.
+    rargs[i].push_back(Literal::FromInt64s(Shape::Array(PrimitiveType::kS32, {2}), {i == 0 ? 0 : 3, i == 0 ? 0 : 3}));
+  }
+  std::vector<Literal> want;
+  for (const char* device : {"interpreter", "cpu"}) {
+    auto e = client_->Compile(**module, device);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    auto r = (*e)->RunParticipants(rargs);
+    ASSERT_TRUE(r.ok()) << device << ": " << r.status().ToString();
+    if (want.empty()) {
+      want = std::move(r).value();
+      continue;
+    }
+    for (int64_t i = 0; i < 2; ++i) EXPECT_TRUE((*r)[i].BitwiseEquals(want[i])) << "participant " << i;
+  }
+}
+
 TEST_F(Participants, NativeKernelsOnCpu) {
   auto exe = client_->CompileText(Instantiate(kCases[0].body, 2), "cpu");
   ASSERT_TRUE(exe.ok()) << exe.status().ToString();

@@ -15,6 +15,7 @@
 #include "kiln/cpu/executable.h"
 #include "kiln/runtime/host/host_platform.h"
 #include "kiln/passes/module_clone.h"
+#include "kiln/passes/send_recv_ordering.h"
 #include "kiln/passes/shard_map_lowering.h"
 
 namespace kiln::cpu {
@@ -205,6 +206,7 @@ class CpuBackend final : public HostBackend {
     // A shard_map program runs as its per-device program (passes/shard_map_lowering.h).
     std::unique_ptr<HloModule> lowered = CloneModule(module);
     KILN_RETURN_IF_ERROR(LowerShardMap(*lowered).status());
+    KILN_RETURN_IF_ERROR(OrderSendsBeforeRecvDones(*lowered).status());
     KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(*lowered, options));
     const auto [replicas, partitions] = grid;
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<CpuExecutable> exe, CpuCompiler::Compile(CloneModule(*lowered), co));

@@ -140,12 +140,15 @@ class Emitter {
       case HloOpcode::kAddDependency:
       case HloOpcode::kAfterAll:
         return OkStatus();
-      case HloOpcode::kInfeed:
-      case HloOpcode::kOutfeed:
       case HloOpcode::kSend:
       case HloOpcode::kSendDone:
       case HloOpcode::kRecv:
       case HloOpcode::kRecvDone:
+        // Between devices (docs/collectives.md): the evaluator kernel, at the run's rendezvous.
+        if (!instr.attrs().is_host_transfer) break;
+        [[fallthrough]];
+      case HloOpcode::kInfeed:
+      case HloOpcode::kOutfeed:
         return Unimplemented("cpu: ", HloOpcodeString(instr.opcode()), " (%", instr.name(),
                              ") is not supported: the CPU runtime has no host channels");
       case HloOpcode::kWhile:

@@ -108,8 +108,7 @@ Status Rendezvous::Exchange(const std::string& key, std::span<const int64_t> gro
 Status Rendezvous::Post(const std::string& key, std::shared_ptr<const void> value) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!abort_.ok()) return abort_;
-  if (!mailbox_.emplace(key, std::move(value)).second)
-    return AlreadyExists(key, ": posted twice before being received");
+  mailbox_[key].push_back(std::move(value));
   cv_.notify_all();
   return OkStatus();
 }
@@ -120,8 +119,9 @@ StatusOr<std::shared_ptr<const void>> Rendezvous::Take(const std::string& key, i
       lock, key, [&] { return mailbox_.count(key) > 0; },
       [from] { return std::vector<int64_t>{from}; }));
   auto it = mailbox_.find(key);
-  std::shared_ptr<const void> v = std::move(it->second);
-  mailbox_.erase(it);
+  std::shared_ptr<const void> v = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) mailbox_.erase(it);
   return v;
 }
 

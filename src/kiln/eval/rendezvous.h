@@ -13,7 +13,8 @@
 //     the same op meet separately). A key may also be reused for the op's next meeting: a
 //     member that is already in the meeting under that key waits until it is over.
 //   Post / Take: point-to-point (send/recv). Post leaves a value under a key and returns at
-//     once; Take waits for it and removes it.
+//     once; Take waits for the oldest value under the key and removes it (first in, first out:
+//     a key reused for every message of one channel keeps their order).
 //
 // Never a hang: every wait ends after `timeout` (DeadlineExceeded naming the key and the
 // missing participants), at once when a missing participant has called Finish (it ended its
@@ -25,6 +26,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -59,8 +61,7 @@ class Rendezvous {
                   const void* mine,
                   const std::function<Status(std::span<const void* const>)>& consume);
 
-  // Leaves `value` under `key` for one Take. A second Post under a key not yet taken is an
-  // error (AlreadyExists).
+  // Leaves `value` under `key` for one Take (after the values posted under it before).
   Status Post(const std::string& key, std::shared_ptr<const void> value);
   // Waits for the value posted under `key` (from participant `from`, named in the errors).
   StatusOr<std::shared_ptr<const void>> Take(const std::string& key, int64_t from);
@@ -90,7 +91,7 @@ class Rendezvous {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Meeting>> meetings_;
-  std::map<std::string, std::shared_ptr<const void>> mailbox_;
+  std::map<std::string, std::deque<std::shared_ptr<const void>>> mailbox_;
   std::vector<bool> finished_;
   Status abort_;
 };

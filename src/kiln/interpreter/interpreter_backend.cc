@@ -11,6 +11,7 @@
 #include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/module_clone.h"
+#include "kiln/passes/send_recv_ordering.h"
 #include "kiln/passes/shard_map_lowering.h"
 
 namespace kiln::interpreter {
@@ -141,6 +142,7 @@ class InterpreterBackend final : public HostBackend {
     std::unique_ptr<HloModule> copy = CloneModule(module);
     // A shard_map program runs as its per-device program (passes/shard_map_lowering.h).
     KILN_RETURN_IF_ERROR(LowerShardMap(*copy).status());
+    KILN_RETURN_IF_ERROR(OrderSendsBeforeRecvDones(*copy).status());
     KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(*copy, options));
     const auto [replicas, partitions] = grid;
     CompileReport report;
