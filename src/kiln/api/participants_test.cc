@@ -41,6 +41,16 @@ odd {
   m = f32[] multiply(a, two)
   ROOT c = f32[] add(m, b)
 }
+sumbf {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  ROOT c = bf16[] add(a, b)
+}
+mins {
+  a = s8[] parameter(0)
+  b = s8[] parameter(1)
+  ROOT c = s8[] minimum(a, b)
+}
 cond {
   s = (s32[], f32[8,4]) parameter(0)
   i = s32[] get-tuple-element(s), index=0
@@ -80,6 +90,8 @@ const Case kCases[] = {
     {"all_gather_start", "s = (f32[8,4], f32[8,4N]) all-gather-start(x), dimensions={1}, replica_groups={}\n  ROOT r = f32[8,4N] all-gather-done(s)"},
     {"permute_start", "s = (f32[8,4], f32[8,4], u32[], u32[]) collective-permute-start(x), source_target_pairs=RING\n  ROOT r = f32[8,4] collective-permute-done(s)"},
     {"all_reduce_tuple", "y = f32[8,4] negate(x)\n  ROOT r = (f32[8,4], f32[8,4]) all-reduce(x, y), replica_groups={}, to_apply=mx"},
+    {"all_reduce_bf16", "b = bf16[8,4] convert(x)\n  ROOT r = bf16[8,4] all-reduce(b), replica_groups={}, to_apply=sumbf"},
+    {"reduce_scatter_s8_min", "b = s8[8,4] convert(x)\n  ROOT r = s8[8/N,4] reduce-scatter(b), dimensions={0}, replica_groups={}, to_apply=mins"},
     {"all_reduce_in_loop", "z = s32[] constant(0)\n  t = (s32[], f32[8,4]) tuple(z, x)\n  w = (s32[], f32[8,4]) while(t), condition=cond, body=body\n  ROOT r = f32[8,4] get-tuple-element(w), index=1"},
 };
 
