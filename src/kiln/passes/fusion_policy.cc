@@ -121,6 +121,15 @@ double OperandReuse(const HloInstruction& consumer, int64_t operand_index) {
   return std::max(1.0, reuse(param));
 }
 
+std::vector<int64_t> SqueezedDims(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims)
+    if (d != 1) out.push_back(d);
+  return out;
+}
+
+std::vector<int64_t> SqueezedDims(const Shape& shape) { return SqueezedDims(shape.dimensions()); }
+
 bool ReadsAtSameIndex(const HloInstruction& consumer, int64_t operand_index) {
   if (!IsFusion(consumer)) {
     return consumer.IsElementwise() &&
@@ -129,17 +138,31 @@ bool ReadsAtSameIndex(const HloInstruction& consumer, int64_t operand_index) {
   const HloInstruction* param = FusedParameter(consumer, operand_index);
   if (!param) return false;
   const std::vector<int64_t>& dims = param->shape().dimensions();
+  const std::vector<int64_t> squeezed = SqueezedDims(dims);
   std::vector<const HloInstruction*> work = {param};
   std::unordered_set<const HloInstruction*> seen = {param};
   while (!work.empty()) {
     const HloInstruction* x = work.back();
     work.pop_back();
     for (const HloInstruction* u : x->users()) {
-      bool same = u->opcode() == HloOpcode::kTuple ||
+      // Size-1 dimensions added or dropped keep each element at its own index; so does the
+      // update of a dynamic-update-slice that is an output (read once per window element).
+      const bool squeeze = (u->opcode() == HloOpcode::kReshape || u->opcode() == HloOpcode::kBitcast) &&
+                           u->shape().IsArray() && SqueezedDims(u->shape()) == squeezed;
+      bool update = false;
+      if (u->opcode() == HloOpcode::kDynamicUpdateSlice && u->operand(1) == x &&
+          std::count(u->operands().begin(), u->operands().end(), x) == 1) {
+        update = u->IsRoot() || (!u->users().empty() &&
+                                 std::all_of(u->users().begin(), u->users().end(), [](const HloInstruction* uu) {
+                                   return uu->opcode() == HloOpcode::kTuple && uu->IsRoot();
+                                 }));
+      }
+      bool same = u->opcode() == HloOpcode::kTuple || update || squeeze ||
                   (u->opcode() == HloOpcode::kReduce && u->operand(0)->shape().dimensions() == dims) ||
-                  (u->IsElementwise() && u->shape().dimensions() == dims);
+                  (u->IsElementwise() && u->shape().IsArray() && SqueezedDims(u->shape()) == squeezed);
       if (!same) return false;
-      if (u->opcode() != HloOpcode::kReduce && u->opcode() != HloOpcode::kTuple && seen.insert(u).second)
+      if (u->opcode() != HloOpcode::kReduce && u->opcode() != HloOpcode::kTuple && !update &&
+          seen.insert(u).second)
         work.push_back(u);
     }
   }
@@ -175,6 +198,16 @@ std::vector<const HloInstruction*> Outputs(const HloInstruction& instr) {
   return {root->operands().begin(), root->operands().end()};
 }
 
+// A fused dynamic-update-slice of a fused parameter that nothing else reads, with an update
+// smaller than the array: the form the in-place emitters write window-only.
+bool IsInPlaceUpdate(const HloInstruction& dus) {
+  const HloInstruction* target = dus.operand(0);
+  if (target->opcode() != HloOpcode::kParameter || target->user_count() != 1) return false;
+  for (int64_t i = 1; i < dus.operand_count(); ++i)
+    if (dus.operand(i) == target) return false;
+  return dus.shape().IsArray() && dus.operand(1)->shape().num_elements() < dus.shape().num_elements();
+}
+
 int64_t OutputCount(const HloInstruction& instr) {
   return IsMultiOutputFusion(instr) ? FusedRoot(instr)->operand_count() : 1;
 }
@@ -191,14 +224,27 @@ IterationSpace FusionPolicy::GetIterationSpace(const HloInstruction& instr) cons
     kind = FusionKindForRoot(instr);
     if (!kind) return space;
   }
-  std::vector<const HloInstruction*> reduces, loops;
+  std::vector<const HloInstruction*> reduces, loops, updates;
   for (const HloInstruction* o : Outputs(instr)) {
-    // In-place updates iterate over the update, not the output: not shareable.
-    if (o->opcode() == HloOpcode::kDynamicUpdateSlice || o->opcode() == HloOpcode::kParameter)
-      return space;
+    // In-place updates iterate over the update, not the output (Note [In-place update spaces]).
+    if (o->opcode() == HloOpcode::kDynamicUpdateSlice) {
+      if (!options_.in_place_update_spaces || !IsFusion(instr) || !IsInPlaceUpdate(*o)) return space;
+      updates.push_back(o);
+      continue;
+    }
+    if (o->opcode() == HloOpcode::kParameter) return space;
     if (o->opcode() == HloOpcode::kReduce) reduces.push_back(o);
     else if (o->shape().IsArray()) loops.push_back(o);
     else return space;
+  }
+  if (!updates.empty()) {
+    if (updates.size() > 1 || !reduces.empty()) return space;
+    space.in_place = true;
+    space.dims = SqueezedDims(updates[0]->operand(1)->shape());
+    for (const HloInstruction* l : loops)
+      if (SqueezedDims(l->shape()) != space.dims) return space;
+    space.valid = true;
+    return space;
   }
   if (!reduces.empty()) {
     space.reduction = true;
@@ -222,7 +268,13 @@ IterationSpace FusionPolicy::GetIterationSpace(const HloInstruction& instr) cons
 }
 
 bool FusionPolicy::CompatibleIterationSpaces(const IterationSpace& a, const IterationSpace& b) const {
-  if (!a.valid || !b.valid || a.dims != b.dims) return false;
+  if (!a.valid || !b.valid) return false;
+  if (a.in_place || b.in_place) {
+    // Note [In-place update spaces]: one in-place update with loop outputs of its window.
+    if (a.in_place == b.in_place || a.reduction || b.reduction) return false;
+    return (a.in_place ? a.dims : SqueezedDims(a.dims)) == (b.in_place ? b.dims : SqueezedDims(b.dims));
+  }
+  if (a.dims != b.dims) return false;
   if (a.reduction && b.reduction) return a.reduce_dims == b.reduce_dims;
   return true;  // loops over the same dims, or a loop output over a reduction's input dims
 }

@@ -149,5 +149,70 @@ ENTRY e {
   EXPECT_EQ(EntryKernels(*m).size(), 2u) << m->ToString();
 }
 
+// Note [In-place update spaces]: a scan step's gates, its new carry and the carry's write into
+// the stacked output are one kernel.
+TEST(GpuFusionPolicyTest, ScanStepIsOneKernel) {
+  const char* text = R"(HloModule s
+ENTRY e {
+  h = f32[8,64] parameter(0)
+  x = f32[8,64] parameter(1)
+  ys = f32[16,8,64] parameter(2)
+  i = s32[] parameter(3)
+  a = f32[8,64] add(h, x)
+  n = f32[8,64] tanh(a)
+  u = f32[1,8,64] reshape(n)
+  z = s32[] constant(0)
+  d = f32[16,8,64] dynamic-update-slice(ys, u, i, z, z)
+  ROOT t = (f32[8,64], f32[16,8,64]) tuple(n, d)
+})";
+  auto m = Fuse(text);
+  ASSERT_TRUE(m);
+  std::vector<const HloInstruction*> k = EntryKernels(*m);
+  ASSERT_EQ(k.size(), 1u) << m->ToString();
+  EXPECT_TRUE(IsMultiOutputFusion(*k[0])) << m->ToString();
+  GpuFusionPolicy policy;
+  IterationSpace sp = policy.GetIterationSpace(*k[0]);
+  EXPECT_TRUE(sp.valid && sp.in_place) << sp.ToString();
+  EXPECT_EQ(sp.dims, (std::vector<int64_t>{8, 64}));
+  // Without the option (the neutral default), the update keeps a kernel of its own.
+  GpuFusionOptions off = GpuFusionPolicy::DefaultOptions();
+  off.cost.in_place_update_spaces = false;
+  auto m2 = Fuse(text, off);
+  ASSERT_TRUE(m2);
+  EXPECT_EQ(EntryKernels(*m2).size(), 2u) << m2->ToString();
+}
+
+// Two in-place updates never share a kernel, nor does an update and a reduction.
+TEST(GpuFusionPolicyTest, InPlaceUpdatesShareKernelsOnlyWithLoops) {
+  const char* text = R"(HloModule s
+add_f32 { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
+ENTRY e {
+  h = f32[8,64] parameter(0)
+  ys = f32[16,8,64] parameter(1)
+  zs = f32[16,8,64] parameter(2)
+  i = s32[] parameter(3)
+  n = f32[8,64] tanh(h)
+  u = f32[1,8,64] reshape(n)
+  z = s32[] constant(0)
+  d1 = f32[16,8,64] dynamic-update-slice(ys, u, i, z, z)
+  d2 = f32[16,8,64] dynamic-update-slice(zs, u, i, z, z)
+  c = f32[] constant(0)
+  r = f32[8] reduce(n, c), dimensions={1}, to_apply=add_f32
+  ROOT t = (f32[16,8,64], f32[16,8,64], f32[8]) tuple(d1, d2, r)
+})";
+  auto m = Fuse(text);
+  ASSERT_TRUE(m);
+  for (const HloInstruction* k : EntryKernels(*m)) {
+    if (!IsFusion(*k)) continue;
+    int64_t updates = 0, reduces = 0;
+    for (const HloInstruction* i : k->fused_computation()->instructions()) {
+      updates += i->opcode() == HloOpcode::kDynamicUpdateSlice;
+      reduces += i->opcode() == HloOpcode::kReduce;
+    }
+    EXPECT_LE(updates, 1) << m->ToString();
+    EXPECT_TRUE(updates == 0 || reduces == 0) << m->ToString();
+  }
+}
+
 }  // namespace
 }  // namespace kiln::cuda
