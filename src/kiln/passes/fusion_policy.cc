@@ -345,6 +345,59 @@ FusionDecision FusionPolicy::CanFuse(const HloInstruction& producer,
   return FusionDecision::Allow();
 }
 
+namespace {
+
+// Bytes of operand `i` that `producer` reads: the window of a slice or dynamic-slice (also
+// inside a fusion whose parameter feeds only those), else the whole operand (the step's slice
+// of a scan's stacked input reads one step, not the stack).
+double OperandReadBytes(const HloInstruction& producer, int64_t i) {
+  const Shape& shape = producer.operand(i)->shape();
+  const double whole = static_cast<double>(ShapeBytes(shape));
+  if (!shape.IsArray()) return whole;
+  const double elem = whole / static_cast<double>(std::max<int64_t>(1, ShapeElements(shape)));
+  auto window = [&](const HloInstruction& x, const HloInstruction* operand) -> double {
+    if ((x.opcode() == HloOpcode::kSlice || x.opcode() == HloOpcode::kDynamicSlice) && x.operand(0) == operand &&
+        std::count(x.operands().begin(), x.operands().end(), operand) == 1)
+      return elem * static_cast<double>(ShapeElements(x.shape()));
+    return -1;
+  };
+  if (!IsFusion(producer)) {
+    double w = window(producer, producer.operand(i));
+    return w < 0 ? whole : std::min(whole, w);
+  }
+  const HloInstruction* param = FusedParameter(producer, i);
+  if (!param || param->users().empty()) return whole;
+  double read = 0;
+  for (const HloInstruction* u : param->users()) {
+    double w = window(*u, param);
+    if (w < 0) return whole;
+    read += w;
+  }
+  return std::min(whole, read);
+}
+
+// The fraction of `producer`'s elements that `consumer` reads when it reads it only through
+// slices (an unfused slice, or a fusion whose parameter feeds only slices); 1 otherwise.
+double SlicedFraction(const HloInstruction& producer, const HloInstruction& consumer) {
+  const double total = static_cast<double>(std::max<int64_t>(1, ShapeElements(producer.shape())));
+  if (!producer.shape().IsArray()) return 1;
+  if (consumer.opcode() == HloOpcode::kSlice) return std::min(1.0, static_cast<double>(ShapeElements(consumer.shape())) / total);
+  if (!IsFusion(consumer)) return 1;
+  double read = 0;
+  for (int64_t i = 0; i < consumer.operand_count(); ++i) {
+    if (consumer.operand(i) != &producer) continue;
+    const HloInstruction* param = FusedParameter(consumer, i);
+    if (!param || param->users().empty()) return 1;
+    for (const HloInstruction* u : param->users()) {
+      if (u->opcode() != HloOpcode::kSlice) return 1;
+      read += static_cast<double>(ShapeElements(u->shape()));
+    }
+  }
+  return read > 0 ? std::min(1.0, read / total) : 1;
+}
+
+}  // namespace
+
 FusionDecision FusionPolicy::ShouldFuse(const HloInstruction& producer,
                                         const HloInstruction& consumer, bool producer_dies) const {
   FusionDecision legal = CanFuse(producer, consumer);
@@ -367,18 +420,22 @@ FusionDecision FusionPolicy::ShouldFuse(const HloInstruction& producer,
                                                          consumer.operands().end());
   std::unordered_set<const HloInstruction*> seen;
   double n = static_cast<double>(ShapeBytes(producer.shape())), in = 0, r = 0;
-  for (const HloInstruction* o : producer.operands()) {
+  for (int64_t i = 0; i < producer.operand_count(); ++i) {
+    const HloInstruction* o = producer.operand(i);
     if (!seen.insert(o).second) continue;
-    double b = static_cast<double>(ShapeBytes(o->shape()));
+    double b = OperandReadBytes(producer, i);
     in += b;
     if (!consumer_ops.count(o)) r += b;
   }
+  // A consumer that reads only slices of the producer reads that fraction of it, and of its
+  // operands once fused (Note [Fusion cost model]: the gate slices of an LSTM step).
+  const double f = SlicedFraction(producer, consumer);
   double gain;
   if (!duplicated || producer_dies) {
     double k = static_cast<double>(std::max<int64_t>(users, 1));
-    gain = in + n + k * n - k * r + static_cast<double>(options_.kernel_cost_bytes);
+    gain = in + n + k * f * n - k * f * r + static_cast<double>(options_.kernel_cost_bytes);
   } else {
-    gain = n - r;
+    gain = f * (n - r);
   }
   if (gain < 0)
     return FusionDecision::Forbid(StrCat("costs ", static_cast<int64_t>(-gain), " bytes of traffic"));
@@ -457,6 +514,38 @@ FusionDecision FusionPolicy::ShouldFuseMultiOutput(const HloInstruction& produce
   if (OutputCount(consumer) + 1 > options_.max_outputs) return FusionDecision::Forbid("too many outputs");
   if (FusedOperandCount(producer, consumer) > options_.max_operands)
     return FusionDecision::Forbid("too many operands");
+  if (FusedInstructionCount(producer) + FusedInstructionCount(consumer) > options_.max_instructions)
+    return FusionDecision::Forbid("too many instructions");
+  return FusionDecision::Allow();
+}
+
+FusionDecision FusionPolicy::ShouldMergeIntoMultiOutputProducer(const HloInstruction& producer,
+                                                                const HloInstruction& consumer) const {
+  if (!IsMultiOutputFusion(producer) || !CanGrow(producer))
+    return FusionDecision::Forbid("producer is not a growable multi-output fusion");
+  if (!IsFusion(consumer) || !CanGrow(consumer)) return FusionDecision::Forbid("consumer is not a growable fusion");
+  if (HasControlDeps(producer) || HasControlDeps(consumer))
+    return FusionDecision::Forbid("control dependencies");
+  bool reads = false;
+  std::unordered_set<const HloInstruction*> operands(producer.operands().begin(), producer.operands().end());
+  for (int64_t i = 0; i < consumer.operand_count(); ++i) {
+    const HloInstruction* op = consumer.operand(i);
+    if (op == &producer) return FusionDecision::Forbid("consumer reads the producer's tuple");
+    if (op->opcode() == HloOpcode::kGetTupleElement && op->operand(0) == &producer) {
+      reads = true;
+      // Each output element is read where it is made: nothing is recomputed.
+      if (!ReadsAtSameIndex(consumer, i))
+        return FusionDecision::Forbid("consumer reads the producer's outputs at other indices");
+      continue;
+    }
+    operands.insert(op);
+  }
+  if (!reads) return FusionDecision::Forbid("consumer does not read the producer");
+  IterationSpace sp = GetIterationSpace(producer), sc = GetIterationSpace(consumer);
+  if (!CompatibleIterationSpaces(sp, sc))
+    return FusionDecision::Forbid(StrCat("iteration spaces differ: ", sp.ToString(), " vs ", sc.ToString()));
+  if (OutputCount(producer) + OutputCount(consumer) > options_.max_outputs) return FusionDecision::Forbid("too many outputs");
+  if (static_cast<int64_t>(operands.size()) > options_.max_operands) return FusionDecision::Forbid("too many operands");
   if (FusedInstructionCount(producer) + FusedInstructionCount(consumer) > options_.max_instructions)
     return FusionDecision::Forbid("too many instructions");
   return FusionDecision::Allow();

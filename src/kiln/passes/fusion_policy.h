@@ -148,6 +148,11 @@ class FusionPolicy {
   // also need it. The caller checks for cycles.
   virtual FusionDecision ShouldFuseMultiOutput(const HloInstruction& producer,
                                                const HloInstruction& consumer) const;
+  // `consumer` (a fusion) merged into the multi-output fusion `producer` whose outputs it
+  // reads (through get-tuple-elements), every one at its own index: one kernel computes both,
+  // the producer's outputs stay outputs. The caller checks for cycles.
+  virtual FusionDecision ShouldMergeIntoMultiOutputProducer(const HloInstruction& producer,
+                                                            const HloInstruction& consumer) const;
 
  protected:
   FusionCostOptions options_;
