@@ -109,7 +109,7 @@ class GpuThunk {
   // Thunks owned by this one (control flow).
   virtual std::vector<const GpuThunk*> nested() const { return {}; }
   // Plans the side-stream pairs of the sequences this thunk owns (Note [Side stream]); returns
-  // how many. Default: none (only loops of known trip count plan their bodies).
+  // how many. Default: none (loops of known trip count: Note [Pairs across iterations]).
   virtual int64_t PlanNestedSideStreams() { return 0; }
   // Operations one execution enqueues (kernels, library calls, copies; a loop of known trip
   // count its body's times the trips): the size of a CUDA graph capturing it.
@@ -187,11 +187,10 @@ class ThunkSequence {
   //   stream, and joins back with a second event, so everything before the pair happens before
   //   both and everything after waits for both. Library calls stay on the main stream (their
   //   handles are bound to it). Inside a CUDA graph capture the events become the graph's fork
-  //   and join edges. Returns the number of pairs, those of nested sequences included: the
-  //   bodies of loops of known trip count are planned too, with one more pair across
-  //   iterations where the body ends with such a kernel and starts with such a library call
-  //   (Note [Pairs across iterations] in control_flow_thunks.h); branches and other loops run
-  //   on one stream.
+  //   and join edges. Returns the number of pairs, those of nested thunks included (a loop of
+  //   known trip count may pair a tiny kernel across iterations: Note [Pairs across
+  //   iterations] in control_flow_thunks.h); loop bodies and branches are otherwise not
+  //   planned and run on one stream.
   int64_t PlanSideStream();
   int64_t side_pairs() const;
   bool SyncsHost() const;
