@@ -1,0 +1,42 @@
+"""The array hooks of the extension (src/kiln/python/array.h): how objects without __dlpack__
+(Python scalars, lists, buffer-protocol objects) and numpy arrays of ml_dtypes types, which
+numpy cannot export, become arrays kiln can take."""
+
+import numpy as np
+
+from . import _dtypes, _kiln
+
+
+def _raw_view(a):
+  """(uint view, hlo name) of a numpy array of an ml_dtypes type."""
+  width = a.dtype.itemsize
+  a = np.ascontiguousarray(a)
+  return a.view(np.dtype(f"u{width}")), _dtypes.HLO_NAMES[a.dtype]
+
+
+def coerce(obj, hlo_type):
+  """obj as a numpy array (of `hlo_type` where obj has no dtype of its own), or the raw-bits pair
+  for ml_dtypes arrays."""
+  if isinstance(obj, np.ndarray):
+    a = obj
+  elif hasattr(obj, "dtype") and hasattr(obj, "shape") and not isinstance(obj, (int, float, complex, bool)):
+    a = np.asarray(obj)  # numpy scalars, buffer-protocol arrays with a dtype
+  elif hlo_type is not None and hlo_type in _dtypes.NUMPY_DTYPES:
+    a = np.asarray(obj, dtype=_dtypes.NUMPY_DTYPES[hlo_type])
+  else:
+    a = np.asarray(obj)
+  if a.dtype in _dtypes.HLO_NAMES and _dtypes.HLO_NAMES[a.dtype] in _dtypes.ML_DTYPE_NAMES:
+    return _raw_view(a)
+  if not a.flags.c_contiguous or not a.flags.aligned:
+    a = np.ascontiguousarray(a)
+  return a
+
+
+_kiln._set_array_hooks(coerce, dict(_dtypes.NUMPY_DTYPES))
+
+
+def asarray(obj, device=None):
+  """obj (numpy, jax, torch, anything with __dlpack__ or the buffer protocol, a scalar) as a
+  kiln.Array on `device` ("cpu", "cuda:0"; None: the best device present). Memory already on
+  that device is wrapped, not copied."""
+  return _kiln.asarray(obj, device or "")
