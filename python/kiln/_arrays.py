@@ -7,11 +7,19 @@ import numpy as np
 from . import _dtypes, _kiln
 
 
+_SIGNED_SUB_BYTE = frozenset(("s1", "s2", "s4"))
+
+
 def _raw_view(a):
-  """(uint view, hlo name) of a numpy array of an ml_dtypes type."""
-  width = a.dtype.itemsize
-  a = np.ascontiguousarray(a)
-  return a.view(np.dtype(f"u{width}")), _dtypes.HLO_NAMES[a.dtype]
+  """(uint array of the bytes kiln keeps, hlo name) of a numpy array of an ml_dtypes type.
+  ml_dtypes keeps a signed sub-byte integer in the low bits of its byte, kiln sign-extended
+  (hlo/float_types.h): those are converted, the rest viewed."""
+  name = _dtypes.HLO_NAMES[a.dtype]
+  if name in _SIGNED_SUB_BYTE:
+    return a.astype(np.int8).view(np.uint8), name
+  if not a.flags.c_contiguous:
+    a = a.copy(order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
+  return a.view(np.dtype(f"u{a.dtype.itemsize}")), name
 
 
 def coerce(obj, hlo_type):
@@ -28,7 +36,7 @@ def coerce(obj, hlo_type):
   if a.dtype in _dtypes.HLO_NAMES and _dtypes.HLO_NAMES[a.dtype] in _dtypes.ML_DTYPE_NAMES:
     return _raw_view(a)
   if not a.flags.c_contiguous or not a.flags.aligned:
-    a = np.ascontiguousarray(a)
+    a = a.copy(order="C")
   return a
 
 

@@ -213,9 +213,10 @@ PyArray FromTensor(ImportedTensor t, const DeviceRef& device, std::optional<Prim
 // One live export of an Array's memory: keeps the memory alive and counts itself in the
 // Array's exports while it lives.
 struct ExportView {
+  KeepAlive keep;  // declared first: released after the memory (Note [Results keep their executables])
   std::shared_ptr<void> memory;
   std::shared_ptr<std::atomic<int>> exports;
-  ExportView(std::shared_ptr<void> m, std::shared_ptr<std::atomic<int>> e) : memory(std::move(m)), exports(std::move(e)) {
+  explicit ExportView(const PyArray& a) : keep(a.keep()), memory(a.buffer().memory_owner()), exports(a.exports()) {
     ++*exports;
   }
   ~ExportView() { --*exports; }
@@ -224,7 +225,7 @@ struct ExportView {
 };
 
 struct ExportContext {
-  explicit ExportContext(const PyArray& a) : view(a.buffer().memory_owner(), a.exports()) {}
+  explicit ExportContext(const PyArray& a) : view(a) {}
   ExportView view;
   std::vector<int64_t> shape, strides;
   DLManagedTensor legacy{};
@@ -371,13 +372,17 @@ nb::object PyArray::Numpy() {
   const Buffer& b = *buffer_;
   const PrimitiveType t = b.shape().element_type();
   nb::object dtype = NumpyDtype(t);
-  const DLDataType raw = RawDlpackTypeOf(t);
+  // kiln keeps a signed sub-byte integer sign-extended in its byte, ml_dtypes keeps the low bits
+  // only: those convert (a copy); everything else is a view of the same bytes.
+  const bool sign_extended = IsSubByteType(t) && IsSignedIntegralType(t);
+  DLDataType raw = RawDlpackTypeOf(t);
+  if (sign_extended) raw.code = kDLInt;
   const nb::dlpack::dtype nb_raw{raw.code, raw.bits, raw.lanes};
   std::vector<size_t> dims(b.shape().dimensions().begin(), b.shape().dimensions().end());
   nb::object array;
   if (b.on_host()) {
     // A read-only view; the capsule keeps the memory (counted as an export).
-    auto* keep = new ExportView(b.memory_owner(), exports_);
+    auto* keep = new ExportView(*this);
     nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<ExportView*>(p); });
     std::vector<int64_t> strides = StridesOf(b.shape());
     array = nb::ndarray<nb::numpy, nb::ro>(b.opaque_pointer(), dims.size(), dims.data(), owner, strides.data(), nb_raw)
@@ -393,7 +398,7 @@ nb::object PyArray::Numpy() {
     ThrowIfError(s);
     array = nb::ndarray<nb::numpy>(host->data(), dims.size(), dims.data(), owner, nullptr, nb_raw).cast();
   }
-  return array.attr("view")(dtype);
+  return sign_extended ? array.attr("astype")(dtype) : array.attr("view")(dtype);
 }
 
 StatusOr<PrimitiveType> ParseElementType(std::string_view name) {

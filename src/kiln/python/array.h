@@ -47,10 +47,22 @@
 
 namespace kiln::python {
 
+// Note [Results keep their executables]
+// A cpu result's memory is a lease of its executable's arena pool (cpu/executable.h,
+// ExecutionOutput returns it there on destruction), so an executable must outlive the results
+// of its runs -- and, through donation, the results that took their memory over. Every Array
+// (and every export of one) therefore holds the set of executables its memory may go back to:
+// its own run's, merged with those of the arguments it took over; a training loop that feeds
+// its result back keeps a set of one.
+using KeepAlive = std::shared_ptr<const std::vector<std::shared_ptr<const void>>>;
+
 class PyArray {
  public:
-  PyArray(std::shared_ptr<Buffer> buffer, bool owned)
-      : buffer_(std::move(buffer)), owned_(owned), exports_(std::make_shared<std::atomic<int>>(0)) {}
+  PyArray(std::shared_ptr<Buffer> buffer, bool owned, KeepAlive keep = nullptr)
+      : buffer_(std::move(buffer)),
+        owned_(owned),
+        exports_(std::make_shared<std::atomic<int>>(0)),
+        keep_(std::move(keep)) {}
 
   // Arrays are values: copies share the buffer and the export count.
   Buffer& buffer() const { return *buffer_; }
@@ -68,11 +80,14 @@ class PyArray {
 
   // Counts the live exports (each ExportView adds one).
   const std::shared_ptr<std::atomic<int>>& exports() const { return exports_; }
+  // Note [Results keep their executables]
+  const KeepAlive& keep() const { return keep_; }
 
  private:
   std::shared_ptr<Buffer> buffer_;
   bool owned_ = false;
   std::shared_ptr<std::atomic<int>> exports_;
+  KeepAlive keep_;
 };
 
 // `obj` on device `device` as an Array (see above). `type`: the element type the array is

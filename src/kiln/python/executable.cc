@@ -1,5 +1,7 @@
 #include "kiln/python/executable.h"
 
+#include <algorithm>
+
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -94,6 +96,19 @@ nb::list PyExecutable::RunFlat(nb::handle arguments, uint64_t seed) {
     buffers[i] = &held.back().buffer();
     ++i;
   }
+  // Note [Results keep their executables]: this one, and those of the donated arguments.
+  KeepAlive keep = keep_;
+  for (size_t k = 0; k < n; ++k) {
+    if (!exe_->donated()[k]) continue;
+    nb::handle a = arguments[k];
+    const KeepAlive* other = nullptr;
+    if (nb::isinstance<PyArray>(a) && buffers[k] == &nb::cast<PyArray&>(a).buffer()) other = &nb::cast<PyArray&>(a).keep();
+    if (other == nullptr || !*other || *other == keep) continue;
+    auto merged = std::make_shared<std::vector<std::shared_ptr<const void>>>(*keep);
+    for (const auto& e : **other)
+      if (std::find(merged->begin(), merged->end(), e) == merged->end()) merged->push_back(e);
+    if (merged->size() != keep->size()) keep = std::move(merged);
+  }
   ExecuteOptions options;
   options.seed = seed;
   StatusOr<std::vector<std::unique_ptr<Buffer>>> results = Internal("not run");
@@ -103,7 +118,7 @@ nb::list PyExecutable::RunFlat(nb::handle arguments, uint64_t seed) {
   }
   std::vector<std::unique_ptr<Buffer>> out = ValueOrThrow(std::move(results));
   nb::list list;
-  for (std::unique_ptr<Buffer>& b : out) list.append(nb::cast(PyArray(std::shared_ptr<Buffer>(std::move(b)), true)));
+  for (std::unique_ptr<Buffer>& b : out) list.append(nb::cast(PyArray(std::shared_ptr<Buffer>(std::move(b)), true, keep)));
   return list;
 }
 

@@ -13,6 +13,7 @@
 #include <nanobind/nanobind.h>
 
 #include "kiln/backend/executable.h"
+#include "kiln/python/array.h"
 #include "kiln/python/client.h"
 
 namespace kiln::python {
@@ -27,7 +28,11 @@ struct CompileArgs {
 
 class PyExecutable {
  public:
-  PyExecutable(std::unique_ptr<Executable> exe, DeviceRef device) : exe_(std::move(exe)), device_(std::move(device)) {}
+  PyExecutable(std::unique_ptr<Executable> exe, DeviceRef device)
+      : exe_(std::move(exe)),
+        device_(std::move(device)),
+        keep_(std::make_shared<const std::vector<std::shared_ptr<const void>>>(
+            std::vector<std::shared_ptr<const void>>{exe_})) {}
   const Executable& exe() const { return *exe_; }
   const DeviceRef& device() const { return device_; }
   nanobind::list RunFlat(nanobind::handle arguments, uint64_t seed);
@@ -35,6 +40,7 @@ class PyExecutable {
  private:
   std::shared_ptr<Executable> exe_;
   DeviceRef device_;
+  KeepAlive keep_;  // {exe_}: what its results hold (Note [Results keep their executables])
 };
 
 PyExecutable CompileHlo(const std::string& text, const CompileArgs& args);
