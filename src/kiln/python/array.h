@@ -59,10 +59,10 @@ using KeepAlive = std::shared_ptr<const std::vector<std::shared_ptr<const void>>
 class PyArray {
  public:
   PyArray(std::shared_ptr<Buffer> buffer, bool owned, KeepAlive keep = nullptr)
-      : buffer_(std::move(buffer)),
+      : keep_(std::move(keep)),
+        buffer_(std::move(buffer)),
         owned_(owned),
-        exports_(std::make_shared<std::atomic<int>>(0)),
-        keep_(std::move(keep)) {}
+        exports_(std::make_shared<std::atomic<int>>(0)) {}
 
   // Arrays are values: copies share the buffer and the export count.
   Buffer& buffer() const { return *buffer_; }
@@ -84,10 +84,10 @@ class PyArray {
   const KeepAlive& keep() const { return keep_; }
 
  private:
+  KeepAlive keep_;  // first: released after the buffer (Note [Results keep their executables])
   std::shared_ptr<Buffer> buffer_;
   bool owned_ = false;
   std::shared_ptr<std::atomic<int>> exports_;
-  KeepAlive keep_;
 };
 
 // `obj` on device `device` as an Array (see above). `type`: the element type the array is
