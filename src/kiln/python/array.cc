@@ -117,13 +117,6 @@ PyArray Wrap(StatusOr<std::unique_ptr<Buffer>> made, bool owned) {
   return PyArray(std::shared_ptr<Buffer>(std::move(b)), owned);
 }
 
-// The DLPack device an object says it is on: (device_type, id), or CPU when it does not say.
-std::pair<int, int> DeviceOf(nb::handle obj) {
-  if (!nb::hasattr(obj, "__dlpack_device__")) return {kDLCPU, 0};
-  nb::tuple d = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
-  return {nb::cast<int>(d[0]), nb::cast<int>(d[1])};
-}
-
 nb::object CallDlpack(nb::handle obj, nb::handle stream) {
   nb::object fn = obj.attr("__dlpack__");
   try {
@@ -432,6 +425,20 @@ PyArray ImportArray(nb::handle obj, const DeviceRef& device, std::optional<Primi
     ThrowIfError(s);
     return Wrap(std::move(made), /*owned=*/true);
   }
+  if (PyCapsule_CheckExact(obj.ptr())) {
+    // A capsule already made (kiln/_jit.py makes jax's itself, skipping jax's Python
+    // __dlpack__): host-ready or made on the legacy default stream, like __dlpack__'s.
+    ImportedTensor t = TakeCapsule(obj);
+    const int32_t device_type = t.tensor->device.device_type;
+    if (device_type == kDLCUDA || device_type == kDLCUDAManaged) {
+      Status s = WaitForLegacyStream(t.tensor->device.device_id);
+      if (!s.ok()) {
+        t.Release();
+        throw StatusError(s);
+      }
+    }
+    return FromTensor(t, device, std::nullopt);
+  }
   nb::object source = nb::borrow(obj);
   std::optional<PrimitiveType> raw_type;
   bool exportable = nb::hasattr(source, "__dlpack__");
@@ -449,14 +456,13 @@ PyArray ImportArray(nb::handle obj, const DeviceRef& device, std::optional<Primi
         source = c;
       }
     }
-    const auto [device_type, device_id] = DeviceOf(source);
-    (void)device_id;
-    const bool cuda_producer = device_type == kDLCUDA || device_type == kDLCUDAManaged;
     nb::object capsule;
     try {
-      // Note [Streams across DLPack]: a CUDA producer orders its work before the legacy
-      // default stream (1); host producers take no stream.
-      capsule = CallDlpack(source, cuda_producer ? nb::object(nb::int_(1)) : nb::object(nb::none()));
+      // Note [Streams across DLPack]: stream=None is the legacy default stream for a CUDA
+      // producer (the array API's convention) and the only value a host producer takes, so one
+      // call serves both without asking __dlpack_device__ first; the capsule says where the
+      // memory is.
+      capsule = CallDlpack(source, nb::none());
     } catch (nb::python_error& e) {
       // numpy cannot export ml_dtypes arrays (nor, before DLPack 1.0, read-only ones): the
       // coerce hook hands over their raw bits instead.
@@ -468,7 +474,8 @@ PyArray ImportArray(nb::handle obj, const DeviceRef& device, std::optional<Primi
       throw;
     }
     ImportedTensor t = TakeCapsule(capsule);
-    if (cuda_producer) {
+    const int32_t device_type = t.tensor->device.device_type;
+    if (device_type == kDLCUDA || device_type == kDLCUDAManaged) {
       Status s = WaitForLegacyStream(t.tensor->device.device_id);
       if (!s.ok()) {
         t.Release();
@@ -516,6 +523,13 @@ void RegisterArray(nb::module_& m) {
       .def_prop_ro("device", [](const PyArray& a) { return a.buffer().device_name(); })
       .def_prop_ro("is_deleted", [](const PyArray& a) { return a.buffer().is_deleted(); })
       .def("delete", [](PyArray& a) { a.buffer().Delete(); }, "Releases the memory now.")
+      .def(
+          "unsafe_buffer_pointer",
+          [](const PyArray& a) {
+            ThrowIfError(a.CheckLive());
+            return reinterpret_cast<uintptr_t>(a.buffer().opaque_pointer());
+          },
+          "The address of the first element on its device (a host pointer, a CUdeviceptr), as jax's.")
       .def("numpy", &PyArray::Numpy,
            "The array as numpy: a read-only view of host memory, a copy of device memory. ml_dtypes types "
            "(bfloat16, float8_*, int4, ...) come as themselves.")

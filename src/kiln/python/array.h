@@ -25,7 +25,8 @@
 // Note [Streams across DLPack]
 // kiln's runs are complete when Execute returns (every backend waits for its streams), so an
 // exported array is ready on every stream: __dlpack__'s `stream` asks nothing of kiln. Going in,
-// a CUDA producer is asked for its array on the legacy default stream (`stream=1`), and the
+// a CUDA producer is asked for its array on the legacy default stream (`stream=None`, which the
+// array API defines as the legacy default stream for CUDA, and which host producers require), and the
 // binding waits for that stream on the host before kiln's own (non-blocking) streams touch the
 // memory (cuda_sync.h). Host arrays take no stream.
 //
