@@ -157,7 +157,13 @@ class Jitted:
     for i, x in enumerate(leaves):
       t = type(x)
       if t is _kiln.Array:
-        sig.append((x.shape, x.dtype, False))
+        d = x.dtype
+        c = self._canonical.get((d, x64))
+        if c is None:
+          c = self._canonical[(d, x64)] = np.dtype(jax.dtypes.canonicalize_dtype(d))
+        if c != d:  # (a float64 Array without x64: computed in float32, as jax.jit would)
+          x = leaves[i] = _kiln.asarray(x.numpy().astype(c), x.device)
+        sig.append((x.shape, c, False))
       elif t is np.ndarray:
         d = x.dtype
         c = self._canonical.get((d, x64))
@@ -222,7 +228,7 @@ class Jitted:
       if isinstance(x, (np.ndarray, np.generic)):
         return jax.ShapeDtypeStruct(np.shape(x), jax.dtypes.canonicalize_dtype(x.dtype))
       if type(x) is _kiln.Array:
-        return jax.ShapeDtypeStruct(x.shape, x.dtype)
+        return jax.ShapeDtypeStruct(x.shape, jax.dtypes.canonicalize_dtype(x.dtype))
       if hasattr(x, "shape") and hasattr(x, "dtype"):
         return jax.ShapeDtypeStruct(tuple(x.shape), np.asarray(_kiln.asarray(x, "cpu").numpy()).dtype
                                     if not hasattr(x.dtype, "itemsize") else x.dtype)

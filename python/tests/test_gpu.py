@@ -3,6 +3,7 @@ against jax.jit, GPU arrays of jax and torch in and out without a host copy, and
 stream respected. Run by the CTest kiln_python_gpu_test (label gpu)."""
 
 import inspect
+import os
 
 import numpy as np
 import pytest
@@ -12,7 +13,14 @@ import kiln
 import test_jit
 from conftest import has_cuda, normal
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not has_cuda(), reason="no CUDA device")]
+# KILN_REQUIRE_GPU=1 (the CTest kiln_python_gpu_test sets it): no device is a failure, not a skip.
+REQUIRE_GPU = os.environ.get("KILN_REQUIRE_GPU") == "1"
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not has_cuda() and not REQUIRE_GPU, reason="no CUDA device")]
+
+
+def test_cuda_device_present():
+  assert has_cuda(), f"kiln sees no CUDA device: {[(p.name, p.status) for p in kiln.platforms()]}"
 
 DEVICE = "cuda:0"
 
