@@ -229,9 +229,8 @@ class Jitted:
         return jax.ShapeDtypeStruct(np.shape(x), jax.dtypes.canonicalize_dtype(x.dtype))
       if type(x) is _kiln.Array:
         return jax.ShapeDtypeStruct(x.shape, jax.dtypes.canonicalize_dtype(x.dtype))
-      if hasattr(x, "shape") and hasattr(x, "dtype"):
-        return jax.ShapeDtypeStruct(tuple(x.shape), np.asarray(_kiln.asarray(x, "cpu").numpy()).dtype
-                                    if not hasattr(x.dtype, "itemsize") else x.dtype)
+      if hasattr(x, "shape") and hasattr(x, "dtype"):  # torch, cupy, ...
+        return jax.ShapeDtypeStruct(tuple(x.shape), jax.dtypes.canonicalize_dtype(_foreign_dtype(x.dtype)))
       a = np.asarray(x)
       return jax.ShapeDtypeStruct(a.shape, jax.dtypes.canonicalize_dtype(a.dtype))
 
@@ -387,6 +386,18 @@ def _to_jax(a):
   except Exception:  # types DLPack cannot carry (int4, ...): through numpy
     import jax.numpy as jnp
     return jnp.asarray(a.numpy())
+
+
+def _foreign_dtype(dtype):
+  """The numpy dtype of another framework's dtype (torch.float32, torch.bfloat16, cupy's)."""
+  try:
+    return np.dtype(dtype)
+  except TypeError:
+    name = str(dtype).rsplit(".", 1)[-1]   # "torch.bfloat16" -> "bfloat16"
+    for d in _dtypes.NUMPY_DTYPES.values():
+      if d.name == name:
+        return d
+    raise InvalidArgumentError(f"kiln has no element type for {dtype}") from None
 
 
 def _static_args(fun, static_argnums, static_argnames):

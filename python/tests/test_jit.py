@@ -329,11 +329,27 @@ def test_donation_never_overwrites_callers_arrays(rng):
 def test_donation_of_an_exported_array_copies(rng):
   step = kiln.jit(lambda w: w + 1, device=DEVICE, donate_argnums=0)
   w = step(kiln.asarray(normal(rng, (8,)), DEVICE))
-  view = np.from_dlpack(w)         # a live export of w's memory
-  before = view.copy()
+  before = w.numpy().copy()
+  capsule = w.__dlpack__()          # a live export of w's memory (on any device)
   step(w)
   assert not w.is_deleted           # a copy was donated: the export still sees w
-  np.testing.assert_array_equal(view, before)
+  np.testing.assert_array_equal(w.numpy(), before)
+  del capsule
+
+
+def test_foreign_arrays_take_their_dtype(rng):
+  torch = pytest.importorskip("torch")
+  t = torch.from_numpy(normal(rng, (3, 4)))
+  out = kiln.jit(lambda x: x * 2, device=DEVICE)(t)
+  assert isinstance(out, kiln.Array)
+  np.testing.assert_array_equal(out.numpy(), 2 * t.numpy())
+
+
+def test_float64_kiln_arrays_without_x64(rng):
+  x = rng.standard_normal(5)
+  out = kiln.jit(lambda v: v + 1, device=DEVICE)(kiln.asarray(x, DEVICE))
+  assert out.dtype == np.float32
+  np.testing.assert_allclose(out.numpy(), (x + 1).astype(np.float32), rtol=1e-6)
 
 
 def test_kiln_array_methods(rng):
@@ -353,7 +369,7 @@ def test_results_outlive_their_executables(rng):
   import gc
   x = normal(rng, (16,))
   out = kiln.jit(lambda x: x * 2, device=DEVICE)(kiln.asarray(x, DEVICE))   # the Jitted is gone
-  view = np.from_dlpack(kiln.jit(lambda x: x + 1, device=DEVICE)(kiln.asarray(x, DEVICE)))
+  view = kiln.jit(lambda x: x + 1, device=DEVICE)(kiln.asarray(x, DEVICE)).numpy()
   gc.collect()
   np.testing.assert_array_equal(out.numpy(), x * 2)
   # Donated into another executable: the result holds both executables' memory.
