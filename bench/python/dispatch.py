@@ -2,7 +2,8 @@
 """Call overhead of kiln.jit beside jax.jit, and the no-copy check (a 1 GiB input costs no
 transfer). A benchmark, not a test: prints a table, asserts nothing.
 
-    PYTHONPATH=python:build-release/python python3 bench/python/dispatch.py --device cuda:0
+    XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONPATH=python:build-release/python \
+        python3 bench/python/dispatch.py --device cuda:0
     PYTHONPATH=python:build-release/python python3 bench/python/dispatch.py --device cpu
 
 Target (issue 19): kiln.jit's dispatch of a tiny function <= 1.5x jax.jit's.

@@ -143,7 +143,8 @@ def test_non_default_result_layouts(rng):
   x = normal(rng, (5, 20))
   f = lambda x: (x.T * 2, x.sum(0))
   hlo = kiln.jit(f, device=DEVICE).lower(x).as_text()
-  assert "f32[20,5]{0,1}" in hlo.splitlines()[0]
+  if DEVICE == "cpu":
+    assert "f32[20,5]{0,1}" in hlo.splitlines()[0]
   check(f, x)
 
 
