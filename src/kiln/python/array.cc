@@ -400,7 +400,26 @@ StatusOr<PrimitiveType> ParseElementType(std::string_view name) {
   return *t;
 }
 
-PyArray ImportArray(nb::handle obj, const DeviceRef& device, std::optional<PrimitiveType> type) {
+namespace {
+
+// Note [Streams across DLPack]: the wait for a CUDA producer's array, now or deferred.
+void WaitOrDefer(ImportedTensor& t, int* deferred_wait) {
+  const int32_t device_type = t.tensor->device.device_type;
+  if (device_type != kDLCUDA && device_type != kDLCUDAManaged) return;
+  if (deferred_wait != nullptr) {
+    *deferred_wait = t.tensor->device.device_id;
+    return;
+  }
+  Status s = WaitForLegacyStream(t.tensor->device.device_id);
+  if (!s.ok()) {
+    t.Release();
+    throw StatusError(s);
+  }
+}
+
+}  // namespace
+
+PyArray ImportArray(nb::handle obj, const DeviceRef& device, std::optional<PrimitiveType> type, int* deferred_wait) {
   if (nb::isinstance<PyArray>(obj)) {
     PyArray& a = nb::cast<PyArray&>(obj);
     ThrowIfError(a.CheckLive());
@@ -429,14 +448,7 @@ PyArray ImportArray(nb::handle obj, const DeviceRef& device, std::optional<Primi
     // A capsule already made (kiln/_jit.py makes jax's itself, skipping jax's Python
     // __dlpack__): host-ready or made on the legacy default stream, like __dlpack__'s.
     ImportedTensor t = TakeCapsule(obj);
-    const int32_t device_type = t.tensor->device.device_type;
-    if (device_type == kDLCUDA || device_type == kDLCUDAManaged) {
-      Status s = WaitForLegacyStream(t.tensor->device.device_id);
-      if (!s.ok()) {
-        t.Release();
-        throw StatusError(s);
-      }
-    }
+    WaitOrDefer(t, deferred_wait);
     return FromTensor(t, device, std::nullopt);
   }
   nb::object source = nb::borrow(obj);
@@ -474,14 +486,7 @@ PyArray ImportArray(nb::handle obj, const DeviceRef& device, std::optional<Primi
       throw;
     }
     ImportedTensor t = TakeCapsule(capsule);
-    const int32_t device_type = t.tensor->device.device_type;
-    if (device_type == kDLCUDA || device_type == kDLCUDAManaged) {
-      Status s = WaitForLegacyStream(t.tensor->device.device_id);
-      if (!s.ok()) {
-        t.Release();
-        throw StatusError(s);
-      }
-    }
+    WaitOrDefer(t, deferred_wait);
     return FromTensor(t, device, raw_type);
   }
   throw StatusError(Internal("unreachable"));

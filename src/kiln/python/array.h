@@ -28,7 +28,8 @@
 // a CUDA producer is asked for its array on the legacy default stream (`stream=None`, which the
 // array API defines as the legacy default stream for CUDA, and which host producers require), and the
 // binding waits for that stream on the host before kiln's own (non-blocking) streams touch the
-// memory (cuda_sync.h). Host arrays take no stream.
+// memory (cuda_sync.h) -- once per run for all its arguments, with the GIL released
+// (PyExecutable::RunFlat). Host arrays take no stream.
 //
 // Thread safety: as a Buffer's; the binding holds the GIL while it touches an Array.
 #pragma once
@@ -93,8 +94,12 @@ class PyArray {
 
 // `obj` on device `device` as an Array (see above). `type`: the element type the array is
 // meant to have, for the coerce hook of scalars and lists (nullopt: its own). Python errors
-// propagate as nanobind::python_error, kiln errors as StatusError.
-PyArray ImportArray(nanobind::handle obj, const DeviceRef& device, std::optional<PrimitiveType> type);
+// propagate as nanobind::python_error, kiln errors as StatusError. A CUDA producer's array
+// needs the wait for the legacy default stream (Note [Streams across DLPack]): done here, or,
+// with `deferred_wait`, left to the caller (*deferred_wait = the device ordinal), who waits once
+// for all its arguments.
+PyArray ImportArray(nanobind::handle obj, const DeviceRef& device, std::optional<PrimitiveType> type,
+                    int* deferred_wait = nullptr);
 
 // A fresh copy of `array` (on the same device), owned.
 StatusOr<PyArray> CopyArray(const PyArray& array, const DeviceRef& device);

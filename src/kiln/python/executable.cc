@@ -8,6 +8,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/python/array.h"
+#include "kiln/python/cuda_sync.h"
 #include "kiln/python/errors.h"
 
 namespace nb = nanobind;
@@ -76,6 +77,7 @@ nb::list PyExecutable::RunFlat(nb::handle arguments, uint64_t seed) {
   std::vector<PyArray> held;  // imported arrays and donation copies, alive until the run is over
   held.reserve(n);
   std::vector<Buffer*> buffers(n, nullptr);
+  int legacy_wait = -1;  // a CUDA device whose legacy default stream to wait for, once
   size_t i = 0;
   for (nb::handle a : arguments) {
     const bool donated = exe_->donated()[i];
@@ -90,7 +92,7 @@ nb::list PyExecutable::RunFlat(nb::handle arguments, uint64_t seed) {
         continue;
       }
     }
-    PyArray imported = ImportArray(a, device_, shapes[i].element_type());
+    PyArray imported = ImportArray(a, device_, shapes[i].element_type(), &legacy_wait);
     if (donated && (!imported.owned() || imported.exported())) imported = ValueOrThrow(CopyArray(imported, device_));
     held.push_back(std::move(imported));
     buffers[i] = &held.back().buffer();
@@ -114,7 +116,8 @@ nb::list PyExecutable::RunFlat(nb::handle arguments, uint64_t seed) {
   StatusOr<std::vector<std::unique_ptr<Buffer>>> results = Internal("not run");
   {
     nb::gil_scoped_release nogil;
-    results = exe_->Execute(buffers, options);
+    Status waited = legacy_wait >= 0 ? WaitForLegacyStream(legacy_wait) : OkStatus();
+    results = waited.ok() ? exe_->Execute(buffers, options) : StatusOr<std::vector<std::unique_ptr<Buffer>>>(waited);
   }
   std::vector<std::unique_ptr<Buffer>> out = ValueOrThrow(std::move(results));
   nb::list list;
