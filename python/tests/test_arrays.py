@@ -79,13 +79,16 @@ def test_torch_in_and_out(rng):
 def test_narrow_types_round_trip(rng):
   for dtype, hlo in [(ml_dtypes.bfloat16, "bf16"), (ml_dtypes.float8_e4m3fn, "f8e4m3fn"),
                      (ml_dtypes.float8_e5m2, "f8e5m2"), (ml_dtypes.int4, "s4"), (ml_dtypes.uint4, "u4"),
-                     (np.float16, "f16"), (np.bool_, "pred"), (np.complex64, "c64")]:
+                     (np.float16, "f16"), (np.bool_, "pred"), (np.complex64, "c64"),
+                     (np.complex128, "c128"), (np.float64, "f64"), (np.uint64, "u64"), (np.int8, "s8")]:
     if hlo in ("s4", "u4"):
       x = rng.integers(-8 if hlo == "s4" else 0, 8, (3, 5)).astype(dtype)
     elif hlo == "pred":
       x = rng.integers(0, 2, (3, 5)).astype(bool)
-    elif hlo == "c64":
+    elif hlo in ("c64", "c128"):
       x = (normal(rng, (3, 5)) + 1j * normal(rng, (3, 5))).astype(dtype)
+    elif hlo in ("u64", "s8"):
+      x = rng.integers(1, 100, (3, 5)).astype(dtype)
     else:
       x = normal(rng, (3, 5)).astype(dtype)
     a = kiln.asarray(x, "cpu")

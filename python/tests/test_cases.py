@@ -48,16 +48,21 @@ def _inputs(npz, exe):
   return inputs
 
 
-@pytest.mark.parametrize("case", [_param(c) for c in CASES])
-def test_case(case):
+def run_case(case, device, **compile_options):
+  """Compiles and runs one case on `device`; asserts its outputs match XLA's."""
   hlo = (case / "module.hlo").read_text()
   npz = np.load(case / "case.npz")
-  exe = kiln.compile(hlo, "cpu", filename=str(case / "module.hlo"))
-  outs = exe.run_flat(_inputs(npz, exe))
+  exe = kiln.compile(hlo, device, filename=str(case / "module.hlo"), **compile_options)
+  outs = [kiln.asarray(o.numpy(), "cpu") for o in exe.run_flat(_inputs(npz, exe))]
   expected = []
   k = 0
   while f"out{k}" in npz.files:
     expected.append(kiln.asarray(npz[f"out{k}"], "cpu"))
     k += 1
-  ok, report = _kiln._compare_outputs(hlo, outs, expected)
-  assert ok, f"{case.name}:\n{report}"
+  ok, report = _kiln._compare_outputs(hlo, outs, expected, exe._impl.runs_f32_products_in_tf32)
+  assert ok, f"{case.name} on {device}:\n{report}"
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CASES])
+def test_case(case):
+  run_case(case, "cpu")

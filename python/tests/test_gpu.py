@@ -10,6 +10,7 @@ import pytest
 
 import kiln
 
+import test_cases
 import test_jit
 from conftest import has_cuda, normal
 
@@ -46,6 +47,17 @@ def test_jit_suite_on_cuda(name, rng, monkeypatch):
       fn(rng)
     else:
       fn()
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=str(c.relative_to(test_cases.DATA)),
+                                               marks=[pytest.mark.xfail(reason=test_cases.KNOWN_DIFFERENCES[c.name],
+                                                                        strict=False)]
+                                               if c.name in test_cases.KNOWN_DIFFERENCES else [])
+                                  for c in test_cases.CASES])
+def test_case_on_cuda(case):
+  # Every tests/data case against XLA's (CPU) outputs, untuned: the f32 products kiln runs in
+  # TF32 get the TF32 row of docs/tolerances.md.
+  test_cases.run_case(case, DEVICE, autotune="off")
 
 
 def _jax_gpu():

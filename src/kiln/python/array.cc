@@ -368,7 +368,12 @@ nb::object PyArray::Numpy() {
   // kiln keeps a signed sub-byte integer sign-extended in its byte, ml_dtypes keeps the low bits
   // only: those convert (a copy); everything else is a view of the same bytes.
   const bool sign_extended = IsSubByteType(t) && IsSignedIntegralType(t);
-  DLDataType raw = RawDlpackTypeOf(t);
+  // numpy's own types travel as themselves, ml_dtypes' as unsigned bytes viewed as their type.
+  StatusOr<DLDataType> native = DlpackTypeOf(t);
+  const bool numpy_native = native.ok() && (native->code == kDLInt || native->code == kDLUInt ||
+                                            native->code == kDLFloat || native->code == kDLComplex ||
+                                            native->code == kDLBool);
+  DLDataType raw = numpy_native ? *native : RawDlpackTypeOf(t);
   if (sign_extended) raw.code = kDLInt;
   const nb::dlpack::dtype nb_raw{raw.code, raw.bits, raw.lanes};
   std::vector<size_t> dims(b.shape().dimensions().begin(), b.shape().dimensions().end());
@@ -391,6 +396,7 @@ nb::object PyArray::Numpy() {
     ThrowIfError(s);
     array = nb::ndarray<nb::numpy>(host->data(), dims.size(), dims.data(), owner, nullptr, nb_raw).cast();
   }
+  if (numpy_native) return array;
   return sign_extended ? array.attr("astype")(dtype) : array.attr("view")(dtype);
 }
 

@@ -161,6 +161,7 @@ void RegisterExecutable(nb::module_& m) {
              d["aliased_bytes"] = s.aliased_bytes;
              return d;
            })
+      .def_prop_ro("runs_f32_products_in_tf32", [](const PyExecutable& e) { return e.exe().RunsF32ProductsInTf32(); })
       .def_prop_ro("compile_seconds", [](const PyExecutable& e) { return e.exe().compile_report().compile_seconds; })
       .def_prop_ro("summary", [](const PyExecutable& e) { return e.exe().compile_report().summary; })
       .def("run_report", [](const PyExecutable& e) { return e.exe().RunReport(); });

@@ -19,7 +19,8 @@ namespace kiln::python {
 void RegisterTesting(nb::module_& m) {
   m.def(
       "_compare_outputs",
-      [](const std::string& hlo_text, const std::vector<PyArray>& actual, const std::vector<PyArray>& expected) {
+      [](const std::string& hlo_text, const std::vector<PyArray>& actual, const std::vector<PyArray>& expected,
+         bool tf32) {
         std::unique_ptr<HloModule> module = ValueOrThrow(ParseModule(hlo_text, "<compare>"));
         std::vector<Literal> a, e;
         for (const PyArray& x : actual) a.push_back(ValueOrThrow(x.buffer().ToLiteral()));
@@ -29,10 +30,13 @@ void RegisterTesting(nb::module_& m) {
         for (const Literal& l : e) ep.push_back(&l);
         CompareOptions options;
         options.outputs = AnalyzeOutputs(*module);
+        // `actual` ran f32 products in TF32 (Executable::RunsF32ProductsInTf32): the outputs that
+        // depend on them get the TF32 row (docs/tolerances.md), as in the differential suite.
+        options.reference_tf32 = tf32;
         Comparison c = CompareLeaves(ap, ep, options);
         return nb::make_tuple(c.ok(), c.ToString());
       },
-      nb::arg("hlo_text"), nb::arg("actual"), nb::arg("expected"),
+      nb::arg("hlo_text"), nb::arg("actual"), nb::arg("expected"), nb::arg("tf32") = false,
       "(ok, report): `actual` against `expected` leaf by leaf with kiln's tolerances (tests only).");
 }
 
