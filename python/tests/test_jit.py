@@ -381,3 +381,21 @@ def test_results_outlive_their_executables(rng):
   np.testing.assert_array_equal(view, x + 1)
   del chained, view
   gc.collect()
+
+
+def test_interpreter_device(rng):
+  x = normal(rng, (3, 4))
+  f = kiln.jit(lambda x: jnp.tanh(x).sum(0), device="interpreter")
+  assert f.device == "interpreter:0"
+  assert_matches(f(x), np.tanh(x).sum(0))
+
+
+def test_concurrent_calls(rng):
+  import concurrent.futures
+  f = kiln.jit(lambda x, y: x @ y + 1, device=DEVICE)
+  pairs = [(normal(rng, (32, 16)), normal(rng, (16, 8))) for _ in range(16)]
+  with concurrent.futures.ThreadPoolExecutor(4) as pool:
+    outs = list(pool.map(lambda p: f(*p), pairs))
+  for (x, y), out in zip(pairs, outs):
+    assert_matches(out, jax.jit(lambda x, y: x @ y + 1)(x, y))
+  assert f.cache_info().currsize == 1
