@@ -2,9 +2,11 @@
 # kiln's one entry point for people and CI. Each command is self-contained: it installs what is
 # missing (Debian 12 packages, as root or through sudo), configures and builds, then does its job.
 #
-#   ./kiln.sh example   build (Release) and run examples/mlp.hlo, printing its outputs
+#   ./kiln.sh example   build (Release) and run examples/mlp.hlo, printing its outputs, and the
+#                       Python example examples/jit_mlp.py (kiln.jit on a JAX MLP)
 #   ./kiln.sh test      build (Release) and run the whole CTest suite (label cpu; GPU tests,
-#                       label gpu, run only where an NVIDIA GPU is visible)
+#                       label gpu, run only where an NVIDIA GPU is visible), the pytest suite
+#                       of the Python package (python/tests) included
 #   ./kiln.sh build     just install and build
 #   ./kiln.sh fuzz [SECONDS]
 #                       build the libFuzzer targets with clang (installed with its libFuzzer
@@ -12,7 +14,9 @@
 #                       skipped with a note only when clang is missing and KILN_NO_INSTALL=1
 #
 # Environment: KILN_BUILD_DIR (default build-release), KILN_JOBS (default nproc),
-# KILN_NO_INSTALL=1 to skip the package step.
+# KILN_NO_INSTALL=1 to skip the package step, KILN_PYTHON (default python3): the Python the
+# package is built for. Its packages (nanobind, pytest, jax, ...: python/requirements-dev.txt)
+# go into a venv in the build directory that also sees the system's site packages.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -20,7 +24,7 @@ ROOT=$(pwd)
 BUILD_DIR=${KILN_BUILD_DIR:-$ROOT/build-release}
 JOBS=${KILN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 PACKAGES=(cmake ninja-build g++ libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
-          libeigen3-dev zlib1g-dev ccache)
+          libeigen3-dev zlib1g-dev ccache python3-dev python3-venv python3-pip)
 # The fuzz command's compiler: clang and its libFuzzer/sanitizer runtime (Debian 12: LLVM 14).
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
@@ -44,12 +48,37 @@ install_packages() {
   "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+VENV=$BUILD_DIR/python-venv
+
+# The venv the Python extension is built for and its tests run in: the system's site packages
+# (jax, numpy where installed) plus python/requirements-dev.txt. With KILN_NO_INSTALL=1 an
+# existing venv is used as it is, and without one the extension is left out.
+python_env() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    [ "${KILN_NO_INSTALL:-0}" = 1 ] && return 0
+    mkdir -p "$BUILD_DIR"
+    say "making the Python venv $VENV"
+    "${KILN_PYTHON:-python3}" -m venv --system-site-packages "$VENV"
+  fi
+  [ "${KILN_NO_INSTALL:-0}" = 1 ] && return 0
+  if ! "$VENV/bin/python" -c 'import nanobind, pytest, numpy, ml_dtypes, jax' 2>/dev/null; then
+    say "installing the Python packages of python/requirements-dev.txt into $VENV"
+    "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r "$ROOT/python/requirements-dev.txt"
+  fi
+}
+
 # build [TARGET...]: everything by default.
 build() {
   install_packages "${PACKAGES[@]}"
+  python_env
+  local python_args=()
+  [ -x "$VENV/bin/python" ] && python_args=(-DKILN_BUILD_PYTHON=ON "-DPython_EXECUTABLE:FILEPATH=$VENV/bin/python")
   if [ ! -f "$BUILD_DIR/build.ninja" ]; then
     say "configuring $BUILD_DIR (Release)"
-    cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "${python_args[@]}" >/dev/null
+  elif [ ${#python_args[@]} -gt 0 ] && ! grep -qx "Python_EXECUTABLE:[A-Z]*=$VENV/bin/python" "$BUILD_DIR/CMakeCache.txt"; then
+    say "configuring $BUILD_DIR for the Python venv"
+    cmake -S "$ROOT" -B "$BUILD_DIR" "${python_args[@]}" >/dev/null
   fi
   say "building ${*:-everything} with $JOBS jobs"
   ninja -C "$BUILD_DIR" -j "$JOBS" --quiet "$@"
@@ -58,9 +87,18 @@ build() {
 have_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }
 
 cmd_example() {
-  build kiln
+  local targets=(kiln)
+  [ -x "$VENV/bin/python" ] || python_env
+  [ -x "$VENV/bin/python" ] && targets+=(_kiln)
+  build "${targets[@]}"
   say "kiln run examples/mlp.hlo --print"
   "$BUILD_DIR/src/kiln/tools/kiln" run "$ROOT/examples/mlp.hlo" --print
+  if [ -x "$VENV/bin/python" ]; then
+    say "python examples/jit_mlp.py (kiln.jit)"
+    PYTHONPATH="$ROOT/python:$BUILD_DIR/python" "$VENV/bin/python" "$ROOT/examples/jit_mlp.py"
+  else
+    say "no Python venv (KILN_NO_INSTALL=1): examples/jit_mlp.py skipped"
+  fi
 }
 
 cmd_test() {

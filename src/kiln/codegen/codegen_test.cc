@@ -232,6 +232,20 @@ TEST(CodegenTest, DynamicUpdateSliceIsInPlace) {
   EXPECT_LE(uint64_t{k.launches[0].dims.grid.x} * k.launches[0].dims.block.x, 1024u);
 }
 
+TEST(CodegenTest, InPlaceUpdateTakesOutputsOfItsWindow) {
+  // Note [In-place update spaces]: one kernel over the 8x64 window writes the carry, its
+  // stacked copy (in place, output 1 over operand 2) and the negated carry.
+  KILN_ASSERT_OK_AND_ASSIGN(KernelSpec k, EmitCase("dus_in_place_multi_output"));
+  ASSERT_EQ(k.in_place.size(), 1u);
+  EXPECT_EQ(k.in_place[0], (std::pair<int64_t, int64_t>{1, 2}));
+  ASSERT_EQ(k.launches.size(), 1u);
+  EXPECT_LE(uint64_t{k.launches[0].dims.grid.x} * k.launches[0].dims.block.x, 512u);
+  // The carry is computed once and stored twice.
+  size_t first = k.source.find("tanhf(");
+  ASSERT_NE(first, std::string::npos) << k.source;
+  EXPECT_EQ(k.source.find("tanhf(", first + 1), std::string::npos) << k.source;
+}
+
 TEST(CodegenTest, LaunchSizesFollowTheDevice) {
   // A full reduction splits over blocks sized by the SM count of the device.
   KILN_ASSERT_OK_AND_ASSIGN(auto m, testing::ParseModule(R"(HloModule m

@@ -487,6 +487,31 @@ ENTRY e {
   ROOT f = f32[64,256] fusion(a, b, c), kind=kLoop, calls=fused
 })",
                    "dus_in_place"});
+  // A scan step (Note [In-place update spaces]): the new carry, written into the stacked
+  // output in place, and another output of the window's dims (size-1 dims elsewhere).
+  cases.push_back({"dus_in_place_multi_output", R"(HloModule m
+fused {
+  p0 = f32[8,64] parameter(0)
+  p1 = f32[8,64] parameter(1)
+  p2 = f32[16,8,64] parameter(2)
+  p3 = s32[] parameter(3)
+  a = f32[8,64] add(p0, p1)
+  h = f32[8,64] tanh(a)
+  u = f32[1,8,64] reshape(h)
+  z = s32[] constant(0)
+  d = f32[16,8,64] dynamic-update-slice(p2, u, p3, z, z)
+  n = f32[8,64] negate(h)
+  g = f32[8,1,64] reshape(n)
+  ROOT t = (f32[8,64], f32[16,8,64], f32[8,1,64]) tuple(h, d, g)
+}
+ENTRY e {
+  a = f32[8,64] parameter(0)
+  b = f32[8,64] parameter(1)
+  c = f32[16,8,64] parameter(2)
+  i = s32[] parameter(3)
+  ROOT f = (f32[8,64], f32[16,8,64], f32[8,1,64]) fusion(a, b, c, i), kind=kLoop, calls=fused
+})",
+                   "dus_in_place"});
   // Gather: unfused (an embedding lookup, with batching dimensions) and fused into a loop.
   cases.push_back({"gather_embedding", R"(HloModule m
 ENTRY e {

@@ -185,15 +185,48 @@ StatusOr<KernelSpec> EmitLoop(const HloInstruction& instr, const DeviceSpec& dev
   return ka.Finish();
 }
 
+namespace {
+
+std::vector<int64_t> NonUnitDims(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims)
+    if (d != 1) out.push_back(d);
+  return out;
+}
+
+}  // namespace
+
+int64_t InPlaceDusOutput(const FusionView& view) {
+  int64_t found = -1;
+  for (size_t k = 0; k < view.outputs.size(); ++k) {
+    const KernelOutput& o = view.outputs[k];
+    if (o.tuple_index >= 0 || o.value == nullptr) return -1;
+    if (o.value->opcode() != HloOpcode::kDynamicUpdateSlice) continue;
+    if (found >= 0) return -1;  // one in-place update per kernel
+    const HloInstruction* target = o.value->operand(0);
+    if (std::find(view.leaves.begin(), view.leaves.end(), target) == view.leaves.end()) return -1;
+    if (target->user_count() != 1) return -1;
+    // Only worth it when the update is smaller than the array.
+    if (o.value->operand(1)->shape().num_elements() >= o.value->shape().num_elements()) return -1;
+    found = static_cast<int64_t>(k);
+  }
+  if (found < 0) return -1;
+  const std::vector<int64_t> window = NonUnitDims(view.outputs[found].value->operand(1)->shape().dimensions());
+  for (size_t k = 0; k < view.outputs.size(); ++k)
+    if (static_cast<int64_t>(k) != found && NonUnitDims(view.outputs[k].shape.dimensions()) != window) return -1;
+  return found;
+}
+
 StatusOr<KernelSpec> EmitDynamicUpdateSliceInPlace(const HloInstruction& instr,
                                                    const DeviceSpec& device,
                                                    const KernelConfig& config) {
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
-  if (view.outputs.size() != 1 || view.outputs[0].tuple_index >= 0 ||
-      view.outputs[0].value->opcode() != HloOpcode::kDynamicUpdateSlice)
+  const int64_t k_dus = InPlaceDusOutput(view);
+  if (k_dus < 0)
     return Unimplemented("in-place dynamic-update-slice: %", instr.name(),
-                         " is not rooted at one dynamic-update-slice");
-  const HloInstruction& dus = *view.outputs[0].value;
+                         " is not one dynamic-update-slice of a parameter (with outputs of its update's "
+                         "dimensions)");
+  const HloInstruction& dus = *view.outputs[k_dus].value;
   const HloInstruction* target = dus.operand(0);
   int64_t operand = -1;
   for (size_t i = 0; i < view.leaves.size(); ++i)
@@ -207,13 +240,15 @@ StatusOr<KernelSpec> EmitDynamicUpdateSliceInPlace(const HloInstruction& instr,
                                      std::count(instr.operands().begin(), instr.operands().end(), target) > 1))
     return Unimplemented("in-place dynamic-update-slice: %", instr.name(),
                          " also reads the array it updates");
-  const Shape& out_shape = view.outputs[0].shape;
+  const Shape& out_shape = view.outputs[k_dus].shape;
   const HloInstruction& update = *dus.operand(1);
   const Shape update_shape = WithLayout(update.shape());
   KernelConfig c = config;
   if (c.block_size == 0) c.block_size = 256;
   if (c.vector_width == 0) {
-    int v = std::max(1, 16 / std::max(1, StorageBytes(update_shape.element_type())));
+    int bytes = StorageBytes(update_shape.element_type());
+    for (const KernelOutput& o : view.outputs) bytes = std::max(bytes, StorageBytes(o.shape.element_type()));
+    int v = std::max(1, 16 / std::max(1, bytes));
     std::vector<int64_t> m2m = MinorToMajor(update_shape);
     int64_t minor = 1;
     for (int64_t d : m2m)
@@ -237,23 +272,41 @@ StatusOr<KernelSpec> EmitDynamicUpdateSliceInPlace(const HloInstruction& instr,
   const int64_t grid = std::max<int64_t>(1, CeilDiv(CeilDiv(n, V), B));
 
   KernelAssembler ka(view, "dus_in_place", c);
-  ka.SetInPlace(0, operand);
+  ka.SetInPlace(k_dus, operand);
   CodeBuilder code(ka.index_type());
   ElementalEmitter em(ka.source(), code);
   ka.BindLeaves(em);
   const std::string it = code.index_type();
   code.Comment("Writes only the update window of " + out_shape.ToString() +
-               " (the rest of the buffer already holds operand " + std::to_string(operand) + ").");
+               " (the rest of the buffer already holds operand " + std::to_string(operand) + ")" +
+               (view.outputs.size() > 1 ? ", and the other outputs at the window's elements." : "."));
   code.Line("const " + it + " vector_index = (" + it + ")blockIdx.x * " + std::to_string(B) + " + threadIdx.x;");
   code.DeclareVar("vector_index", 0, 0, grid * B - 1);
   auto body = [&](const IExpr& linear) -> Status {
     Index ui = em.Delinearize(linear, update_shape);
+    // The other outputs first, at the window element's index (size-1 dimensions at 0): a
+    // reshape between them and the update maps indices the same way, so the update reuses
+    // their values (the emitter's cache) instead of computing them again.
+    std::vector<IExpr> window;
+    for (int64_t d = 0; d < update_shape.rank(); ++d)
+      if (update_shape.dimensions(d) != 1) window.push_back(ui.dims[d]);
+    for (size_t k = 0; k < view.outputs.size(); ++k) {
+      if (static_cast<int64_t>(k) == k_dus) continue;
+      const KernelOutput& o = view.outputs[k];
+      Index oi;
+      size_t w = 0;
+      for (int64_t d = 0; d < o.shape.rank(); ++d)
+        oi.dims.push_back(o.shape.dimensions(d) == 1 ? IExpr(0) : window[w++]);
+      KILN_ASSIGN_OR_RETURN(Value v, em.Emit(*o.value, oi));
+      code.Line(ka.output_pointer(k) + "[" + code.Render(em.Offset(o.shape, oi)) + "] = " +
+                StoreConvert(o.shape.element_type(), v.expr) + ";");
+    }
     KILN_ASSIGN_OR_RETURN(Value v, em.Emit(update, ui));
     // Start indices, clamped as dynamic-update-slice does.
-    std::vector<int64_t> window = update_shape.dimensions();
+    std::vector<int64_t> sizes = update_shape.dimensions();
     Index oi;
     for (int64_t d = 0; d < out_shape.rank(); ++d) {
-      int64_t hi = std::max<int64_t>(0, out_shape.dimensions(d) - window[d]);
+      int64_t hi = std::max<int64_t>(0, out_shape.dimensions(d) - sizes[d]);
       KILN_ASSIGN_OR_RETURN(Value s, em.Emit(*dus.operand(2 + d), Index{}));
       IExpr start = hi == 0 ? IExpr(0)
                             : code.DefineVar("start" + std::to_string(d),
@@ -264,7 +317,7 @@ StatusOr<KernelSpec> EmitDynamicUpdateSliceInPlace(const HloInstruction& instr,
       oi.dims.push_back(start + ui.dims[d]);
     }
     IExpr off = em.Offset(out_shape, oi);
-    code.Line(ka.output_pointer(0) + "[" + code.Render(off) + "] = " +
+    code.Line(ka.output_pointer(k_dus) + "[" + code.Render(off) + "] = " +
               StoreConvert(out_shape.element_type(), v.expr) + ";");
     return OkStatus();
   };

@@ -66,16 +66,7 @@ bool LoopCanRun(const FusionView& view) {
          ReduceRecomputeFactor(view, view.outputs[0].shape.num_elements()) <= 64;
 }
 
-bool IsInPlaceDus(const FusionView& view) {
-  if (view.outputs.size() != 1 || view.outputs[0].tuple_index >= 0) return false;
-  const HloInstruction* root = view.outputs[0].value;
-  if (root->opcode() != HloOpcode::kDynamicUpdateSlice) return false;
-  const HloInstruction* target = root->operand(0);
-  if (std::find(view.leaves.begin(), view.leaves.end(), target) == view.leaves.end()) return false;
-  if (target->user_count() != 1) return false;
-  // Only worth it when the update is smaller than the array.
-  return root->operand(1)->shape().num_elements() < root->shape().num_elements();
-}
+bool IsInPlaceDus(const FusionView& view) { return InPlaceDusOutput(view) >= 0; }
 
 }  // namespace
 

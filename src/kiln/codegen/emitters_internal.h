@@ -18,6 +18,12 @@ int64_t ReduceRecomputeFactor(const FusionView& view, int64_t iteration_elements
 KernelConfig ResolveLoopConfig(const FusionView& view, const DeviceSpec& device,
                                const KernelConfig& config);
 
+// The output of `view` that the in-place dynamic-update-slice emitter writes window-only: a
+// dynamic-update-slice of a leaf nothing else reads, with an update smaller than the array,
+// every other output an array of the update's dimensions (size-1 dimensions aside; Note
+// [In-place update spaces] in passes/fusion_policy.h). -1 when there is none.
+int64_t InPlaceDusOutput(const FusionView& view);
+
 // Whether the linalg emitters take the instruction (emit_linalg.cc): Unimplemented/
 // InvalidArgument with the reason otherwise.
 Status CheckCholesky(const HloInstruction& instr);

@@ -123,17 +123,64 @@ void BufferAssigner::AliasLeaves(const HloInstruction* instr, const HloInstructi
   }
 }
 
+namespace {
+
+std::vector<int64_t> NonUnitDims(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims)
+    if (d != 1) out.push_back(d);
+  return out;
+}
+
+// A fused dynamic-update-slice that is an output of its fusion (the root or a root tuple's
+// operand), of a fused parameter nothing else reads: the in-place form, whose kernel iterates
+// over the update window (Note [In-place update spaces] in fusion_policy.h).
+bool IsInPlaceUpdateOutput(const HloInstruction& dus) {
+  if (dus.opcode() != HloOpcode::kDynamicUpdateSlice) return false;
+  const HloInstruction* target = dus.operand(0);
+  if (target->opcode() != HloOpcode::kParameter || target->user_count() != 1) return false;
+  if (dus.IsRoot()) return true;
+  return !dus.users().empty() && std::all_of(dus.users().begin(), dus.users().end(), [](const HloInstruction* u) {
+    return u->opcode() == HloOpcode::kTuple && u->IsRoot();
+  });
+}
+
+}  // namespace
+
 bool ReadsOperandElementwise(const HloInstruction& instr, int64_t k) {
   const Shape& in = instr.operand(k)->shape();
   if (!in.IsArray()) return false;
-  for (const ShapeIndex& leaf : ArrayLeafIndices(instr.shape()))
-    if (instr.shape().Subshape(leaf).dimensions() != in.dimensions()) return false;
-  if (instr.IsElementwise()) return instr.opcode() != HloOpcode::kMap || in.rank() == 0;
+  if (instr.IsElementwise()) {
+    for (const ShapeIndex& leaf : ArrayLeafIndices(instr.shape()))
+      if (instr.shape().Subshape(leaf).dimensions() != in.dimensions()) return false;
+    return instr.opcode() != HloOpcode::kMap || in.rank() == 0;
+  }
   if (instr.opcode() != HloOpcode::kFusion || instr.attrs().fusion_kind != FusionKind::kLoop ||
       instr.called_computations().empty() || !instr.fused_computation())
     return false;
   const HloComputation* f = instr.fused_computation();
   if (k >= f->num_parameters()) return false;
+  // The kernel's iteration space: the output dims, or -- a fusion with an in-place update
+  // output -- the update window (size-1 dimensions aside), where the other outputs have the
+  // window's dims.
+  const HloInstruction* root = f->root_instruction();
+  std::vector<const HloInstruction*> outs;
+  if (root->opcode() == HloOpcode::kTuple) outs.assign(root->operands().begin(), root->operands().end());
+  else outs.push_back(root);
+  const HloInstruction* update = nullptr;
+  for (const HloInstruction* o : outs)
+    if (IsInPlaceUpdateOutput(*o)) {
+      if (update) return false;
+      update = o;
+    }
+  const std::vector<int64_t> in_dims = NonUnitDims(in.dimensions());
+  for (const HloInstruction* o : outs) {
+    if (o == update) continue;
+    if (!o->shape().IsArray()) return false;
+    if (update ? NonUnitDims(o->shape().dimensions()) != in_dims : o->shape().dimensions() != in.dimensions())
+      return false;
+  }
+  if (update && NonUnitDims(update->operand(1)->shape().dimensions()) != in_dims) return false;
   std::vector<const HloInstruction*> work = {f->parameter_instruction(k)};
   std::unordered_set<const HloInstruction*> seen;
   while (!work.empty()) {
@@ -141,15 +188,25 @@ bool ReadsOperandElementwise(const HloInstruction& instr, int64_t k) {
     work.pop_back();
     if (!seen.insert(x).second) continue;
     for (const HloInstruction* u : x->users()) {
-      const bool same_dims = u->shape().IsArray() && u->shape().dimensions() == in.dimensions();
       if (u->opcode() == HloOpcode::kTuple && u->IsRoot()) continue;
-      if (!(u->IsElementwise() && u->opcode() != HloOpcode::kMap && same_dims)) return false;
+      if (update) {
+        // Within the window's space: elementwise ops and reshapes of its dims (size-1 aside),
+        // and the update operand of the in-place output.
+        if (u == update && u->operand(1) == x && u->operand(0) != x &&
+            std::count(u->operands().begin(), u->operands().end(), x) == 1)
+          continue;
+        const bool window = u->shape().IsArray() && NonUnitDims(u->shape().dimensions()) == in_dims;
+        const bool reshape = u->opcode() == HloOpcode::kReshape || u->opcode() == HloOpcode::kBitcast;
+        if (!(window && (reshape || (u->IsElementwise() && u->opcode() != HloOpcode::kMap)))) return false;
+      } else {
+        const bool same_dims = u->shape().IsArray() && u->shape().dimensions() == in.dimensions();
+        if (!(u->IsElementwise() && u->opcode() != HloOpcode::kMap && same_dims)) return false;
+      }
       work.push_back(u);
     }
   }
   return true;
 }
-
 
 int64_t BufferAssigner::UseTime(const HloInstruction* user) const {
   auto it = use_time_.find(user);

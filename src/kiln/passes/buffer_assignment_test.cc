@@ -487,6 +487,91 @@ ENTRY e {
   EXPECT_TRUE(ReadsOperandElementwise(*f2, 1));
 }
 
+TEST(BufferAssignmentTest, SunkCounterUpdatesNeedNoCopies) {
+  // Note [Sinking loop state updates]: i1 = i + 1 moved after the dynamic-update-slice that
+  // reads i is computed over i (elementwise state updates), so no leaf is copied per trip.
+  auto m = ParseOrFail(kLoop);
+  ASSERT_TRUE(m);
+  HloSchedule schedule = PostOrderSchedule(*m);
+  SinkLoopStateUpdates(*m, schedule);
+  Status verified = schedule.Verify(*m);
+  ASSERT_TRUE(verified.ok()) << verified.ToString();
+  const HloComputation* body = nullptr;
+  for (const HloComputation* c : m->computations())
+    if (c->name() == "body") body = c;
+  ASSERT_NE(body, nullptr);
+  const auto& seq = schedule.sequence(body);
+  auto pos = [&](std::string_view n) {
+    return std::find(seq.begin(), seq.end(), body->GetInstructionWithName(n)) - seq.begin();
+  };
+  EXPECT_GT(pos("i1"), pos("buf1"));
+  EXPECT_EQ(pos("i1") + 1, pos("t"));
+  BufferAssignmentOptions ew;
+  ew.elementwise_state_updates = true;
+  ew.schedule = &schedule;
+  Assigned a;
+  a.module = std::move(m);
+  auto ba = BufferAssignment::Run(*a.module, ew);
+  ASSERT_TRUE(ba.ok()) << ba.status().ToString();
+  a.ba = std::move(ba).value();
+  BufferCheckOptions check;
+  check.schedule = &schedule;
+  Status checked = VerifyBufferAssignment(*a.module, *a.ba, check);
+  EXPECT_TRUE(checked.ok()) << checked.ToString();
+  WhileCopyPlan p = a.Plan("w");
+  for (size_t j = 0; j < p.leaves.size(); ++j) EXPECT_FALSE(p.copy_body_result[j]) << j;
+  EXPECT_EQ(a.Slice("i1"), p.state[0]);
+}
+
+TEST(BufferAssignmentTest, InPlaceUpdateFusionReadsItsWindowElementwise) {
+  // Note [In-place update spaces]: the kernel iterates over the 8x64 window, so the carry it
+  // reads at each window element (p0) may be overwritten by the new carry (output 0); the
+  // stacked array (p2) is the in-place target, not read elementwise.
+  auto m = ParseOrFail(R"(
+HloModule f
+fused {
+  p0 = f32[8,64] parameter(0)
+  p1 = f32[8,64] parameter(1)
+  p2 = f32[16,8,64] parameter(2)
+  p3 = s32[] parameter(3)
+  a = f32[8,64] add(p0, p1)
+  h = f32[8,64] tanh(a)
+  u = f32[1,8,64] reshape(h)
+  z = s32[] constant(0)
+  d = f32[16,8,64] dynamic-update-slice(p2, u, p3, z, z)
+  ROOT t = (f32[8,64], f32[16,8,64]) tuple(h, d)
+}
+fused2 {
+  p0 = f32[8,64] parameter(0)
+  p1 = f32[16,8,64] parameter(1)
+  p2 = s32[] parameter(2)
+  r = f32[64,8] transpose(p0), dimensions={1,0}
+  b = f32[8,64] reshape(r)
+  u = f32[1,8,64] reshape(b)
+  z = s32[] constant(0)
+  d = f32[16,8,64] dynamic-update-slice(p1, u, p2, z, z)
+  ROOT t = (f32[8,64], f32[16,8,64]) tuple(b, d)
+}
+ENTRY e {
+  x = f32[8,64] parameter(0)
+  y = f32[8,64] parameter(1)
+  ys = f32[16,8,64] parameter(2)
+  i = s32[] parameter(3)
+  f = (f32[8,64], f32[16,8,64]) fusion(x, y, ys, i), kind=kLoop, calls=fused
+  g = f32[8,64] get-tuple-element(f), index=0
+  ys1 = f32[16,8,64] get-tuple-element(f), index=1
+  ROOT f2 = (f32[8,64], f32[16,8,64]) fusion(g, ys1, i), kind=kLoop, calls=fused2
+}
+)");
+  ASSERT_TRUE(m);
+  const HloInstruction* f2 = m->entry_computation()->root_instruction();
+  const HloInstruction* f = f2->operand(0)->operand(0);
+  EXPECT_TRUE(ReadsOperandElementwise(*f, 0));
+  EXPECT_TRUE(ReadsOperandElementwise(*f, 1));
+  EXPECT_FALSE(ReadsOperandElementwise(*f, 2));
+  EXPECT_FALSE(ReadsOperandElementwise(*f2, 0)) << "a transpose reads other elements";
+}
+
 TEST(BufferAssignmentTest, WhileLoopSwappingStateElementsStagesTheCopies) {
   auto a = Assign(R"(
 HloModule m

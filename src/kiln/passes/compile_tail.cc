@@ -23,6 +23,7 @@ StatusOr<ScheduledModule> ScheduleAndAssignBuffers(const HloModule& module, cons
   ScheduledModule out;
   out.schedule = std::make_unique<HloSchedule>(options.memory_aware_schedule ? MemoryAwareSchedule(module)
                                                                              : PostOrderSchedule(module));
+  SinkLoopStateUpdates(module, *out.schedule);  // Note [Sinking loop state updates]
   KILN_RETURN_IF_ERROR(out.schedule->Verify(module).WithContext(StrCat(options.context, ": schedule")));
   timer.Done(options.memory_aware_schedule ? "memory-aware-schedule" : "post-order-schedule");
   BufferAssignmentOptions bo = options.buffers;

@@ -44,6 +44,44 @@ class RemovedSet {
   std::unordered_set<const HloInstruction*> set_;
 };
 
+
+// Merges fusions that read the multi-output fusion `producer`'s outputs into it, as the
+// policy allows (FusionPolicy::ShouldMergeIntoMultiOutputProducer).
+StatusOr<bool> MergeIntoMultiOutputProducer(const FusionPolicy& policy, FusionPassStats& stats,
+                                            HloInstruction* producer, RemovedSet& removed) {
+  // Consumers reading the producer's outputs, first come first (the producer may grow each time).
+  bool changed = false;
+  for (bool again = true; again;) {
+    again = false;
+    std::vector<HloInstruction*> consumers;
+    for (HloInstruction* g : producer->users()) {
+      if (g->opcode() != HloOpcode::kGetTupleElement) continue;
+      for (HloInstruction* u : g->users())
+        if (IsFusion(*u) && std::find(consumers.begin(), consumers.end(), u) == consumers.end())
+          consumers.push_back(u);
+    }
+    for (HloInstruction* consumer : consumers) {
+      if (!policy.ShouldMergeIntoMultiOutputProducer(*producer, *consumer)) continue;
+      FuseSpec spec;
+      spec.removed = removed.sink();
+      spec.members = {producer, consumer};
+      for (HloInstruction* op : consumer->operands())
+        if (op->opcode() == HloOpcode::kGetTupleElement && op->operand(0) == producer &&
+            std::find(spec.members.begin(), spec.members.end(), op) == spec.members.end())
+          spec.members.push_back(op);
+      if (FusionWouldCreateCycle(spec.members)) continue;
+      spec.kind = producer->attrs().fusion_kind;
+      spec.reuse = producer;
+      KILN_ASSIGN_OR_RETURN(HloInstruction * merged, FuseInstructions(spec));
+      producer = merged;
+      ++stats.multi_output_merges;
+      changed = again = true;
+      break;
+    }
+  }
+  return changed;
+}
+
 }  // namespace
 
 StatusOr<bool> InstructionFusion::Run(HloModule& module) {
@@ -116,7 +154,13 @@ StatusOr<bool> MultiOutputFusion::FuseProducerConsumer(HloComputation& computati
   // Producers in post order; each goes into its first consuming fusion that accepts it.
   for (HloInstruction* producer : order) {
     if (removed.contains(producer)) continue;
-    if (producer->opcode() == HloOpcode::kParameter || producer->user_count() < 2) continue;
+    if (producer->opcode() == HloOpcode::kParameter) continue;
+    if (IsMultiOutputFusion(*producer)) {
+      KILN_ASSIGN_OR_RETURN(bool merged, MergeIntoMultiOutputProducer(policy_, stats_, producer, removed));
+      changed |= merged;
+      continue;
+    }
+    if (producer->user_count() < 2) continue;
     std::vector<HloInstruction*> users = producer->users();
     for (HloInstruction* consumer : users) {
       if (!IsFusion(*consumer)) continue;

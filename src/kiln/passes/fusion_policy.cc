@@ -121,6 +121,15 @@ double OperandReuse(const HloInstruction& consumer, int64_t operand_index) {
   return std::max(1.0, reuse(param));
 }
 
+std::vector<int64_t> SqueezedDims(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> out;
+  for (int64_t d : dims)
+    if (d != 1) out.push_back(d);
+  return out;
+}
+
+std::vector<int64_t> SqueezedDims(const Shape& shape) { return SqueezedDims(shape.dimensions()); }
+
 bool ReadsAtSameIndex(const HloInstruction& consumer, int64_t operand_index) {
   if (!IsFusion(consumer)) {
     return consumer.IsElementwise() &&
@@ -129,17 +138,31 @@ bool ReadsAtSameIndex(const HloInstruction& consumer, int64_t operand_index) {
   const HloInstruction* param = FusedParameter(consumer, operand_index);
   if (!param) return false;
   const std::vector<int64_t>& dims = param->shape().dimensions();
+  const std::vector<int64_t> squeezed = SqueezedDims(dims);
   std::vector<const HloInstruction*> work = {param};
   std::unordered_set<const HloInstruction*> seen = {param};
   while (!work.empty()) {
     const HloInstruction* x = work.back();
     work.pop_back();
     for (const HloInstruction* u : x->users()) {
-      bool same = u->opcode() == HloOpcode::kTuple ||
+      // Size-1 dimensions added or dropped keep each element at its own index; so does the
+      // update of a dynamic-update-slice that is an output (read once per window element).
+      const bool squeeze = (u->opcode() == HloOpcode::kReshape || u->opcode() == HloOpcode::kBitcast) &&
+                           u->shape().IsArray() && SqueezedDims(u->shape()) == squeezed;
+      bool update = false;
+      if (u->opcode() == HloOpcode::kDynamicUpdateSlice && u->operand(1) == x &&
+          std::count(u->operands().begin(), u->operands().end(), x) == 1) {
+        update = u->IsRoot() || (!u->users().empty() &&
+                                 std::all_of(u->users().begin(), u->users().end(), [](const HloInstruction* uu) {
+                                   return uu->opcode() == HloOpcode::kTuple && uu->IsRoot();
+                                 }));
+      }
+      bool same = u->opcode() == HloOpcode::kTuple || update || squeeze ||
                   (u->opcode() == HloOpcode::kReduce && u->operand(0)->shape().dimensions() == dims) ||
-                  (u->IsElementwise() && u->shape().dimensions() == dims);
+                  (u->IsElementwise() && u->shape().IsArray() && SqueezedDims(u->shape()) == squeezed);
       if (!same) return false;
-      if (u->opcode() != HloOpcode::kReduce && u->opcode() != HloOpcode::kTuple && seen.insert(u).second)
+      if (u->opcode() != HloOpcode::kReduce && u->opcode() != HloOpcode::kTuple && !update &&
+          seen.insert(u).second)
         work.push_back(u);
     }
   }
@@ -175,6 +198,16 @@ std::vector<const HloInstruction*> Outputs(const HloInstruction& instr) {
   return {root->operands().begin(), root->operands().end()};
 }
 
+// A fused dynamic-update-slice of a fused parameter that nothing else reads, with an update
+// smaller than the array: the form the in-place emitters write window-only.
+bool IsInPlaceUpdate(const HloInstruction& dus) {
+  const HloInstruction* target = dus.operand(0);
+  if (target->opcode() != HloOpcode::kParameter || target->user_count() != 1) return false;
+  for (int64_t i = 1; i < dus.operand_count(); ++i)
+    if (dus.operand(i) == target) return false;
+  return dus.shape().IsArray() && dus.operand(1)->shape().num_elements() < dus.shape().num_elements();
+}
+
 int64_t OutputCount(const HloInstruction& instr) {
   return IsMultiOutputFusion(instr) ? FusedRoot(instr)->operand_count() : 1;
 }
@@ -191,14 +224,27 @@ IterationSpace FusionPolicy::GetIterationSpace(const HloInstruction& instr) cons
     kind = FusionKindForRoot(instr);
     if (!kind) return space;
   }
-  std::vector<const HloInstruction*> reduces, loops;
+  std::vector<const HloInstruction*> reduces, loops, updates;
   for (const HloInstruction* o : Outputs(instr)) {
-    // In-place updates iterate over the update, not the output: not shareable.
-    if (o->opcode() == HloOpcode::kDynamicUpdateSlice || o->opcode() == HloOpcode::kParameter)
-      return space;
+    // In-place updates iterate over the update, not the output (Note [In-place update spaces]).
+    if (o->opcode() == HloOpcode::kDynamicUpdateSlice) {
+      if (!options_.in_place_update_spaces || !IsFusion(instr) || !IsInPlaceUpdate(*o)) return space;
+      updates.push_back(o);
+      continue;
+    }
+    if (o->opcode() == HloOpcode::kParameter) return space;
     if (o->opcode() == HloOpcode::kReduce) reduces.push_back(o);
     else if (o->shape().IsArray()) loops.push_back(o);
     else return space;
+  }
+  if (!updates.empty()) {
+    if (updates.size() > 1 || !reduces.empty()) return space;
+    space.in_place = true;
+    space.dims = SqueezedDims(updates[0]->operand(1)->shape());
+    for (const HloInstruction* l : loops)
+      if (SqueezedDims(l->shape()) != space.dims) return space;
+    space.valid = true;
+    return space;
   }
   if (!reduces.empty()) {
     space.reduction = true;
@@ -222,7 +268,13 @@ IterationSpace FusionPolicy::GetIterationSpace(const HloInstruction& instr) cons
 }
 
 bool FusionPolicy::CompatibleIterationSpaces(const IterationSpace& a, const IterationSpace& b) const {
-  if (!a.valid || !b.valid || a.dims != b.dims) return false;
+  if (!a.valid || !b.valid) return false;
+  if (a.in_place || b.in_place) {
+    // Note [In-place update spaces]: one in-place update with loop outputs of its window.
+    if (a.in_place == b.in_place || a.reduction || b.reduction) return false;
+    return (a.in_place ? a.dims : SqueezedDims(a.dims)) == (b.in_place ? b.dims : SqueezedDims(b.dims));
+  }
+  if (a.dims != b.dims) return false;
   if (a.reduction && b.reduction) return a.reduce_dims == b.reduce_dims;
   return true;  // loops over the same dims, or a loop output over a reduction's input dims
 }
@@ -293,6 +345,59 @@ FusionDecision FusionPolicy::CanFuse(const HloInstruction& producer,
   return FusionDecision::Allow();
 }
 
+namespace {
+
+// Bytes of operand `i` that `producer` reads: the window of a slice or dynamic-slice (also
+// inside a fusion whose parameter feeds only those), else the whole operand (the step's slice
+// of a scan's stacked input reads one step, not the stack).
+double OperandReadBytes(const HloInstruction& producer, int64_t i) {
+  const Shape& shape = producer.operand(i)->shape();
+  const double whole = static_cast<double>(ShapeBytes(shape));
+  if (!shape.IsArray()) return whole;
+  const double elem = whole / static_cast<double>(std::max<int64_t>(1, ShapeElements(shape)));
+  auto window = [&](const HloInstruction& x, const HloInstruction* operand) -> double {
+    if ((x.opcode() == HloOpcode::kSlice || x.opcode() == HloOpcode::kDynamicSlice) && x.operand(0) == operand &&
+        std::count(x.operands().begin(), x.operands().end(), operand) == 1)
+      return elem * static_cast<double>(ShapeElements(x.shape()));
+    return -1;
+  };
+  if (!IsFusion(producer)) {
+    double w = window(producer, producer.operand(i));
+    return w < 0 ? whole : std::min(whole, w);
+  }
+  const HloInstruction* param = FusedParameter(producer, i);
+  if (!param || param->users().empty()) return whole;
+  double read = 0;
+  for (const HloInstruction* u : param->users()) {
+    double w = window(*u, param);
+    if (w < 0) return whole;
+    read += w;
+  }
+  return std::min(whole, read);
+}
+
+// The fraction of `producer`'s elements that `consumer` reads when it reads it only through
+// slices (an unfused slice, or a fusion whose parameter feeds only slices); 1 otherwise.
+double SlicedFraction(const HloInstruction& producer, const HloInstruction& consumer) {
+  const double total = static_cast<double>(std::max<int64_t>(1, ShapeElements(producer.shape())));
+  if (!producer.shape().IsArray()) return 1;
+  if (consumer.opcode() == HloOpcode::kSlice) return std::min(1.0, static_cast<double>(ShapeElements(consumer.shape())) / total);
+  if (!IsFusion(consumer)) return 1;
+  double read = 0;
+  for (int64_t i = 0; i < consumer.operand_count(); ++i) {
+    if (consumer.operand(i) != &producer) continue;
+    const HloInstruction* param = FusedParameter(consumer, i);
+    if (!param || param->users().empty()) return 1;
+    for (const HloInstruction* u : param->users()) {
+      if (u->opcode() != HloOpcode::kSlice) return 1;
+      read += static_cast<double>(ShapeElements(u->shape()));
+    }
+  }
+  return read > 0 ? std::min(1.0, read / total) : 1;
+}
+
+}  // namespace
+
 FusionDecision FusionPolicy::ShouldFuse(const HloInstruction& producer,
                                         const HloInstruction& consumer, bool producer_dies) const {
   FusionDecision legal = CanFuse(producer, consumer);
@@ -315,18 +420,22 @@ FusionDecision FusionPolicy::ShouldFuse(const HloInstruction& producer,
                                                          consumer.operands().end());
   std::unordered_set<const HloInstruction*> seen;
   double n = static_cast<double>(ShapeBytes(producer.shape())), in = 0, r = 0;
-  for (const HloInstruction* o : producer.operands()) {
+  for (int64_t i = 0; i < producer.operand_count(); ++i) {
+    const HloInstruction* o = producer.operand(i);
     if (!seen.insert(o).second) continue;
-    double b = static_cast<double>(ShapeBytes(o->shape()));
+    double b = OperandReadBytes(producer, i);
     in += b;
     if (!consumer_ops.count(o)) r += b;
   }
+  // A consumer that reads only slices of the producer reads that fraction of it, and of its
+  // operands once fused (Note [Fusion cost model]: the gate slices of an LSTM step).
+  const double f = SlicedFraction(producer, consumer);
   double gain;
   if (!duplicated || producer_dies) {
     double k = static_cast<double>(std::max<int64_t>(users, 1));
-    gain = in + n + k * n - k * r + static_cast<double>(options_.kernel_cost_bytes);
+    gain = in + n + k * f * n - k * f * r + static_cast<double>(options_.kernel_cost_bytes);
   } else {
-    gain = n - r;
+    gain = f * (n - r);
   }
   if (gain < 0)
     return FusionDecision::Forbid(StrCat("costs ", static_cast<int64_t>(-gain), " bytes of traffic"));
@@ -405,6 +514,38 @@ FusionDecision FusionPolicy::ShouldFuseMultiOutput(const HloInstruction& produce
   if (OutputCount(consumer) + 1 > options_.max_outputs) return FusionDecision::Forbid("too many outputs");
   if (FusedOperandCount(producer, consumer) > options_.max_operands)
     return FusionDecision::Forbid("too many operands");
+  if (FusedInstructionCount(producer) + FusedInstructionCount(consumer) > options_.max_instructions)
+    return FusionDecision::Forbid("too many instructions");
+  return FusionDecision::Allow();
+}
+
+FusionDecision FusionPolicy::ShouldMergeIntoMultiOutputProducer(const HloInstruction& producer,
+                                                                const HloInstruction& consumer) const {
+  if (!IsMultiOutputFusion(producer) || !CanGrow(producer))
+    return FusionDecision::Forbid("producer is not a growable multi-output fusion");
+  if (!IsFusion(consumer) || !CanGrow(consumer)) return FusionDecision::Forbid("consumer is not a growable fusion");
+  if (HasControlDeps(producer) || HasControlDeps(consumer))
+    return FusionDecision::Forbid("control dependencies");
+  bool reads = false;
+  std::unordered_set<const HloInstruction*> operands(producer.operands().begin(), producer.operands().end());
+  for (int64_t i = 0; i < consumer.operand_count(); ++i) {
+    const HloInstruction* op = consumer.operand(i);
+    if (op == &producer) return FusionDecision::Forbid("consumer reads the producer's tuple");
+    if (op->opcode() == HloOpcode::kGetTupleElement && op->operand(0) == &producer) {
+      reads = true;
+      // Each output element is read where it is made: nothing is recomputed.
+      if (!ReadsAtSameIndex(consumer, i))
+        return FusionDecision::Forbid("consumer reads the producer's outputs at other indices");
+      continue;
+    }
+    operands.insert(op);
+  }
+  if (!reads) return FusionDecision::Forbid("consumer does not read the producer");
+  IterationSpace sp = GetIterationSpace(producer), sc = GetIterationSpace(consumer);
+  if (!CompatibleIterationSpaces(sp, sc))
+    return FusionDecision::Forbid(StrCat("iteration spaces differ: ", sp.ToString(), " vs ", sc.ToString()));
+  if (OutputCount(producer) + OutputCount(consumer) > options_.max_outputs) return FusionDecision::Forbid("too many outputs");
+  if (static_cast<int64_t>(operands.size()) > options_.max_operands) return FusionDecision::Forbid("too many operands");
   if (FusedInstructionCount(producer) + FusedInstructionCount(consumer) > options_.max_instructions)
     return FusionDecision::Forbid("too many instructions");
   return FusionDecision::Allow();

@@ -69,14 +69,28 @@ struct FusionCostOptions {
   // Sibling multi-output fusion only pays when the operands the siblings share are at least
   // this big (bytes): below that, the second read comes from cache anyway.
   int64_t min_sibling_shared_bytes = 16 * 1024;
+  // Note [In-place update spaces]: a fusion rooted at an in-place dynamic-update-slice iterates
+  // over its update window, and may take extra outputs of the window's dimensions.
+  bool in_place_update_spaces = false;
 };
 
 // What one kernel of a multi-output fusion iterates over: the output dimensions of a loop
 // fusion, or the input dimensions and reduced dimensions of a reduction. Fusions can share a
 // kernel when their spaces are compatible (CompatibleIterationSpaces).
+//
+// Note [In-place update spaces]
+//   A fusion rooted at a dynamic-update-slice of a fused parameter read by nothing else (the
+//   in-place form: the kernel writes only the update window into the operand's buffer) iterates
+//   over the update, not the output. Where the policy allows it (FusionCostOptions::
+//   in_place_update_spaces, the GPU's), its space is `in_place` with the update's dimensions,
+//   size-1 dimensions dropped, and it may share its kernel with loop outputs of those dimensions
+//   (size-1 dimensions aside): a scan step's new carry and its write into the stacked output
+//   are one kernel. Two in-place spaces never share one kernel, nor does an in-place space and
+//   a reduction.
 struct IterationSpace {
   bool valid = false;          // false: cannot be part of a multi-output fusion
   bool reduction = false;
+  bool in_place = false;       // Note [In-place update spaces]
   std::vector<int64_t> dims;   // loop: output dims; reduction: reduce input dims
   std::vector<int64_t> reduce_dims;  // reduction only (sorted)
   std::string ToString() const;
@@ -134,6 +148,11 @@ class FusionPolicy {
   // also need it. The caller checks for cycles.
   virtual FusionDecision ShouldFuseMultiOutput(const HloInstruction& producer,
                                                const HloInstruction& consumer) const;
+  // `consumer` (a fusion) merged into the multi-output fusion `producer` whose outputs it
+  // reads (through get-tuple-elements), every one at its own index: one kernel computes both,
+  // the producer's outputs stay outputs. The caller checks for cycles.
+  virtual FusionDecision ShouldMergeIntoMultiOutputProducer(const HloInstruction& producer,
+                                                            const HloInstruction& consumer) const;
 
  protected:
   FusionCostOptions options_;
@@ -141,6 +160,9 @@ class FusionPolicy {
 
 // ---- Helpers shared by policies ----
 
+// The dimensions without those of size 1.
+std::vector<int64_t> SqueezedDims(const std::vector<int64_t>& dims);
+std::vector<int64_t> SqueezedDims(const Shape& shape);
 // Bytes of all array leaves of a shape (dense).
 int64_t ShapeBytes(const Shape& shape);
 // Elements of the array (first array leaf for tuples).

@@ -50,6 +50,43 @@ std::string HloSchedule::ToString(const HloModule& module) const {
   return s;
 }
 
+void SinkLoopStateUpdates(const HloModule& module, HloSchedule& schedule) {
+  CallGraph graph(module);
+  for (const HloComputation* c : graph.sequential_computations()) {
+    for (const HloInstruction* w : c->instructions()) {
+      if (w->opcode() != HloOpcode::kWhile) continue;
+      const HloComputation* body = w->while_body();
+      if (!body || !schedule.has_sequence(body) || body->num_parameters() != 1) continue;
+      const HloInstruction* root = body->root_instruction();
+      if (root->opcode() != HloOpcode::kTuple) continue;
+      const HloInstruction* param = body->parameter_instruction(0);
+      std::vector<const HloInstruction*> seq = schedule.sequence(body);
+      for (int64_t j = 0; j < root->operand_count(); ++j) {
+        const HloInstruction* r = root->operand(j);
+        if (r->opcode() == HloOpcode::kParameter || r->opcode() == HloOpcode::kGetTupleElement ||
+            r->opcode() == HloOpcode::kConstant || r->user_count() != 1 ||
+            std::count(root->operands().begin(), root->operands().end(), r) != 1 ||
+            !r->control_successors().empty() || !r->control_predecessors().empty())
+          continue;
+        auto pos = [&](const HloInstruction* x) {
+          return static_cast<int64_t>(std::find(seq.begin(), seq.end(), x) - seq.begin());
+        };
+        const int64_t at = pos(r);
+        int64_t last = -1;
+        for (const HloInstruction* g : param->users()) {
+          if (g->opcode() != HloOpcode::kGetTupleElement || g->attrs().tuple_index != j) continue;
+          for (const HloInstruction* u : g->users())
+            if (u != r && u != root) last = std::max(last, pos(u));
+        }
+        if (last <= at || last >= static_cast<int64_t>(seq.size())) continue;
+        seq.erase(seq.begin() + at);
+        seq.insert(seq.begin() + last, r);  // just after the last reader (now at last - 1)
+      }
+      schedule.set_sequence(body, std::move(seq));
+    }
+  }
+}
+
 HloSchedule PostOrderSchedule(const HloModule& module) {
   HloSchedule schedule;
   CallGraph graph(module);

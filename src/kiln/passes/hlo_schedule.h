@@ -50,4 +50,15 @@ HloSchedule PostOrderSchedule(const HloModule& module);
 HloSchedule MemoryAwareSchedule(const HloModule& module,
                                 std::function<int64_t(const Shape&)> size_fn = nullptr);
 
+// Note [Sinking loop state updates]
+//   A while body's new state value r (an operand of the root tuple read by nothing else) that
+//   is scheduled before the last reader of the old value of the same state leaf (the
+//   get-tuple-element of the body parameter) forces buffer assignment to compute r into a
+//   buffer of its own and copy it into the state at the end of each trip (the old value is
+//   still needed). Moving r to just after that last reader lets it be computed into the state
+//   in place: a loop counter `i + 1` read by the step's dynamic slices is the common case, and
+//   its copy is a graph node per trip on the GPU. Only r moves, and only later: nothing in the
+//   body reads it, so the order stays valid.
+void SinkLoopStateUpdates(const HloModule& module, HloSchedule& schedule);
+
 }  // namespace kiln

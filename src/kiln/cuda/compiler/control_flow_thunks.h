@@ -111,6 +111,17 @@ class WhileThunk : public GpuThunk {
   std::string ToString() const override;
   int64_t EnqueuedOps() const override;
   const std::optional<TripCount>& trip_count() const { return trip_count_; }
+  // Note [Pairs across iterations]
+  //   A loop of known trip count may run one side-stream pair (Note [Side stream]) across
+  //   iterations: when no state is copied at the end of a trip, the body's last thunk is a tiny
+  //   kernel (at most 4 KiB moved), its first a library call, and the two are independent (a
+  //   scan step's counter update and the next step's recurrent GEMM), trip k's last kernel runs
+  //   on the side stream beside trip k+1's first library call. Everything before the pair
+  //   happens before both, everything after waits for both, as within a sequence. Pairs inside
+  //   a body are not planned: a full-size kernel beside a step's GEMM competes for the SMs
+  //   (train_loop_f32 ran 3% slower with them).
+  int64_t PlanNestedSideStreams() override;
+  bool pairs_across_iterations() const { return wrap_pair_; }
   const ThunkSequence& body() const { return body_; }
   // Whether the loop runs as a conditional node when captured.
   bool device_loop() const { return set_condition_ != nullptr; }
@@ -128,6 +139,7 @@ class WhileThunk : public GpuThunk {
   BufferSlice predicate_;
   WhileCopyPlan plan_;
   std::optional<TripCount> trip_count_;
+  bool wrap_pair_ = false;  // Note [Pairs across iterations]
   runtime::OwnedDeviceMemory host_;  // pinned: the predicate's byte
 };
 

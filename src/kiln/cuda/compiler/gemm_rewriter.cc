@@ -41,6 +41,11 @@ using match::RowMajor;
 using match::ScalarConstantValue;
 using match::StripViews;
 
+// A window of another array chosen at run time (a dynamic-slice, through views): the step's
+// slice of a scan's stacked input. As a GEMM's C operand it would need a kernel of its own to
+// exist as a buffer; left to the add, the consumer's kernel reads it where it lies.
+bool IsDynamicWindow(HloInstruction* v) { return StripViews(v)->opcode() == HloOpcode::kDynamicSlice; }
+
 // Whether a value of type `t` converts exactly into `out`, a floating-point GEMM type.
 bool WidensTo(PrimitiveType t, PrimitiveType out) {
   using P = PrimitiveType;
@@ -325,7 +330,7 @@ StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& option
           continue;
         }
         if (!residual && other->opcode() != HloOpcode::kBroadcast && RowMajor(other->shape()) &&
-            !DependsOn(other, dot)) {
+            !IsDynamicWindow(other) && !DependsOn(other, dot)) {
           residual = other;
           c.beta = 1.0;
           alpha_allowed = false;
@@ -337,7 +342,7 @@ StatusOr<bool> RewriteDot(HloInstruction* dot, const GemmRewriterOptions& option
       // w - v (an SGD update of a weight gradient): out = -alpha AB + w, before anything that
       // the sign change would not apply to (bias, activation) was taken; v - w: beta = -1.
       if (u->opcode() == HloOpcode::kSubtract && !residual && other->opcode() != HloOpcode::kBroadcast &&
-          RowMajor(other->shape()) && !DependsOn(other, dot)) {
+          RowMajor(other->shape()) && !IsDynamicWindow(other) && !DependsOn(other, dot)) {
         const bool value_is_lhs = u->operand(0) == value;
         if (!value_is_lhs && (bias || c.activation != GemmActivation::kNone)) break;
         if (!value_is_lhs) c.alpha = -c.alpha;

@@ -197,6 +197,32 @@ ENTRY e {
   CheckValues(text, *m);
 }
 
+TEST(GemmRewriterTest, ADynamicSliceAddendStaysOutsideTheGemm) {
+  // A scan step's slice of its stacked input projection: as C it would need a kernel to exist
+  // as a buffer; left to the add, the step's gate kernel reads it in place.
+  const char* text = R"(HloModule m
+ENTRY e {
+  h = f32[8,16] parameter(0)
+  w = f32[16,12] parameter(1)
+  xs = f32[5,8,12] parameter(2)
+  i = s32[] parameter(3)
+  z = s32[] constant(0)
+  s = f32[1,8,12] dynamic-slice(xs, i, z, z), dynamic_slice_sizes={1,8,12}
+  r = f32[8,12] reshape(s)
+  d = f32[8,12] dot(h, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT a = f32[8,12] add(r, d)
+})";
+  auto m = Rewrite(text);
+  ASSERT_TRUE(m);
+  auto g = Gemms(*m);
+  ASSERT_EQ(g.size(), 1u);
+  auto c = GetGemmConfig(*g[0]);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->beta, 0.0) << m->ToString();
+  EXPECT_EQ(m->entry_computation()->root_instruction()->opcode(), HloOpcode::kAdd) << m->ToString();
+  CheckValues(text, *m);
+}
+
 TEST(GemmRewriterTest, OutputTransposeSwapsTheOperands) {
   // (x^T . dy)^T, as a weight gradient feeding an update: no transpose kernel is left.
   const char* text = R"(HloModule m

@@ -522,6 +522,78 @@ TEST(GpuExecutableTest, LoopOfKnownTripCountIsCapturedWithoutHostWaits) {
   EXPECT_TRUE(r.exe->graph_captured()) << listing;
 }
 
+TEST(GpuExecutableTest, ScanStepCounterRunsBesideTheNextStepsGemm) {
+  // Note [Pairs across iterations]: an RNN scan's step is the recurrent GEMM, one gate kernel
+  // (with the write into the stacked output) and the counter; the counter of step k runs on
+  // the side stream beside step k+1's GEMM. (The recurrent weight is scaled by 1/8 so that the
+  // recurrence contracts: tanh's last-ulp differences must not grow over the steps.)
+  REQUIRE_DEVICE();
+  const std::string text = R"(HloModule rnn
+cond {
+  s = (s32[], f32[8,64], f32[6,8,64], f32[64,64], f32[6,8,64]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(6)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], f32[8,64], f32[6,8,64], f32[64,64], f32[6,8,64]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  h = f32[8,64] get-tuple-element(s), index=1
+  ys = f32[6,8,64] get-tuple-element(s), index=2
+  w = f32[64,64] get-tuple-element(s), index=3
+  xs = f32[6,8,64] get-tuple-element(s), index=4
+  z = s32[] constant(0)
+  x = f32[1,8,64] dynamic-slice(xs, i, z, z), dynamic_slice_sizes={1,8,64}
+  xr = f32[8,64] reshape(x)
+  g0 = f32[8,64] dot(h, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}
+  eighth = f32[] constant(0.125)
+  e8 = f32[8,64] broadcast(eighth), dimensions={}
+  g = f32[8,64] multiply(g0, e8)
+  a = f32[8,64] add(g, xr)
+  h1 = f32[8,64] tanh(a)
+  u = f32[1,8,64] reshape(h1)
+  ys1 = f32[6,8,64] dynamic-update-slice(ys, u, i, z, z)
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  ROOT t = (s32[], f32[8,64], f32[6,8,64], f32[64,64], f32[6,8,64]) tuple(i1, h1, ys1, w, xs)
+}
+ENTRY e {
+  h0 = f32[8,64] parameter(0)
+  w = f32[64,64] parameter(1)
+  xs = f32[6,8,64] parameter(2)
+  zero = s32[] constant(0)
+  zf = f32[] constant(0)
+  ys = f32[6,8,64] broadcast(zf), dimensions={}
+  init = (s32[], f32[8,64], f32[6,8,64], f32[64,64], f32[6,8,64]) tuple(zero, h0, ys, w, xs)
+  l = (s32[], f32[8,64], f32[6,8,64], f32[64,64], f32[6,8,64]) while(init), condition=cond, body=body
+  hn = f32[8,64] get-tuple-element(l), index=1
+  yn = f32[6,8,64] get-tuple-element(l), index=2
+  ROOT r = (f32[8,64], f32[6,8,64]) tuple(hn, yn)
+})";
+  Result two = RunBoth(text, 3);
+  ExpectClose(two);
+  ASSERT_TRUE(two.exe);
+  const std::string listing = two.exe->compiled().ThunkListing();
+  EXPECT_NE(listing.find("per iteration 0 copies"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("dus_in_place"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("beside the next trip's first library call"), std::string::npos) << listing;
+  EXPECT_GE(two.exe->side_stream_pairs(), 1) << listing;
+  EXPECT_TRUE(two.exe->graph_captured()) << listing;
+  GpuExecutableOptions single;
+  single.use_side_stream = false;
+  Result one = RunBoth(text, 1, 3, single);
+  ASSERT_TRUE(one.exe);
+  EXPECT_EQ(one.exe->side_stream_pairs(), 0);
+  EXPECT_TRUE(SameBytes(two.actual, one.actual));
+  // Eager (profiled) runs pair the same way.
+  GpuRunOptions po;
+  po.profile = true;
+  ASSERT_TRUE(two.exe->Execute(po).ok());
+  auto again = two.exe->FetchResult();
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(SameBytes(*again, one.actual));
+}
+
 TEST(GpuExecutableTest, LoopOfDeviceTripCountRunsAsAConditionalNode) {
   REQUIRE_DEVICE();
   // The bound is an argument: one executable runs it with several bounds, each three times (the

@@ -15,6 +15,9 @@ GpuFusionOptions GpuFusionPolicy::DefaultOptions() {
   // Note [Normalization fusion]: recomputing per-row values is cheap next to memory traffic.
   o.cost.max_expensive_recompute = int64_t{1} << 32;
   o.cost.max_instructions = 256;
+  // Note [In-place update spaces]: the in-place dynamic-update-slice emitter takes loop outputs
+  // of its update window.
+  o.cost.in_place_update_spaces = true;
   return o;
 }
 

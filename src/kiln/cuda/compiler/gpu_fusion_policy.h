@@ -12,7 +12,9 @@
 //   kInput -- reductions (row, column or full) with loop-fusible producers, and -- Note
 //             [Normalization fusion] -- row reductions fused INTO their consumers.
 //   Multi-output: as the neutral policy (same loop dimensions; reductions over the same input
-//             and reduced dimensions with loop outputs of the input dimensions).
+//             and reduced dimensions with loop outputs of the input dimensions), and an
+//             in-place dynamic-update-slice with loop outputs of its update window's
+//             dimensions (Note [In-place update spaces] in passes/fusion_policy.h).
 // Never fused: GEMM/convolution custom calls, dot, convolution, gather, scatter, sort, fft,
 // rng, reduce-window, select-and-scatter, custom calls, control flow, collectives.
 //

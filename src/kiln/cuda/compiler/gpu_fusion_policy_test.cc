@@ -149,5 +149,117 @@ ENTRY e {
   EXPECT_EQ(EntryKernels(*m).size(), 2u) << m->ToString();
 }
 
+// Note [In-place update spaces]: a scan step's gates, its new carry and the carry's write into
+// the stacked output are one kernel.
+TEST(GpuFusionPolicyTest, ScanStepIsOneKernel) {
+  const char* text = R"(HloModule s
+ENTRY e {
+  h = f32[8,64] parameter(0)
+  x = f32[8,64] parameter(1)
+  ys = f32[16,8,64] parameter(2)
+  i = s32[] parameter(3)
+  a = f32[8,64] add(h, x)
+  n = f32[8,64] tanh(a)
+  u = f32[1,8,64] reshape(n)
+  z = s32[] constant(0)
+  d = f32[16,8,64] dynamic-update-slice(ys, u, i, z, z)
+  ROOT t = (f32[8,64], f32[16,8,64]) tuple(n, d)
+})";
+  auto m = Fuse(text);
+  ASSERT_TRUE(m);
+  std::vector<const HloInstruction*> k = EntryKernels(*m);
+  ASSERT_EQ(k.size(), 1u) << m->ToString();
+  EXPECT_TRUE(IsMultiOutputFusion(*k[0])) << m->ToString();
+  GpuFusionPolicy policy;
+  IterationSpace sp = policy.GetIterationSpace(*k[0]);
+  EXPECT_TRUE(sp.valid && sp.in_place) << sp.ToString();
+  EXPECT_EQ(sp.dims, (std::vector<int64_t>{8, 64}));
+  // Without the option (the neutral default), the update keeps a kernel of its own.
+  GpuFusionOptions off = GpuFusionPolicy::DefaultOptions();
+  off.cost.in_place_update_spaces = false;
+  auto m2 = Fuse(text, off);
+  ASSERT_TRUE(m2);
+  EXPECT_EQ(EntryKernels(*m2).size(), 2u) << m2->ToString();
+}
+
+// An LSTM step (as JAX writes it, after the input projection is hoisted out of the scan): the
+// step's slice of the projection, the recurrent GEMM's output and the bias summed, split into
+// four gates, the new cell and hidden state, and the hidden state's write into the stacked
+// output -- one kernel (the slices read a quarter each: Note [Fusion cost model]; the gates'
+// two outputs and the update merge: ShouldMergeIntoMultiOutputProducer).
+TEST(GpuFusionPolicyTest, LstmStepIsOneKernel) {
+  const char* text = R"(HloModule s
+ENTRY e {
+  xp = f32[16,8,256] parameter(0)
+  g0 = f32[8,256] parameter(1)
+  b = f32[256] parameter(2)
+  c = f32[8,64] parameter(3)
+  ys = f32[16,8,64] parameter(4)
+  i = s32[] parameter(5)
+  z = s32[] constant(0)
+  ds = f32[1,8,256] dynamic-slice(xp, i, z, z), dynamic_slice_sizes={1,8,256}
+  x = f32[8,256] reshape(ds)
+  a = f32[8,256] add(x, g0)
+  bb = f32[8,256] broadcast(b), dimensions={1}
+  g = f32[8,256] add(a, bb)
+  gi = f32[8,64] slice(g), slice={[0:8], [0:64]}
+  gf = f32[8,64] slice(g), slice={[0:8], [64:128]}
+  gg = f32[8,64] slice(g), slice={[0:8], [128:192]}
+  go = f32[8,64] slice(g), slice={[0:8], [192:256]}
+  si = f32[8,64] logistic(gi)
+  sf = f32[8,64] logistic(gf)
+  so = f32[8,64] logistic(go)
+  tg = f32[8,64] tanh(gg)
+  fc = f32[8,64] multiply(sf, c)
+  it = f32[8,64] multiply(si, tg)
+  c1 = f32[8,64] add(fc, it)
+  tc = f32[8,64] tanh(c1)
+  h1 = f32[8,64] multiply(so, tc)
+  u = f32[1,8,64] reshape(h1)
+  ys1 = f32[16,8,64] dynamic-update-slice(ys, u, i, z, z)
+  ROOT t = (f32[8,64], f32[8,64], f32[16,8,64]) tuple(h1, c1, ys1)
+})";
+  auto m = Fuse(text);
+  ASSERT_TRUE(m);
+  std::vector<const HloInstruction*> k = EntryKernels(*m);
+  ASSERT_EQ(k.size(), 1u) << m->ToString();
+  int64_t transcendentals = 0;
+  for (const HloInstruction* i : k[0]->fused_computation()->instructions())
+    transcendentals += i->opcode() == HloOpcode::kLogistic || i->opcode() == HloOpcode::kTanh;
+  EXPECT_EQ(transcendentals, 5) << "each gate computed once\n" << m->ToString();
+}
+
+// Two in-place updates never share a kernel, nor does an update and a reduction.
+TEST(GpuFusionPolicyTest, InPlaceUpdatesShareKernelsOnlyWithLoops) {
+  const char* text = R"(HloModule s
+add_f32 { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
+ENTRY e {
+  h = f32[8,64] parameter(0)
+  ys = f32[16,8,64] parameter(1)
+  zs = f32[16,8,64] parameter(2)
+  i = s32[] parameter(3)
+  n = f32[8,64] tanh(h)
+  u = f32[1,8,64] reshape(n)
+  z = s32[] constant(0)
+  d1 = f32[16,8,64] dynamic-update-slice(ys, u, i, z, z)
+  d2 = f32[16,8,64] dynamic-update-slice(zs, u, i, z, z)
+  c = f32[] constant(0)
+  r = f32[8] reduce(n, c), dimensions={1}, to_apply=add_f32
+  ROOT t = (f32[16,8,64], f32[16,8,64], f32[8]) tuple(d1, d2, r)
+})";
+  auto m = Fuse(text);
+  ASSERT_TRUE(m);
+  for (const HloInstruction* k : EntryKernels(*m)) {
+    if (!IsFusion(*k)) continue;
+    int64_t updates = 0, reduces = 0;
+    for (const HloInstruction* i : k->fused_computation()->instructions()) {
+      updates += i->opcode() == HloOpcode::kDynamicUpdateSlice;
+      reduces += i->opcode() == HloOpcode::kReduce;
+    }
+    EXPECT_LE(updates, 1) << m->ToString();
+    EXPECT_TRUE(updates == 0 || reduces == 0) << m->ToString();
+  }
+}
+
 }  // namespace
 }  // namespace kiln::cuda

@@ -49,25 +49,33 @@ bool IndependentThunks(const GpuThunk& a, const GpuThunk& b) {
   return !conflicts(a, b) && !conflicts(b, a);
 }
 
+bool SideStreamLibraryCall(const GpuThunk& t) {
+  return (t.kind() == GpuThunk::Kind::kGemm || t.kind() == GpuThunk::Kind::kConv) && !t.SyncsHost();
+}
+
+bool SideStreamKernel(const GpuThunk& t) {
+  return t.kind() == GpuThunk::Kind::kKernel && t.workspace_bytes() == 0 && !t.SyncsHost();
+}
+
 int64_t ThunkSequence::PlanSideStream() {
   side_.assign(thunks_.size(), false);
   int64_t pairs = 0;
-  auto library = [](const GpuThunk& t) {
-    return (t.kind() == GpuThunk::Kind::kGemm || t.kind() == GpuThunk::Kind::kConv) && !t.SyncsHost();
-  };
-  auto side_kernel = [](const GpuThunk& t) {
-    return t.kind() == GpuThunk::Kind::kKernel && t.workspace_bytes() == 0 && !t.SyncsHost();
-  };
   for (size_t i = 0; i + 1 < thunks_.size(); ++i) {
     const GpuThunk& a = *thunks_[i];
     const GpuThunk& b = *thunks_[i + 1];
-    if (((library(a) && side_kernel(b)) || (side_kernel(a) && library(b))) && IndependentThunks(a, b)) {
+    if (((SideStreamLibraryCall(a) && SideStreamKernel(b)) || (SideStreamKernel(a) && SideStreamLibraryCall(b))) &&
+        IndependentThunks(a, b)) {
       side_[i] = true;
       ++pairs;
       ++i;  // a thunk takes part in one pair at most
     }
   }
+  for (const auto& t : thunks_) pairs += t->PlanNestedSideStreams();
   return pairs;
+}
+
+bool ThunkSequence::Paired(size_t i) const {
+  return (i < side_.size() && side_[i]) || (i > 0 && i - 1 < side_.size() && side_[i - 1]);
 }
 
 int64_t ThunkSequence::side_pairs() const { return std::count(side_.begin(), side_.end(), true); }
@@ -84,23 +92,31 @@ Status RunOne(const GpuThunk& t, const ThunkExecuteParams& params) {
 
 }  // namespace
 
+Status RunSideStreamPair(const GpuThunk& library, const GpuThunk& kernel, const ThunkExecuteParams& params) {
+  // Note [Side stream]: fork, the library call on the main stream, the kernel on the side one,
+  // join.
+  KILN_RETURN_IF_ERROR(params.stream->RecordEvent(*params.fork));
+  KILN_RETURN_IF_ERROR(params.side_stream->WaitEvent(*params.fork));
+  ThunkExecuteParams side = params;
+  side.stream = params.side_stream;
+  KILN_RETURN_IF_ERROR(RunOne(library, params));
+  KILN_RETURN_IF_ERROR(RunOne(kernel, side));
+  KILN_RETURN_IF_ERROR(params.side_stream->RecordEvent(*params.join));
+  return params.stream->WaitEvent(*params.join);
+}
+
 Status ThunkSequence::Execute(const ThunkExecuteParams& params) const {
+  return ExecuteRange(params, 0, thunks_.size());
+}
+
+Status ThunkSequence::ExecuteRange(const ThunkExecuteParams& params, size_t begin, size_t end) const {
   const bool two_streams = params.side_stream && params.fork && params.join;
-  for (size_t i = 0; i < thunks_.size(); ++i) {
-    if (two_streams && i + 1 < thunks_.size() && i < side_.size() && side_[i]) {
-      // Note [Side stream]: fork, the library call on the main stream, the kernel on the side
-      // one, join.
+  end = std::min(end, thunks_.size());
+  for (size_t i = begin; i < end; ++i) {
+    if (two_streams && i + 1 < end && i < side_.size() && side_[i]) {
       const bool first_is_kernel = thunks_[i]->kind() == GpuThunk::Kind::kKernel;
-      const GpuThunk& kernel = *thunks_[first_is_kernel ? i : i + 1];
-      const GpuThunk& library = *thunks_[first_is_kernel ? i + 1 : i];
-      KILN_RETURN_IF_ERROR(params.stream->RecordEvent(*params.fork));
-      KILN_RETURN_IF_ERROR(params.side_stream->WaitEvent(*params.fork));
-      ThunkExecuteParams side = params;
-      side.stream = params.side_stream;
-      KILN_RETURN_IF_ERROR(RunOne(library, params));
-      KILN_RETURN_IF_ERROR(RunOne(kernel, side));
-      KILN_RETURN_IF_ERROR(params.side_stream->RecordEvent(*params.join));
-      KILN_RETURN_IF_ERROR(params.stream->WaitEvent(*params.join));
+      KILN_RETURN_IF_ERROR(RunSideStreamPair(*thunks_[first_is_kernel ? i + 1 : i], *thunks_[first_is_kernel ? i : i + 1],
+                                             params));
       ++i;
       continue;
     }

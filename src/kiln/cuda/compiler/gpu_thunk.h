@@ -108,6 +108,9 @@ class GpuThunk {
   virtual uint64_t workspace_bytes() const { return 0; }
   // Thunks owned by this one (control flow).
   virtual std::vector<const GpuThunk*> nested() const { return {}; }
+  // Plans the side-stream pairs of the sequences this thunk owns (Note [Side stream]); returns
+  // how many. Default: none (loops of known trip count: Note [Pairs across iterations]).
+  virtual int64_t PlanNestedSideStreams() { return 0; }
   // Operations one execution enqueues (kernels, library calls, copies; a loop of known trip
   // count its body's times the trips): the size of a CUDA graph capturing it.
   virtual int64_t EnqueuedOps() const { return 1; }
@@ -148,6 +151,13 @@ class GpuThunk {
 // Whether two thunks may run at the same time: both have known buffer uses and no slice one of
 // them writes overlaps a slice the other reads or writes.
 bool IndependentThunks(const GpuThunk& a, const GpuThunk& b);
+// The two kinds a side-stream pair is made of (Note [Side stream]): a library call (GEMM,
+// convolution) on the main stream and a kernel without workspace on the side one.
+bool SideStreamLibraryCall(const GpuThunk& t);
+bool SideStreamKernel(const GpuThunk& t);
+// Runs `library` on params.stream and `kernel` on params.side_stream concurrently, forked from
+// and joined back into params.stream with params.fork / params.join.
+Status RunSideStreamPair(const GpuThunk& library, const GpuThunk& kernel, const ThunkExecuteParams& params);
 
 std::string_view ThunkKindName(GpuThunk::Kind kind);
 
@@ -164,6 +174,10 @@ class ThunkSequence {
   // Runs every thunk in order (with profiling events around each when params.profiler is set);
   // planned pairs concurrently when params.side_stream is set (Note [Side stream]).
   Status Execute(const ThunkExecuteParams& params) const;
+  // Thunks [begin, end) only, as Execute runs them (a planned pair must not straddle a bound).
+  Status ExecuteRange(const ThunkExecuteParams& params, size_t begin, size_t end) const;
+  // Whether thunk i is one of a planned pair.
+  bool Paired(size_t i) const;
 
   // Note [Side stream]
   //   After Initialize (workspace sizes are final), marks adjacent pairs of a library call (GEMM,
@@ -173,8 +187,10 @@ class ThunkSequence {
   //   stream, and joins back with a second event, so everything before the pair happens before
   //   both and everything after waits for both. Library calls stay on the main stream (their
   //   handles are bound to it). Inside a CUDA graph capture the events become the graph's fork
-  //   and join edges. Returns the number of pairs; nested sequences (loop bodies, branches)
-  //   are not planned and run on one stream.
+  //   and join edges. Returns the number of pairs, those of nested thunks included (a loop of
+  //   known trip count may pair a tiny kernel across iterations: Note [Pairs across
+  //   iterations] in control_flow_thunks.h); loop bodies and branches are otherwise not
+  //   planned and run on one stream.
   int64_t PlanSideStream();
   int64_t side_pairs() const;
   bool SyncsHost() const;

@@ -1,0 +1,119 @@
+"""The suite on a CUDA device (marked gpu; skipped without one): kiln.jit with device="cuda:0"
+against jax.jit, GPU arrays of jax and torch in and out without a host copy, and the producer's
+stream respected. Run by the CTest kiln_python_gpu_test (label gpu)."""
+
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import kiln
+
+import test_cases
+import test_jit
+from conftest import has_cuda, normal
+
+# KILN_REQUIRE_GPU=1 (the CTest kiln_python_gpu_test sets it): no device is a failure, not a skip.
+REQUIRE_GPU = os.environ.get("KILN_REQUIRE_GPU") == "1"
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not has_cuda() and not REQUIRE_GPU, reason="no CUDA device")]
+
+
+def test_cuda_device_present():
+  assert has_cuda(), f"kiln sees no CUDA device: {[(p.name, p.status) for p in kiln.platforms()]}"
+
+DEVICE = "cuda:0"
+
+# test_jit's tests that read its DEVICE at call time (all but the host-only ones).
+HOST_ONLY = {"test_kiln_array_methods"}
+SUITE = sorted(n for n, f in vars(test_jit).items()
+               if n.startswith("test_") and callable(f) and n not in HOST_ONLY)
+
+
+@pytest.mark.parametrize("name", SUITE)
+def test_jit_suite_on_cuda(name, rng, monkeypatch):
+  import jax
+  monkeypatch.setattr(test_jit, "DEVICE", DEVICE)
+  fn = getattr(test_jit, name)
+  params = inspect.signature(fn).parameters
+  # f32 dots at full precision on both sides (XLA and kiln would both use TF32 otherwise, each
+  # its own way), so that the f32 tolerance applies.
+  with jax.default_matmul_precision("highest"):
+    if "dtype" in params:
+      for dtype in (np.float32, np.float16):
+        fn(rng, dtype)
+    elif "rng" in params:
+      fn(rng)
+    else:
+      fn()
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=str(c.relative_to(test_cases.DATA)),
+                                               marks=[pytest.mark.xfail(reason=test_cases.KNOWN_DIFFERENCES[c.name],
+                                                                        strict=False)]
+                                               if c.name in test_cases.KNOWN_DIFFERENCES else [])
+                                  for c in test_cases.CASES])
+def test_case_on_cuda(case):
+  # Every tests/data case against XLA's (CPU) outputs, untuned: the f32 products kiln runs in
+  # TF32 get the TF32 row of docs/tolerances.md.
+  test_cases.run_case(case, DEVICE, autotune="off")
+
+
+def _jax_gpu():
+  jax = pytest.importorskip("jax")
+  gpus = [d for d in jax.devices() if d.platform == "gpu"]
+  if not gpus:
+    pytest.skip("jax sees no GPU")
+  return jax, gpus[0]
+
+
+def test_jax_gpu_arrays_in_and_out_without_a_copy(rng):
+  jax, gpu = _jax_gpu()
+  x = jax.device_put(normal(rng, (1024, 256)), gpu)
+  a = kiln.asarray(x, DEVICE)
+  assert a.unsafe_buffer_pointer() == x.unsafe_buffer_pointer()
+  f = kiln.jit(lambda x: x * 2, device=DEVICE)
+  y = f(x)
+  assert isinstance(y, jax.Array) and list(y.devices())[0].platform == "gpu"
+  np.testing.assert_array_equal(np.asarray(y), 2 * np.asarray(x))
+  out = f(a)                           # a kiln.Array out ...
+  j = jax.dlpack.from_dlpack(out)      # ... into jax without a copy
+  assert j.unsafe_buffer_pointer() == out.unsafe_buffer_pointer()
+
+
+def test_torch_cuda_tensors_in_and_out_without_a_copy(rng):
+  torch = pytest.importorskip("torch")
+  if not torch.cuda.is_available():
+    pytest.skip("torch sees no GPU")
+  t = torch.randn(512, 512, device="cuda")
+  a = kiln.asarray(t, DEVICE)
+  assert a.unsafe_buffer_pointer() == t.data_ptr()
+  out = kiln.jit(lambda x: x + 1, device=DEVICE)(a)
+  back = torch.from_dlpack(out)
+  assert back.data_ptr() == out.unsafe_buffer_pointer()
+  assert torch.equal(back, t + 1)
+
+
+def test_producer_stream_is_respected():
+  torch = pytest.importorskip("torch")
+  if not torch.cuda.is_available():
+    pytest.skip("torch sees no GPU")
+  f = kiln.jit(lambda x: x.sum(), device=DEVICE)
+  side = torch.cuda.Stream()
+  for _ in range(5):
+    with torch.cuda.stream(side):
+      # Long work on a non-default stream; kiln must wait for it (Note [Streams across DLPack]).
+      t = torch.ones(4096, 4096, device="cuda")
+      for _ in range(20):
+        t = t @ torch.eye(4096, device="cuda")
+    # No synchronize here: __dlpack__(stream=1) orders side's work before the legacy stream.
+    s = f(t)
+    assert float(np.asarray(s.numpy())) == 4096.0 * 4096.0
+
+
+def test_numpy_in_cuda_out(rng):
+  x = normal(rng, (64, 64))
+  out = kiln.jit(lambda x: x.T @ x, device=DEVICE)(kiln.asarray(x, DEVICE))
+  assert out.device == "cuda:0" and out.__dlpack_device__() == (2, 0)
+  np.testing.assert_allclose(out.numpy(), x.T @ x, rtol=2e-3, atol=2e-3)  # TF32 by default

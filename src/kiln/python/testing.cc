@@ -1,0 +1,43 @@
+// kiln._kiln._compare_outputs: the project's comparison of results with references
+// (eval/compare.h, the tolerances of docs/tolerances.md, exact outputs per
+// eval/output_traits.h) for the Python tests, so that they judge kiln.compile's results exactly
+// as the conformance harness judges the evaluator's.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "kiln/api/client.h"
+#include "kiln/eval/compare.h"
+#include "kiln/eval/output_traits.h"
+#include "kiln/python/array.h"
+#include "kiln/python/errors.h"
+
+namespace nb = nanobind;
+
+namespace kiln::python {
+
+void RegisterTesting(nb::module_& m) {
+  m.def(
+      "_compare_outputs",
+      [](const std::string& hlo_text, const std::vector<PyArray>& actual, const std::vector<PyArray>& expected,
+         bool tf32) {
+        std::unique_ptr<HloModule> module = ValueOrThrow(ParseModule(hlo_text, "<compare>"));
+        std::vector<Literal> a, e;
+        for (const PyArray& x : actual) a.push_back(ValueOrThrow(x.buffer().ToLiteral()));
+        for (const PyArray& x : expected) e.push_back(ValueOrThrow(x.buffer().ToLiteral()));
+        std::vector<const Literal*> ap, ep;
+        for (const Literal& l : a) ap.push_back(&l);
+        for (const Literal& l : e) ep.push_back(&l);
+        CompareOptions options;
+        options.outputs = AnalyzeOutputs(*module);
+        // `actual` ran f32 products in TF32 (Executable::RunsF32ProductsInTf32): the outputs that
+        // depend on them get the TF32 row (docs/tolerances.md), as in the differential suite.
+        options.reference_tf32 = tf32;
+        Comparison c = CompareLeaves(ap, ep, options);
+        return nb::make_tuple(c.ok(), c.ToString());
+      },
+      nb::arg("hlo_text"), nb::arg("actual"), nb::arg("expected"), nb::arg("tf32") = false,
+      "(ok, report): `actual` against `expected` leaf by leaf with kiln's tolerances (tests only).");
+}
+
+}  // namespace kiln::python
