@@ -15,6 +15,8 @@
 #include "kiln/cuda/library_loader.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/module_clone.h"
+#include "kiln/passes/send_recv_ordering.h"
+#include "kiln/passes/shard_map_lowering.h"
 #include "kiln/runtime/bfc_allocator.h"
 
 namespace kiln::cuda {
@@ -394,7 +396,12 @@ class CudaBackend final : public Backend {
       o.autotune.cache = cache.get();
       o.autotune.options = std::move(ao);
     }
-    KILN_ASSIGN_OR_RETURN(out.compiled, GpuCompiler::Compile(CloneModule(module), o));
+    // A shard_map program runs as its per-device program (passes/shard_map_lowering.h), as on
+    // the cpu and the interpreter.
+    std::unique_ptr<HloModule> lowered = CloneModule(module);
+    KILN_RETURN_IF_ERROR(LowerShardMap(*lowered).status());
+    KILN_RETURN_IF_ERROR(OrderSendsBeforeRecvDones(*lowered).status());
+    KILN_ASSIGN_OR_RETURN(out.compiled, GpuCompiler::Compile(std::move(lowered), o));
     const GpuCompileStats& st = out.compiled->stats;
     if (st.autotune) KILN_RETURN_IF_ERROR(autotune::WriteAutotuneJson(options.autotune, *st.autotune));
     CompileReport& r = out.report;
