@@ -57,6 +57,17 @@ def test_versioned_and_legacy_capsules(rng):
   del v, legacy   # unconsumed capsules free their tensors
 
 
+def test_export_to_a_device_and_copies(rng):
+  x = normal(rng, (3, 4))
+  a = kiln.asarray(x, "cpu")
+  assert np.from_dlpack(a, device="cpu").ctypes.data == x.ctypes.data   # on the host already
+  c = np.from_dlpack(a, copy=True)
+  assert c.ctypes.data != x.ctypes.data
+  np.testing.assert_array_equal(c, x)
+  with pytest.raises(BufferError, match="cannot be exported"):
+    a.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
+
+
 def test_jax_takes_kiln_arrays(rng):
   import jax
   import jax.numpy as jnp

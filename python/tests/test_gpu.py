@@ -131,3 +131,22 @@ def test_numpy_in_cuda_out(rng):
   ok, report = _kiln._compare_outputs(compiled.as_text(), [kiln.asarray(out.numpy(), "cpu")],
                                       [kiln.asarray(expected, "cpu")], True)
   assert ok, report
+
+
+def test_cuda_arrays_reach_numpy_as_host_copies(rng):
+  x = normal(rng, (5, 20))
+  out = kiln.jit(lambda x: x.T * 2, device=DEVICE)(kiln.asarray(x, DEVICE))
+  assert out.__dlpack_device__() == (2, 0)
+  expected = x.T * 2
+  np.testing.assert_array_equal(out.numpy(), expected)
+  np.testing.assert_array_equal(np.asarray(out), expected)                # __array__
+  np.testing.assert_array_equal(np.asarray(out, dtype=np.float64), expected)
+  # The host asked for through DLPack (dl_device=(kDLCPU, 0)): a host copy, unless copy=False.
+  capsule = out.__dlpack__(max_version=(1, 0), dl_device=(1, 0))
+  assert "dltensor" in repr(capsule)
+  with pytest.raises(BufferError):
+    out.__dlpack__(max_version=(1, 0), dl_device=(1, 0), copy=False)
+  if np.lib.NumpyVersion(np.__version__) >= "2.1.0":                       # from_dlpack(device=)
+    host = np.from_dlpack(out, device="cpu")
+    np.testing.assert_array_equal(host, expected)
+    assert host.ctypes.data != out.unsafe_buffer_pointer()

@@ -335,21 +335,54 @@ nb::object PyArray::Dlpack(nb::handle stream, nb::handle max_version, nb::handle
   (void)stream;  // Note [Streams across DLPack]: kiln's arrays are ready on every stream
   if (Status s = CheckLive(); !s.ok()) ThrowBufferError(s.message());
   const DLDevice own = DlDeviceOf(*buffer_);
+  // The array API's copy: True always copies, False never (a BufferError where one is needed),
+  // None where needed only.
+  const bool copy_given = !copy.is_none();
+  const bool must_copy = copy_given && nb::cast<bool>(copy);
+  const bool must_not_copy = copy_given && !must_copy;
+  // dl_device: the consumer's device. The host (numpy's from_dlpack(x, device="cpu")) gets a host
+  // copy of a device array; other devices are refused.
+  bool to_host = false;
   if (!dl_device.is_none()) {
     nb::tuple d = nb::cast<nb::tuple>(dl_device);
-    if (nb::cast<int>(d[0]) != own.device_type || nb::cast<int>(d[1]) != own.device_id)
-      ThrowBufferError(StrCat("kiln.Array on ", buffer_->device_name(), " cannot be exported to another device"));
+    const int type = nb::cast<int>(d[0]), id = nb::cast<int>(d[1]);
+    if (type != own.device_type || id != own.device_id) {
+      if (type != kDLCPU || buffer_->on_host())
+        ThrowBufferError(StrCat("kiln.Array on ", buffer_->device_name(), " cannot be exported to DLPack device (",
+                                type, ", ", id, ")"));
+      if (must_not_copy)
+        ThrowBufferError(StrCat("kiln.Array on ", buffer_->device_name(), " needs a copy to reach the host (copy=False)"));
+      to_host = true;
+    }
   }
   bool versioned = false;
   if (!max_version.is_none()) versioned = nb::cast<int>(nb::cast<nb::tuple>(max_version)[0]) >= 1;
   StatusOr<DLDataType> type = DlpackTypeOf(buffer_->shape().element_type());
   if (!type.ok()) ThrowBufferError(type.status().message());
-  if (!copy.is_none() && nb::cast<bool>(copy)) {
-    if (!buffer_->on_host()) ThrowBufferError("copy=True is only supported for host arrays");
-    StatusOr<std::unique_ptr<HostBuffer>> c =
-        HostBuffer::Copy(buffer_->opaque_pointer(), buffer_->size_bytes(), buffer_->shape(), buffer_->platform(),
-                         buffer_->device_ordinal());
+  if (to_host || (must_copy && buffer_->on_host())) {
+    // A fresh host buffer with the same bytes (and layout).
+    StatusOr<std::unique_ptr<HostBuffer>> c = Internal("not copied");
+    if (buffer_->on_host()) {
+      c = HostBuffer::Copy(buffer_->opaque_pointer(), buffer_->size_bytes(), buffer_->shape(), buffer_->platform(),
+                           buffer_->device_ordinal());
+    } else {
+      std::vector<uint8_t> host(buffer_->size_bytes());
+      Status s;
+      {
+        nb::gil_scoped_release nogil;
+        s = buffer_->CopyToHost(host.data(), host.size());
+      }
+      ThrowIfError(s);
+      static const uint8_t dummy = 0;
+      c = HostBuffer::Copy(host.empty() ? &dummy : host.data(), host.size(), buffer_->shape(), "cpu", 0);
+    }
     PyArray fresh(std::shared_ptr<Buffer>(ValueOrThrow(std::move(c))), true);
+    return ExportCapsule(fresh, *type, versioned, /*copied=*/true);
+  }
+  if (must_copy) {
+    // A fresh buffer on the same device.
+    DeviceRef device = ValueOrThrow(ResolveDevice(buffer_->device_name()));
+    PyArray fresh = ValueOrThrow(CopyArray(*this, device));
     return ExportCapsule(fresh, *type, versioned, /*copied=*/true);
   }
   return ExportCapsule(*this, *type, versioned, /*copied=*/false);

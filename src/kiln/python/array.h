@@ -11,7 +11,11 @@
 //
 // Out (Array.__dlpack__): a "dltensor_versioned" capsule (DLManagedTensorVersioned, DLPack 1.1)
 // when the consumer passes max_version >= (1, 0), else the legacy "dltensor" capsule. The
-// tensor shares the buffer's memory (shared ownership: it outlives the Array if need be).
+// tensor shares the buffer's memory (shared ownership: it outlives the Array if need be), except
+// for copy=True and for a device array asked for on the host (dl_device=(kDLCPU, 0)): a copy. A
+// consumer that passes no dl_device gets the array where it is: numpy's from_dlpack refuses a
+// CUDA capsule ("Unsupported device in DLTensor"), as it refuses torch's; .numpy() and
+// __array__ (np.asarray) always give numpy host memory.
 // Array.numpy(): a read-only numpy view of a host array (ml_dtypes types included), a copy of a
 // device array.
 //
