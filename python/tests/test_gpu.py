@@ -107,13 +107,22 @@ def test_producer_stream_is_respected():
   side = torch.cuda.Stream()
   for _ in range(5):
     with torch.cuda.stream(side):
-      # Long work on a non-default stream; kiln must wait for it (Note [Streams across DLPack]).
+      # Long work on a non-default stream, torch's current one, handed to kiln with no
+      # synchronize: kiln must wait for it (Note [Streams across DLPack]). torch orders its
+      # current stream's work before the stream kiln names in __dlpack__(stream=1), the legacy
+      # default stream, which kiln waits for before its own streams read the memory. (Outside
+      # this block the current stream is the default one, and side's work is the caller's to
+      # order, as it would be for torch itself: torch.cuda.current_stream().wait_stream(side).)
       t = torch.ones(4096, 4096, device="cuda")
       for _ in range(20):
         t = t @ torch.eye(4096, device="cuda")
-    # No synchronize here: __dlpack__(stream=1) orders side's work before the legacy stream.
-    s = f(t)
+      s = f(t)                               # run_flat: one wait for all the arguments
+      u = torch.ones(4096, 4096, device="cuda")
+      for _ in range(20):
+        u = u @ torch.eye(4096, device="cuda")
+      a = kiln.asarray(u, DEVICE)            # asarray: the wait at once
     assert float(np.asarray(s.numpy())) == 4096.0 * 4096.0
+    assert float(np.asarray(f(a).numpy())) == 4096.0 * 4096.0
 
 
 def test_numpy_in_cuda_out(rng):

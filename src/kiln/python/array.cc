@@ -117,6 +117,21 @@ PyArray Wrap(StatusOr<std::unique_ptr<Buffer>> made, bool owned) {
   return PyArray(std::shared_ptr<Buffer>(std::move(b)), owned);
 }
 
+constexpr int kLegacyDefaultStream = 1;  // the array API's value for CUDA's legacy default stream
+
+// The `stream` argument kiln passes to a producer's __dlpack__ (Note [Streams across DLPack]):
+// 1, CUDA's legacy default stream, for a producer whose memory is on a CUDA device; None (the
+// only value host producers take) for the rest. numpy arrays, the common host case, are known
+// by their type, without asking __dlpack_device__.
+nb::object StreamFor(nb::handle obj) {
+  if (std::strcmp(Py_TYPE(obj.ptr())->tp_name, "numpy.ndarray") == 0) return nb::none();
+  if (!nb::hasattr(obj, "__dlpack_device__")) return nb::none();
+  nb::object d = obj.attr("__dlpack_device__")();
+  const int device_type = nb::cast<int>(nb::cast<nb::tuple>(d)[0]);
+  if (device_type == kDLCUDA || device_type == kDLCUDAManaged) return nb::int_(kLegacyDefaultStream);
+  return nb::none();
+}
+
 nb::object CallDlpack(nb::handle obj, nb::handle stream) {
   nb::object fn = obj.attr("__dlpack__");
   try {
@@ -509,11 +524,9 @@ PyArray ImportArray(nb::handle obj, const DeviceRef& device, std::optional<Primi
     }
     nb::object capsule;
     try {
-      // Note [Streams across DLPack]: stream=None is the legacy default stream for a CUDA
-      // producer (the array API's convention) and the only value a host producer takes, so one
-      // call serves both without asking __dlpack_device__ first; the capsule says where the
-      // memory is.
-      capsule = CallDlpack(source, nb::none());
+      // Note [Streams across DLPack]: stream=1 (the legacy default stream) for a CUDA producer,
+      // None for a host one.
+      capsule = CallDlpack(source, StreamFor(source));
     } catch (nb::python_error& e) {
       // numpy cannot export ml_dtypes arrays (nor, before DLPack 1.0, read-only ones): the
       // coerce hook hands over their raw bits instead.
