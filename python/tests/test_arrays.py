@@ -57,6 +57,46 @@ def test_versioned_and_legacy_capsules(rng):
   del v, legacy   # unconsumed capsules free their tensors
 
 
+class _Producer:
+  """A DLPack producer claiming the device `device`, exporting a numpy array, recording the
+  `stream` each __dlpack__ call is given."""
+
+  def __init__(self, array, device):
+    self.array, self.device, self.streams = array, device, []
+
+  def __dlpack_device__(self):
+    return self.device
+
+  def __dlpack__(self, *, stream=None, **kwargs):
+    self.streams.append(stream)
+    return self.array.__dlpack__(**kwargs)
+
+
+def test_producers_are_asked_for_the_right_stream(rng):
+  # Note [Streams across DLPack]: a CUDA producer is asked for its array on the legacy default
+  # stream (stream=1), which kiln then waits for; a host producer with stream=None.
+  x = normal(rng, (2, 3))
+  exe = kiln.compile(IDENTITY_F32, "cpu")
+  host = _Producer(x, (1, 0))
+  np.testing.assert_array_equal(exe.run(host).numpy(), 2 * x)
+  assert host.streams == [None]
+  cuda = _Producer(x, (2, 0))   # (its capsule is host memory: importable here)
+  np.testing.assert_array_equal(exe.run(cuda).numpy(), 2 * x)
+  np.testing.assert_array_equal(kiln.asarray(cuda, "cpu").numpy(), x)
+  assert cuda.streams == [1, 1]
+
+
+def test_export_to_a_device_and_copies(rng):
+  x = normal(rng, (3, 4))
+  a = kiln.asarray(x, "cpu")
+  assert np.from_dlpack(a, device="cpu").ctypes.data == x.ctypes.data   # on the host already
+  c = np.from_dlpack(a, copy=True)
+  assert c.ctypes.data != x.ctypes.data
+  np.testing.assert_array_equal(c, x)
+  with pytest.raises(BufferError, match="cannot be exported"):
+    a.__dlpack__(max_version=(1, 0), dl_device=(2, 0))
+
+
 def test_jax_takes_kiln_arrays(rng):
   import jax
   import jax.numpy as jnp

@@ -48,8 +48,11 @@ def _inputs(npz, exe):
   return inputs
 
 
-def run_case(case, device, **compile_options):
-  """Compiles and runs one case on `device`; asserts its outputs match XLA's."""
+def run_case(case, device, backend_tolerance=False, **compile_options):
+  """Compiles and runs one case on `device`; asserts its outputs match XLA's. backend_tolerance:
+  judged by the differential suite's rule for a compiled backend (src/kiln/differential:
+  CompareOptions::backend_vs_evaluator, BackendTolerance in src/kiln/eval/tolerance.h) rather
+  than the per-type defaults."""
   hlo = (case / "module.hlo").read_text()
   npz = np.load(case / "case.npz")
   exe = kiln.compile(hlo, device, filename=str(case / "module.hlo"), **compile_options)
@@ -59,7 +62,7 @@ def run_case(case, device, **compile_options):
   while f"out{k}" in npz.files:
     expected.append(kiln.asarray(npz[f"out{k}"], "cpu"))
     k += 1
-  ok, report = _kiln._compare_outputs(hlo, outs, expected, exe._impl.runs_f32_products_in_tf32)
+  ok, report = _kiln._compare_outputs(hlo, outs, expected, exe._impl.runs_f32_products_in_tf32, backend_tolerance)
   assert ok, f"{case.name} on {device}:\n{report}"
 
 

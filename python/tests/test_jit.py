@@ -158,7 +158,10 @@ ENTRY main {
   x = normal(rng, (5, 20))
   out = kiln.compile(hlo, DEVICE).run(x)
   np.testing.assert_array_equal(np.asarray(out), x.T)
-  np.testing.assert_array_equal(np.from_dlpack(out), x.T)
+  # numpy reads host memory only: a device result is asked for on the host (dl_device=(kDLCPU,
+  # 0), a copy); a host result is exported as it is.
+  host = np.from_dlpack(out) if DEVICE == "cpu" else np.from_dlpack(out, device="cpu")
+  np.testing.assert_array_equal(host, x.T)
 
 
 # --- pytrees, static arguments -------------------------------------------------------------
@@ -392,10 +395,14 @@ def test_interpreter_device(rng):
 
 def test_concurrent_calls(rng):
   import concurrent.futures
-  f = kiln.jit(lambda x, y: x @ y + 1, device=DEVICE)
+  # The dot at HIGHEST precision, spelled in the function: it is traced in a worker thread, where
+  # the caller's jax.default_matmul_precision (a thread-local context) does not apply, and on
+  # cuda the default precision is TF32 (the f32 row of the tolerances would not hold).
+  fun = lambda x, y: jnp.matmul(x, y, precision=lax.Precision.HIGHEST) + 1
+  f = kiln.jit(fun, device=DEVICE)
   pairs = [(normal(rng, (32, 16)), normal(rng, (16, 8))) for _ in range(16)]
   with concurrent.futures.ThreadPoolExecutor(4) as pool:
     outs = list(pool.map(lambda p: f(*p), pairs))
   for (x, y), out in zip(pairs, outs):
-    assert_matches(out, jax.jit(lambda x, y: x @ y + 1)(x, y))
+    assert_matches(out, jax.jit(fun)(x, y))
   assert f.cache_info().currsize == 1

@@ -117,6 +117,21 @@ PyArray Wrap(StatusOr<std::unique_ptr<Buffer>> made, bool owned) {
   return PyArray(std::shared_ptr<Buffer>(std::move(b)), owned);
 }
 
+constexpr int kLegacyDefaultStream = 1;  // the array API's value for CUDA's legacy default stream
+
+// The `stream` argument kiln passes to a producer's __dlpack__ (Note [Streams across DLPack]):
+// 1, CUDA's legacy default stream, for a producer whose memory is on a CUDA device; None (the
+// only value host producers take) for the rest. numpy arrays, the common host case, are known
+// by their type, without asking __dlpack_device__.
+nb::object StreamFor(nb::handle obj) {
+  if (std::strcmp(Py_TYPE(obj.ptr())->tp_name, "numpy.ndarray") == 0) return nb::none();
+  if (!nb::hasattr(obj, "__dlpack_device__")) return nb::none();
+  nb::object d = obj.attr("__dlpack_device__")();
+  const int device_type = nb::cast<int>(nb::cast<nb::tuple>(d)[0]);
+  if (device_type == kDLCUDA || device_type == kDLCUDAManaged) return nb::int_(kLegacyDefaultStream);
+  return nb::none();
+}
+
 nb::object CallDlpack(nb::handle obj, nb::handle stream) {
   nb::object fn = obj.attr("__dlpack__");
   try {
@@ -335,21 +350,54 @@ nb::object PyArray::Dlpack(nb::handle stream, nb::handle max_version, nb::handle
   (void)stream;  // Note [Streams across DLPack]: kiln's arrays are ready on every stream
   if (Status s = CheckLive(); !s.ok()) ThrowBufferError(s.message());
   const DLDevice own = DlDeviceOf(*buffer_);
+  // The array API's copy: True always copies, False never (a BufferError where one is needed),
+  // None where needed only.
+  const bool copy_given = !copy.is_none();
+  const bool must_copy = copy_given && nb::cast<bool>(copy);
+  const bool must_not_copy = copy_given && !must_copy;
+  // dl_device: the consumer's device. The host (numpy's from_dlpack(x, device="cpu")) gets a host
+  // copy of a device array; other devices are refused.
+  bool to_host = false;
   if (!dl_device.is_none()) {
     nb::tuple d = nb::cast<nb::tuple>(dl_device);
-    if (nb::cast<int>(d[0]) != own.device_type || nb::cast<int>(d[1]) != own.device_id)
-      ThrowBufferError(StrCat("kiln.Array on ", buffer_->device_name(), " cannot be exported to another device"));
+    const int type = nb::cast<int>(d[0]), id = nb::cast<int>(d[1]);
+    if (type != own.device_type || id != own.device_id) {
+      if (type != kDLCPU || buffer_->on_host())
+        ThrowBufferError(StrCat("kiln.Array on ", buffer_->device_name(), " cannot be exported to DLPack device (",
+                                type, ", ", id, ")"));
+      if (must_not_copy)
+        ThrowBufferError(StrCat("kiln.Array on ", buffer_->device_name(), " needs a copy to reach the host (copy=False)"));
+      to_host = true;
+    }
   }
   bool versioned = false;
   if (!max_version.is_none()) versioned = nb::cast<int>(nb::cast<nb::tuple>(max_version)[0]) >= 1;
   StatusOr<DLDataType> type = DlpackTypeOf(buffer_->shape().element_type());
   if (!type.ok()) ThrowBufferError(type.status().message());
-  if (!copy.is_none() && nb::cast<bool>(copy)) {
-    if (!buffer_->on_host()) ThrowBufferError("copy=True is only supported for host arrays");
-    StatusOr<std::unique_ptr<HostBuffer>> c =
-        HostBuffer::Copy(buffer_->opaque_pointer(), buffer_->size_bytes(), buffer_->shape(), buffer_->platform(),
-                         buffer_->device_ordinal());
+  if (to_host || (must_copy && buffer_->on_host())) {
+    // A fresh host buffer with the same bytes (and layout).
+    StatusOr<std::unique_ptr<HostBuffer>> c = Internal("not copied");
+    if (buffer_->on_host()) {
+      c = HostBuffer::Copy(buffer_->opaque_pointer(), buffer_->size_bytes(), buffer_->shape(), buffer_->platform(),
+                           buffer_->device_ordinal());
+    } else {
+      std::vector<uint8_t> host(buffer_->size_bytes());
+      Status s;
+      {
+        nb::gil_scoped_release nogil;
+        s = buffer_->CopyToHost(host.data(), host.size());
+      }
+      ThrowIfError(s);
+      static const uint8_t dummy = 0;
+      c = HostBuffer::Copy(host.empty() ? &dummy : host.data(), host.size(), buffer_->shape(), "cpu", 0);
+    }
     PyArray fresh(std::shared_ptr<Buffer>(ValueOrThrow(std::move(c))), true);
+    return ExportCapsule(fresh, *type, versioned, /*copied=*/true);
+  }
+  if (must_copy) {
+    // A fresh buffer on the same device.
+    DeviceRef device = ValueOrThrow(ResolveDevice(buffer_->device_name()));
+    PyArray fresh = ValueOrThrow(CopyArray(*this, device));
     return ExportCapsule(fresh, *type, versioned, /*copied=*/true);
   }
   return ExportCapsule(*this, *type, versioned, /*copied=*/false);
@@ -476,11 +524,9 @@ PyArray ImportArray(nb::handle obj, const DeviceRef& device, std::optional<Primi
     }
     nb::object capsule;
     try {
-      // Note [Streams across DLPack]: stream=None is the legacy default stream for a CUDA
-      // producer (the array API's convention) and the only value a host producer takes, so one
-      // call serves both without asking __dlpack_device__ first; the capsule says where the
-      // memory is.
-      capsule = CallDlpack(source, nb::none());
+      // Note [Streams across DLPack]: stream=1 (the legacy default stream) for a CUDA producer,
+      // None for a host one.
+      capsule = CallDlpack(source, StreamFor(source));
     } catch (nb::python_error& e) {
       // numpy cannot export ml_dtypes arrays (nor, before DLPack 1.0, read-only ones): the
       // coerce hook hands over their raw bits instead.

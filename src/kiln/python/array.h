@@ -11,7 +11,11 @@
 //
 // Out (Array.__dlpack__): a "dltensor_versioned" capsule (DLManagedTensorVersioned, DLPack 1.1)
 // when the consumer passes max_version >= (1, 0), else the legacy "dltensor" capsule. The
-// tensor shares the buffer's memory (shared ownership: it outlives the Array if need be).
+// tensor shares the buffer's memory (shared ownership: it outlives the Array if need be), except
+// for copy=True and for a device array asked for on the host (dl_device=(kDLCPU, 0)): a copy. A
+// consumer that passes no dl_device gets the array where it is: numpy's from_dlpack refuses a
+// CUDA capsule ("Unsupported device in DLTensor"), as it refuses torch's; .numpy() and
+// __array__ (np.asarray) always give numpy host memory.
 // Array.numpy(): a read-only numpy view of a host array (ml_dtypes types included), a copy of a
 // device array.
 //
@@ -25,11 +29,18 @@
 // Note [Streams across DLPack]
 // kiln's runs are complete when Execute returns (every backend waits for its streams), so an
 // exported array is ready on every stream: __dlpack__'s `stream` asks nothing of kiln. Going in,
-// a CUDA producer is asked for its array on the legacy default stream (`stream=None`, which the
-// array API defines as the legacy default stream for CUDA, and which host producers require), and the
-// binding waits for that stream on the host before kiln's own (non-blocking) streams touch the
-// memory (cuda_sync.h) -- once per run for all its arguments, with the GIL released
-// (PyExecutable::RunFlat). Host arrays take no stream.
+// kiln executes on streams of its own (non-blocking, made by the cuda backend, not visible to
+// the binding), so it asks a CUDA producer for its array on the legacy default stream --
+// `stream=1`, the array API's value for it (None means the same by the standard, but older
+// torch releases take None as "no synchronization") --
+// and the binding waits on the host for that stream (cuda_sync.h) before kiln's streams touch
+// the memory: once per run for all its arguments, with the GIL released
+// (PyExecutable::RunFlat). The producer orders before the stream it is given the work of its
+// *current* stream at the time of the call (torch: torch.cuda.current_stream()); work it queued
+// on another stream is the caller's to order, as within the producer's own framework. Host
+// producers (numpy: type checked, others: __dlpack_device__ asked first) get `stream=None`, the
+// only value they take. Going out, dl_device=(kDLCPU, 0) (numpy's from_dlpack(x,
+// device="cpu")) gets a host copy of a device array (flagged as copied), unless copy=False.
 //
 // Thread safety: as a Buffer's; the binding holds the GIL while it touches an Array.
 #pragma once

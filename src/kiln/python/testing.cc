@@ -20,7 +20,7 @@ void RegisterTesting(nb::module_& m) {
   m.def(
       "_compare_outputs",
       [](const std::string& hlo_text, const std::vector<PyArray>& actual, const std::vector<PyArray>& expected,
-         bool tf32) {
+         bool tf32, bool backend) {
         std::unique_ptr<HloModule> module = ValueOrThrow(ParseModule(hlo_text, "<compare>"));
         std::vector<Literal> a, e;
         for (const PyArray& x : actual) a.push_back(ValueOrThrow(x.buffer().ToLiteral()));
@@ -33,11 +33,17 @@ void RegisterTesting(nb::module_& m) {
         // `actual` ran f32 products in TF32 (Executable::RunsF32ProductsInTf32): the outputs that
         // depend on them get the TF32 row (docs/tolerances.md), as in the differential suite.
         options.reference_tf32 = tf32;
+        // `backend`: the differential suite's rule for a compiled backend's results
+        // (BackendTolerance, eval/tolerance.h: part of the bound scales with the output's largest
+        // value -- reassociated sums, and fused attention's backward keeping dP and dS in f32).
+        options.backend_vs_evaluator = backend;
         Comparison c = CompareLeaves(ap, ep, options);
         return nb::make_tuple(c.ok(), c.ToString());
       },
       nb::arg("hlo_text"), nb::arg("actual"), nb::arg("expected"), nb::arg("tf32") = false,
-      "(ok, report): `actual` against `expected` leaf by leaf with kiln's tolerances (tests only).");
+      nb::arg("backend") = false,
+      "(ok, report): `actual` against `expected` leaf by leaf with kiln's tolerances (tests only); tf32: "
+      "`actual` ran f32 products in TF32; backend: the compiled-backend tolerances of the differential suite.");
 }
 
 }  // namespace kiln::python
