@@ -256,6 +256,15 @@ class Jitted:
         return entry
     exe = _executable.compile(lowered._hlo, self._device_name(), autotune=self._autotune or None,
                               filename=f"jit({getattr(self._fun, '__name__', 'fun')})")
+    if exe.num_participants > 1:
+      # kiln.jit runs one participant (docs/python.md): a function that lowers to a module over
+      # several (shard_map over a mesh of several devices, collectives) compiles through
+      # kiln.compile and runs with run_global / run_participants.
+      raise InvalidArgumentError(
+          f"kiln.jit runs one participant, but {getattr(self._fun, '__name__', 'the function')} lowers to a module "
+          f"over {exe.num_participants} participants ({exe.replicas} replicas x {exe.partitions} partitions; shard_map or "
+          f"collectives over several devices): compile f.lower(...).as_text() with kiln.compile and run it with "
+          f"Executable.run_global (global arrays) or run_participants (docs/python.md)")
     if len(exe.parameters) != lowered._n_leaves:
       raise InvalidArgumentError(
           f"the lowered module takes {len(exe.parameters)} arrays, the call has {lowered._n_leaves} dynamic leaves")

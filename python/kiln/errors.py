@@ -39,6 +39,12 @@ class ResourceExhaustedError(KilnError, MemoryError):
   code = "RESOURCE_EXHAUSTED"
 
 
+class DeadlineExceededError(KilnError, TimeoutError):
+  """A participant of a multi-participant run waited longer than the run's timeout for the
+  others at a collective (Executable.run_participants, run_global: `timeout`)."""
+  code = "DEADLINE_EXCEEDED"
+
+
 class NotFoundError(KilnError, LookupError):
   code = "NOT_FOUND"
 
@@ -50,9 +56,10 @@ class InternalError(KilnError):
 
 _BY_CODE = {cls.code: cls for cls in (InvalidArgumentError, UnimplementedError, UnavailableError,
                                       FailedPreconditionError, ResourceExhaustedError,
-                                      NotFoundError, InternalError)}
+                                      DeadlineExceededError, NotFoundError, InternalError)}
 _BY_CODE["KilnError"] = KilnError
 _kiln._set_error_classes(_BY_CODE)
 
 __all__ = ["KilnError", "InvalidArgumentError", "UnimplementedError", "UnavailableError",
-           "FailedPreconditionError", "ResourceExhaustedError", "NotFoundError", "InternalError"]
+           "FailedPreconditionError", "ResourceExhaustedError", "DeadlineExceededError", "NotFoundError",
+           "InternalError"]

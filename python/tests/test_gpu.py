@@ -61,6 +61,13 @@ def test_case_on_cuda(case):
   # (BackendTolerance: part of the bound scales with the output's largest value, which fused
   # attention's backward needs in bf16 -- it keeps dP and dS in f32), and the TF32 row of
   # docs/tolerances.md for the f32 outputs of products kiln runs in TF32.
+  if test_cases._is_collective(case):
+    # cuda runs one participant (docs/collectives.md): the one-device collective cases, as in
+    # the differential suite.
+    if not case.name.endswith("_n1"):
+      pytest.skip("cuda runs one participant (NCCL is the next step, docs/collectives.md)")
+    test_cases.run_collective_case(case, DEVICE, backend_tolerance=True, autotune="off")
+    return
   test_cases.run_case(case, DEVICE, backend_tolerance=True, autotune="off")
 
 
