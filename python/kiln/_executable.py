@@ -41,6 +41,11 @@ class Executable:
     self.parameters = [ArraySpec(t, s, l, d) for t, s, l, d in impl.parameters]
     self.results = [ArraySpec(t, s, l) for t, s, l, _ in impl.results]
     self._structure = impl.result_structure
+    # What run_global takes and returns: each leaf with the global shape its sharding tiles
+    # (the participant's own otherwise); row-major.
+    self.global_parameters = [ArraySpec(p.hlo_type, tuple(d), None, p.donated)
+                              for p, d in zip(self.parameters, impl.global_parameter_dims)]
+    self.global_results = [ArraySpec(r.hlo_type, tuple(d)) for r, d in zip(self.results, impl.global_result_dims)]
 
   @property
   def device(self):

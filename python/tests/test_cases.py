@@ -105,6 +105,7 @@ def run_collective_case(case, device, backend_tolerance=False, **compile_options
   n = int(case.name.rsplit("_n", 1)[1])
   assert exe.num_participants == n, f"{case.name}: {exe.num_participants} participants, the mesh has {n}"
   inputs = _inputs(npz, exe)  # global arrays; the parameters' element types
+  assert [a.shape for a in inputs] == [p.shape for p in exe.global_parameters], case.name
   per_participant = exe.split_global(*inputs)
   assert len(per_participant) == n
   got = exe.run_participants(per_participant, timeout=120)
@@ -114,6 +115,7 @@ def run_collective_case(case, device, backend_tolerance=False, **compile_options
     ok, report = _kiln._compare_outputs(hlo, _host(got[i]), _host(want[i]), exe._impl.runs_f32_products_in_tf32, True)
     assert ok, f"{case.name} on {device}, participant {i} of {n} vs the interpreter:\n{report}"
   joined = _flat(exe.run_global(*inputs, timeout=120))
+  assert [a.shape for a in joined] == [r.shape for r in exe.global_results], case.name
   tf32 = backend_tolerance and exe._impl.runs_f32_products_in_tf32
   ok, report = _kiln._compare_outputs(hlo, _host(joined), _expected(npz), tf32, backend_tolerance, False)
   assert ok, f"{case.name} on {device}, global outputs vs XLA:\n{report}"

@@ -375,6 +375,23 @@ nb::list PyExecutable::JoinGlobal(nb::handle results) {
   return out;
 }
 
+nb::list PyExecutable::GlobalDims(bool results) const {
+  const std::vector<Shape>& shapes = results ? exe_->result_shapes() : exe_->argument_shapes();
+  const std::vector<std::optional<HloSharding>>& shardings = results ? result_shardings_ : argument_shardings_;
+  nb::list out;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    std::vector<int64_t> dims = shapes[k].dimensions();
+    if (shardings[k] && exe_->num_participants() > 1) {
+      StatusOr<std::optional<TilePlacement>> place = PlaceTile(*shardings[k], dims, ShardingDevice(0));
+      if (place.ok() && place->has_value()) dims = (*place)->global_dims;
+    }
+    nb::list l;
+    for (int64_t d : dims) l.append(d);
+    out.append(nb::tuple(l));
+  }
+  return out;
+}
+
 nb::list PyExecutable::RunGlobalFlat(nb::handle arguments, uint64_t seed, int64_t timeout_ms) {
   JoinPlan();  // a result that does not join fails before anything runs
   nb::list per_participant = SplitGlobal(arguments);
@@ -398,6 +415,8 @@ void RegisterExecutable(nb::module_& m) {
            "The per-participant argument lists run_global_flat runs on.")
       .def("join_global", &PyExecutable::JoinGlobal, nb::arg("results"),
            "The global result leaves of per-participant result lists, as run_global_flat joins them.")
+      .def_prop_ro("global_parameter_dims", [](const PyExecutable& e) { return e.GlobalDims(false); })
+      .def_prop_ro("global_result_dims", [](const PyExecutable& e) { return e.GlobalDims(true); })
       .def_prop_ro("replica_count", [](const PyExecutable& e) { return e.exe().replica_count(); })
       .def_prop_ro("num_partitions", [](const PyExecutable& e) { return e.exe().num_partitions(); })
       .def_prop_ro("num_participants", [](const PyExecutable& e) { return e.exe().num_participants(); })

@@ -68,6 +68,9 @@ class PyExecutable {
   // global result leaves of per-participant result lists.
   nanobind::list SplitGlobal(nanobind::handle arguments);
   nanobind::list JoinGlobal(nanobind::handle results);
+  // The global dimensions of each argument / result leaf: a tiled sharding's global array, the
+  // leaf's own dimensions otherwise (what run_global takes and returns).
+  nanobind::list GlobalDims(bool results) const;
 
  private:
   // Imports one participant's arguments (RunFlat's rules) into `buffers`, keeping what it
