@@ -38,6 +38,9 @@ def test_hierarchy():
   assert issubclass(kiln.UnavailableError, kiln.KilnError)
   assert issubclass(kiln.FailedPreconditionError, kiln.KilnError)
   assert issubclass(kiln.ResourceExhaustedError, kiln.KilnError)
+  assert issubclass(kiln.DeadlineExceededError, kiln.KilnError)
+  assert issubclass(kiln.DeadlineExceededError, TimeoutError)
+  assert kiln.DeadlineExceededError.code == "DEADLINE_EXCEEDED"
 
 
 def test_malformed_hlo_is_invalid_argument_with_position():

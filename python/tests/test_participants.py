@@ -161,6 +161,8 @@ def test_replicas_override():
   one = kiln.compile(PSUM4, "cpu", replicas=1)
   assert one.num_participants == 1
   np.testing.assert_array_equal(np.asarray(one.run(x)), x)
+  grid = kiln.compile(IDS, "cpu", partitions=1)
+  assert (grid.num_participants, grid.replicas, grid.partitions) == (2, 2, 1)
   with pytest.raises(kiln.InvalidArgumentError, match="replicas must be a positive int"):
     kiln.compile(PSUM4, "cpu", replicas=0)
   with pytest.raises(kiln.InvalidArgumentError, match="partitions must be a positive int"):
