@@ -369,8 +369,10 @@ void RunCollectiveCase(const Param& p) {
       args[i].push_back(SplitTile(*whole, **pl, local));
     }
   }
+  bool tf32 = false;  // f32 products in TF32 (the cuda backend's default): judged as such
   auto run = [&](const std::string& device, const CompileOptions& o) -> StatusOr<std::vector<Literal>> {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, TheClient().Compile(**module, device, o));
+    tf32 = exe->RunsF32ProductsInTf32();
     if (exe->num_participants() != n)
       return Internal(device, " compiled ", exe->num_participants(), " participants, the module has ", n);
     ExecuteOptions eo;
@@ -430,6 +432,7 @@ void RunCollectiveCase(const Param& p) {
   ASSERT_TRUE(actual.ok()) << p.backend << ": " << actual.status().message();
   CompareOptions co;
   co.backend_vs_evaluator = true;
+  co.reference_tf32 = tf32;
   co.outputs = AnalyzeOutputs(**module);
   for (int64_t i = 0; i < n; ++i) {
     Comparison cmp = CompareLiterals((*actual)[i], (*expected)[i], co);
