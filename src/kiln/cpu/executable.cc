@@ -86,8 +86,26 @@ void RelayoutFromRowMajor(const uint8_t* row_major, const Shape& shape, const La
 
 void AlignedFree::operator()(uint8_t* p) const { std::free(p); }
 
+ExecutionOutput& ExecutionOutput::operator=(ExecutionOutput&& other) noexcept {
+  if (this == &other) return *this;
+  if (arena_ && pool_) {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    pool_->free.push_back(std::move(arena_));
+  }
+  outputs_ = std::move(other.outputs_);
+  sources_ = std::move(other.sources_);
+  pool_ = std::move(other.pool_);
+  arena_ = std::move(other.arena_);
+  arena_size_ = other.arena_size_;
+  owned_ = std::move(other.owned_);
+  return *this;
+}
+
 ExecutionOutput::~ExecutionOutput() {
-  if (arena_ && owner_) owner_->ReturnArena(std::move(arena_));
+  if (arena_ && pool_) {
+    std::lock_guard<std::mutex> lock(pool_->mu);
+    pool_->free.push_back(std::move(arena_));
+  }
 }
 
 std::string CpuCompileStats::ToString() const {
@@ -228,10 +246,10 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuExecutable::Create(Parts parts) {
 
 AlignedBlock CpuExecutable::LeaseArena() const {
   {
-    std::lock_guard<std::mutex> lock(arenas_mu_);
-    if (!free_arenas_.empty()) {
-      AlignedBlock b = std::move(free_arenas_.back());
-      free_arenas_.pop_back();
+    std::lock_guard<std::mutex> lock(arenas_->mu);
+    if (!arenas_->free.empty()) {
+      AlignedBlock b = std::move(arenas_->free.back());
+      arenas_->free.pop_back();
       return b;
     }
   }
@@ -239,8 +257,8 @@ AlignedBlock CpuExecutable::LeaseArena() const {
 }
 
 void CpuExecutable::ReturnArena(AlignedBlock arena) const {
-  std::lock_guard<std::mutex> lock(arenas_mu_);
-  free_arenas_.push_back(std::move(arena));
+  std::lock_guard<std::mutex> lock(arenas_->mu);
+  arenas_->free.push_back(std::move(arena));
 }
 
 StatusOr<ExecutionOutput> CpuExecutable::Execute(std::span<void* const> arguments,
@@ -256,7 +274,7 @@ StatusOr<ExecutionOutput> CpuExecutable::ExecuteImpl(std::span<void* const> argu
   const auto& allocs = parts_.assignment->allocations();
   std::vector<BufferAllocations::Memory> memory(allocs.size());
   ExecutionOutput out;
-  out.owner_ = this;
+  out.pool_ = arenas_;
   std::vector<uint8_t*> internal_args(arguments.size());
   for (size_t k = 0; k < arguments.size(); ++k) {
     const int64_t alloc = arg_allocation_[k];

@@ -78,15 +78,24 @@ struct AlignedFree {
 };
 using AlignedBlock = std::unique_ptr<uint8_t[], AlignedFree>;
 
+// The arenas an executable's runs lease, shared with the results still holding one: a result
+// that outlives its executable returns its arena to the pool, which goes when the last of them
+// does.
+struct ArenaPool {
+  std::mutex mu;
+  std::vector<AlignedBlock> free;
+};
+
 // The result of Execute(): views of the result's array leaves (physical entry layout), valid
-// while this object lives. Outputs may point into the run's arena (released to the
-// executable's pool on destruction), into the executable's constants (read-only), into an
+// while this object lives (also after the executable is gone, for its own memory). Outputs may
+// point into the run's arena (released to the executable's ArenaPool on destruction), into the
+// executable's constants (read-only, valid while the executable lives), into an
 // argument (a result that is a parameter, or a donated one), or into buffers this object owns.
 class ExecutionOutput {
  public:
   ExecutionOutput() = default;
   ExecutionOutput(ExecutionOutput&&) = default;
-  ExecutionOutput& operator=(ExecutionOutput&&) = default;
+  ExecutionOutput& operator=(ExecutionOutput&& other) noexcept;  // returns this one's arena first
   ~ExecutionOutput();
   const std::vector<ArrayView>& outputs() const { return outputs_; }
 
@@ -102,8 +111,8 @@ class ExecutionOutput {
   using Block = AlignedBlock;
   std::vector<ArrayView> outputs_;
   std::vector<std::pair<Source, int64_t>> sources_;  // per output
-  const class CpuExecutable* owner_ = nullptr;
-  Block arena_;  // returned to owner_'s pool
+  std::shared_ptr<ArenaPool> pool_;
+  Block arena_;  // returned to pool_
   int64_t arena_size_ = 0;
   std::vector<Block> owned_;
 };
@@ -172,8 +181,7 @@ class CpuExecutable {
   AlignedBlock constants_;
   std::vector<int64_t> constant_offset_;      // per allocation (-1: not a constant)
   int64_t arena_size_ = 0;
-  mutable std::mutex arenas_mu_;
-  mutable std::vector<AlignedBlock> free_arenas_;
+  std::shared_ptr<ArenaPool> arenas_ = std::make_shared<ArenaPool>();
   mutable ThunkProfile profile_;
 };
 

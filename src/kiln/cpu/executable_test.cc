@@ -41,6 +41,43 @@ ENTRY e {
   EXPECT_EQ(F32s(*r), (std::vector<float>{4, 9, 16, 1}));
 }
 
+TEST(CpuExecutableTest, ResultsOutliveTheirExecutable) {
+  // A result's arena goes back to the executable's ArenaPool, shared with the result: the
+  // executable may go first (the Python package's arrays outlive their executables).
+  auto exe = MustCompile(R"(
+HloModule m
+ENTRY e {
+  a = f32[256] parameter(0)
+  b = f32[256] parameter(1)
+  s = f32[256] add(a, b)
+  t = f32[256] multiply(s, s)
+  ROOT r = (f32[256], f32[256]) tuple(t, s)
+})");
+  ASSERT_NE(exe, nullptr);
+  std::vector<float> a(256), b(256);
+  for (int i = 0; i < 256; ++i) {
+    a[i] = 0.5f * static_cast<float>(i);
+    b[i] = 1.0f - static_cast<float>(i % 7);
+  }
+  std::vector<void*> raw = {a.data(), b.data()};
+  auto first = exe->ExecuteRowMajor(raw);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = exe->ExecuteRowMajor(raw);  // a second arena, leased while the first is held
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  exe.reset();
+  for (ExecutionOutput* out : {&*first, &*second}) {
+    ASSERT_EQ(out->outputs().size(), 2u);
+    const float* t = static_cast<const float*>(out->outputs()[0].data);
+    const float* sum = static_cast<const float*>(out->outputs()[1].data);
+    for (int i = 0; i < 256; ++i) {
+      ASSERT_EQ(sum[i], a[i] + b[i]) << i;
+      ASSERT_EQ(t[i], (a[i] + b[i]) * (a[i] + b[i])) << i;
+    }
+  }
+  *first = ExecutionOutput();  // its arena back to the orphaned pool
+  *second = ExecutionOutput();  // the last holder: the pool goes with it
+}
+
 TEST(CpuExecutableTest, NestedTupleOutputs) {
   auto exe = MustCompile(R"(
 HloModule m
