@@ -149,16 +149,9 @@ int BenchParticipants(const BenchFlags& f, const Client& client, const HloModule
   }
   const std::string where = Client::DeviceName(device);
   auto t0 = std::chrono::steady_clock::now();
-  auto exe = client.Compile(module, where, options);
-  if (!exe.ok()) {
-    PrintError(StrCat(device.backend->name(), ": ", exe.status().message()));
-    return CompileErrorExitCode(exe.status());
-  }
-  if ((*exe)->num_participants() != replicas * partitions) {
-    PrintError(StrCat(device.backend->name(), " runs one participant; ", module.name(), " asks for ",
-                      replicas * partitions));
-    return kExitFailure;
-  }
+  std::unique_ptr<Executable> compiled;
+  if (int rc = CompileForParticipants(client, module, device, options, replicas, partitions, &compiled)) return rc;
+  std::unique_ptr<Executable>* exe = &compiled;
   bool donates = false;
   for (bool d : (*exe)->donated()) donates |= d;
   std::vector<std::vector<std::unique_ptr<Buffer>>> buffers;
@@ -239,18 +232,12 @@ int Bench(const BenchFlags& f, const Client& client) {
     PrintLoadError(f.module, module.status().message());
     return kExitUsage;
   }
-  auto options = MakeCompileOptions(client, f.compile);
-  if (!options.ok()) {
-    PrintError(options.status().message());
-    return kExitUsage;
-  }
-  auto grid = ParticipantsOf(**module, *options);
-  if (!grid.ok()) {
-    PrintError(grid.status().message());
-    return kExitUsage;
-  }
-  if (grid->first * grid->second > 1)
-    return BenchParticipants(f, client, **module, *device, *options, grid->first, grid->second);
+  CompileOptions compile_options;
+  std::pair<int64_t, int64_t> participants;
+  if (int rc = CompileOptionsAndGrid(client, f.compile, **module, &compile_options, &participants)) return rc;
+  if (participants.first * participants.second > 1)
+    return BenchParticipants(f, client, **module, *device, compile_options, participants.first, participants.second);
+  std::optional<CompileOptions> options = std::move(compile_options);
   InputOptions io;
   io.npz_path = f.inputs;
   io.seed = f.seed;

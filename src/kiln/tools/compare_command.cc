@@ -209,19 +209,12 @@ int Compare(const CompareFlags& f, const Client& client) {
     expected_npz = std::move(*z);
   }
   {
-    auto options = MakeCompileOptions(client, f.compile);
-    if (!options.ok()) {
-      PrintError(options.status().message());
-      return kExitUsage;
-    }
-    auto grid = ParticipantsOf(**module, *options);
-    if (!grid.ok()) {
-      PrintError(grid.status().message());
-      return kExitUsage;
-    }
-    if (grid->first * grid->second > 1)
-      return CompareParticipants(f, client, **module, *device, reference, expected_npz, *options, grid->first,
-                                 grid->second);
+    CompileOptions options;
+    std::pair<int64_t, int64_t> grid;
+    if (int rc = CompileOptionsAndGrid(client, f.compile, **module, &options, &grid)) return rc;
+    if (grid.first * grid.second > 1)
+      return CompareParticipants(f, client, **module, *device, reference, expected_npz, options, grid.first,
+                                 grid.second);
   }
   InputOptions io;
   io.npz_path = f.inputs;

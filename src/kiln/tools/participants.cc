@@ -141,4 +141,38 @@ Status WriteNamedOutputs(const std::string& path, const std::vector<std::pair<st
   return WriteNpzFile(path, members);
 }
 
+int CompileOptionsAndGrid(const Client& client, const CompileFlags& flags, const HloModule& module,
+                          CompileOptions* options, std::pair<int64_t, int64_t>* grid) {
+  auto o = MakeCompileOptions(client, flags);
+  if (!o.ok()) {
+    PrintError(o.status().message());
+    return kExitUsage;
+  }
+  auto g = ParticipantsOf(module, *o);
+  if (!g.ok()) {
+    PrintError(g.status().message());
+    return kExitUsage;
+  }
+  *options = std::move(*o);
+  *grid = *g;
+  return 0;
+}
+
+int CompileForParticipants(const Client& client, const HloModule& module, const DeviceSelection& device,
+                           const CompileOptions& options, int64_t replicas, int64_t partitions,
+                           std::unique_ptr<Executable>* exe) {
+  auto e = client.Compile(module, Client::DeviceName(device), options);
+  if (!e.ok()) {
+    PrintError(StrCat(device.backend->name(), ": ", e.status().message()));
+    return CompileErrorExitCode(e.status());
+  }
+  if ((*e)->num_participants() != replicas * partitions) {
+    PrintError(StrCat(device.backend->name(), " runs one participant; ", module.name(), " asks for ", replicas,
+                      " replicas x ", partitions, " partitions (--replicas 1 --partitions 1 runs one)"));
+    return kExitFailure;
+  }
+  *exe = std::move(*e);
+  return 0;
+}
+
 }  // namespace kiln

@@ -15,6 +15,7 @@
 #include "kiln/hlo/literal.h"
 #include "kiln/hlo/module.h"
 #include "kiln/hlo/sharding_tiles.h"
+#include "kiln/tools/autotune_options.h"
 #include "kiln/tools/tool_common.h"
 
 namespace kiln {
@@ -39,6 +40,17 @@ StatusOr<std::vector<std::vector<Literal>>> MakeParticipantInputs(const HloModul
 StatusOr<std::vector<std::pair<std::string, Literal>>> ParticipantOutputs(const HloModule& module,
                                                                           int64_t replicas, int64_t partitions,
                                                                           const std::vector<Literal>& results);
+
+// The compile options of `flags` and the participant grid (replicas x partitions) they and the
+// module's header give. On error prints it and returns kExitUsage; 0 otherwise.
+int CompileOptionsAndGrid(const Client& client, const CompileFlags& flags, const HloModule& module,
+                          CompileOptions* options, std::pair<int64_t, int64_t>* grid);
+
+// Compiles `module` for `device` and checks the executable runs replicas x partitions
+// participants. On error prints it and returns the exit code; 0 otherwise.
+int CompileForParticipants(const Client& client, const HloModule& module, const DeviceSelection& device,
+                           const CompileOptions& options, int64_t replicas, int64_t partitions,
+                           std::unique_ptr<Executable>* exe);
 
 // Writes named arrays into an .npz.
 Status WriteNamedOutputs(const std::string& path, const std::vector<std::pair<std::string, Literal>>& outputs,

@@ -45,16 +45,9 @@ int RunParticipants(const RunFlags& f, const Client& client, const HloModule& mo
   }
   const std::string where = Client::DeviceName(device);
   auto start = std::chrono::steady_clock::now();
-  auto exe = client.Compile(module, where, options);
-  if (!exe.ok()) {
-    PrintError(StrCat(device.backend->name(), ": ", exe.status().message()));
-    return CompileErrorExitCode(exe.status());
-  }
-  if ((*exe)->num_participants() != replicas * partitions) {
-    PrintError(StrCat(device.backend->name(), " runs one participant; ", module.name(), " asks for ", replicas,
-                      " replicas x ", partitions, " partitions (--replicas 1 --partitions 1 runs one)"));
-    return kExitFailure;
-  }
+  std::unique_ptr<Executable> compiled;
+  if (int rc = CompileForParticipants(client, module, device, options, replicas, partitions, &compiled)) return rc;
+  std::unique_ptr<Executable>* exe = &compiled;
   ExecuteOptions eo;
   eo.seed = f.seed;
   eo.poison = true;
@@ -104,18 +97,12 @@ int Run(const RunFlags& f, const Client& client) {
     PrintLoadError(f.module, module.status().message());
     return kExitUsage;
   }
-  auto options = MakeCompileOptions(client, f.compile);
-  if (!options.ok()) {
-    PrintError(options.status().message());
-    return kExitUsage;
-  }
-  auto grid = ParticipantsOf(**module, *options);
-  if (!grid.ok()) {
-    PrintError(grid.status().message());
-    return kExitUsage;
-  }
-  if (grid->first * grid->second > 1)
-    return RunParticipants(f, client, **module, *device, *options, grid->first, grid->second);
+  CompileOptions compile_options;
+  std::pair<int64_t, int64_t> participants;
+  if (int rc = CompileOptionsAndGrid(client, f.compile, **module, &compile_options, &participants)) return rc;
+  if (participants.first * participants.second > 1)
+    return RunParticipants(f, client, **module, *device, compile_options, participants.first, participants.second);
+  std::optional<CompileOptions> options = std::move(compile_options);
   InputOptions io;
   io.npz_path = f.inputs;
   io.seed = f.seed;
