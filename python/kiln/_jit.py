@@ -10,7 +10,7 @@
 
 What is cached (one compiled executable per entry): the pytree structure of the dynamic
 arguments, each leaf's shape, dtype and weak type, the static arguments' values (hashed), the
-device and the x64 mode. See docs/python.md for how this differs from jax.jit.
+device, the x64 mode and jax's default matmul precision. See docs/python.md for how this differs from jax.jit.
 """
 
 import collections
@@ -151,6 +151,8 @@ class Jitted:
       dyn_kwargs = {}
     leaves, treedef = jax.tree_util.tree_flatten((dyn_args, dyn_kwargs))
     x64 = jax.config.jax_enable_x64
+    # jax.default_matmul_precision (thread-local, like x64 mode) changes the lowering.
+    precision = jax.config.jax_default_matmul_precision
     kind = _KILN
     sig = []
     array_type = jax.Array
@@ -195,7 +197,7 @@ class Jitted:
         x = leaves[i] = np.asarray(x)
         sig.append((x.shape, x.dtype, False))
     try:
-      key = (treedef, tuple(sig), static_vals, static_kw, x64)
+      key = (treedef, tuple(sig), static_vals, static_kw, x64, precision)
       hash(key)
     except TypeError as e:
       raise InvalidArgumentError(f"static arguments must be hashable: {e}") from None

@@ -236,6 +236,20 @@ def test_cache_keys(rng):
   assert g.cache_info().misses == 2
 
 
+def test_default_matmul_precision_is_part_of_the_key(rng):
+  f = kiln.jit(lambda a, b: a @ b, device=DEVICE)
+  a, b = normal(rng, (8, 16)), normal(rng, (16, 4))
+  f(a, b)
+  assert "highest" not in f.lower(a, b).as_text()
+  with jax.default_matmul_precision("highest"):
+    r = f(a, b)
+    assert "operand_precision={highest,highest}" in f.lower(a, b).as_text()
+    np.testing.assert_allclose(np.asarray(r), np.asarray(jax.jit(lambda a, b: a @ b)(a, b)), rtol=1e-5, atol=1e-5)
+  assert f.cache_info().misses == 2
+  f(a, b)  # back to the default: the first executable again
+  assert f.cache_info().misses == 2
+
+
 def test_x64_mode_is_part_of_the_key(rng):
   f = kiln.jit(lambda x: x + 1, device=DEVICE)
   x = rng.standard_normal(4)  # float64
