@@ -7,6 +7,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/passes/buffer_assigner.h"
+#include "kiln/passes/fusion_policy.h"
 
 namespace kiln {
 
@@ -125,20 +126,10 @@ void BufferAssigner::AliasLeaves(const HloInstruction* instr, const HloInstructi
 
 namespace {
 
-std::vector<int64_t> NonUnitDims(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> out;
-  for (int64_t d : dims)
-    if (d != 1) out.push_back(d);
-  return out;
-}
-
-// A fused dynamic-update-slice that is an output of its fusion (the root or a root tuple's
-// operand), of a fused parameter nothing else reads: the in-place form, whose kernel iterates
-// over the update window (Note [In-place update spaces] in fusion_policy.h).
+// An in-place update (IsInPlaceUpdate) that is an output of its fusion: the root or a root
+// tuple's operand, whose kernel iterates over the update window.
 bool IsInPlaceUpdateOutput(const HloInstruction& dus) {
-  if (dus.opcode() != HloOpcode::kDynamicUpdateSlice) return false;
-  const HloInstruction* target = dus.operand(0);
-  if (target->opcode() != HloOpcode::kParameter || target->user_count() != 1) return false;
+  if (!IsInPlaceUpdate(dus)) return false;
   if (dus.IsRoot()) return true;
   return !dus.users().empty() && std::all_of(dus.users().begin(), dus.users().end(), [](const HloInstruction* u) {
     return u->opcode() == HloOpcode::kTuple && u->IsRoot();
@@ -173,14 +164,14 @@ bool ReadsOperandElementwise(const HloInstruction& instr, int64_t k) {
       if (update) return false;
       update = o;
     }
-  const std::vector<int64_t> in_dims = NonUnitDims(in.dimensions());
+  const std::vector<int64_t> in_dims = SqueezedDims(in.dimensions());
   for (const HloInstruction* o : outs) {
     if (o == update) continue;
     if (!o->shape().IsArray()) return false;
-    if (update ? NonUnitDims(o->shape().dimensions()) != in_dims : o->shape().dimensions() != in.dimensions())
+    if (update ? SqueezedDims(o->shape().dimensions()) != in_dims : o->shape().dimensions() != in.dimensions())
       return false;
   }
-  if (update && NonUnitDims(update->operand(1)->shape().dimensions()) != in_dims) return false;
+  if (update && SqueezedDims(update->operand(1)->shape().dimensions()) != in_dims) return false;
   std::vector<const HloInstruction*> work = {f->parameter_instruction(k)};
   std::unordered_set<const HloInstruction*> seen;
   while (!work.empty()) {
@@ -195,7 +186,7 @@ bool ReadsOperandElementwise(const HloInstruction& instr, int64_t k) {
         if (u == update && u->operand(1) == x && u->operand(0) != x &&
             std::count(u->operands().begin(), u->operands().end(), x) == 1)
           continue;
-        const bool window = u->shape().IsArray() && NonUnitDims(u->shape().dimensions()) == in_dims;
+        const bool window = u->shape().IsArray() && SqueezedDims(u->shape().dimensions()) == in_dims;
         const bool reshape = u->opcode() == HloOpcode::kReshape || u->opcode() == HloOpcode::kBitcast;
         if (!(window && (reshape || (u->IsElementwise() && u->opcode() != HloOpcode::kMap)))) return false;
       } else {

@@ -121,6 +121,15 @@ double OperandReuse(const HloInstruction& consumer, int64_t operand_index) {
   return std::max(1.0, reuse(param));
 }
 
+bool IsInPlaceUpdate(const HloInstruction& dus) {
+  if (dus.opcode() != HloOpcode::kDynamicUpdateSlice) return false;
+  const HloInstruction* target = dus.operand(0);
+  if (target->opcode() != HloOpcode::kParameter || target->user_count() != 1) return false;
+  for (int64_t i = 1; i < dus.operand_count(); ++i)
+    if (dus.operand(i) == target) return false;
+  return dus.shape().IsArray() && dus.operand(1)->shape().num_elements() < dus.shape().num_elements();
+}
+
 std::vector<int64_t> SqueezedDims(const std::vector<int64_t>& dims) {
   std::vector<int64_t> out;
   for (int64_t d : dims)
@@ -196,16 +205,6 @@ std::vector<const HloInstruction*> Outputs(const HloInstruction& instr) {
   const HloInstruction* root = FusedRoot(instr);
   if (root->opcode() != HloOpcode::kTuple) return {root};
   return {root->operands().begin(), root->operands().end()};
-}
-
-// A fused dynamic-update-slice of a fused parameter that nothing else reads, with an update
-// smaller than the array: the form the in-place emitters write window-only.
-bool IsInPlaceUpdate(const HloInstruction& dus) {
-  const HloInstruction* target = dus.operand(0);
-  if (target->opcode() != HloOpcode::kParameter || target->user_count() != 1) return false;
-  for (int64_t i = 1; i < dus.operand_count(); ++i)
-    if (dus.operand(i) == target) return false;
-  return dus.shape().IsArray() && dus.operand(1)->shape().num_elements() < dus.shape().num_elements();
 }
 
 int64_t OutputCount(const HloInstruction& instr) {

@@ -160,6 +160,10 @@ class FusionPolicy {
 
 // ---- Helpers shared by policies ----
 
+// A dynamic-update-slice of a fused parameter that nothing else reads, with an update smaller
+// than the array: the form the in-place emitters write window-only (Note [In-place update
+// spaces]).
+bool IsInPlaceUpdate(const HloInstruction& dus);
 // The dimensions without those of size 1.
 std::vector<int64_t> SqueezedDims(const std::vector<int64_t>& dims);
 std::vector<int64_t> SqueezedDims(const Shape& shape);

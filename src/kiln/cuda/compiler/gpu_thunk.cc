@@ -74,10 +74,6 @@ int64_t ThunkSequence::PlanSideStream() {
   return pairs;
 }
 
-bool ThunkSequence::Paired(size_t i) const {
-  return (i < side_.size() && side_[i]) || (i > 0 && i - 1 < side_.size() && side_[i - 1]);
-}
-
 int64_t ThunkSequence::side_pairs() const { return std::count(side_.begin(), side_.end(), true); }
 
 namespace {

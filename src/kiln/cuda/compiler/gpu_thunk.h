@@ -176,8 +176,6 @@ class ThunkSequence {
   Status Execute(const ThunkExecuteParams& params) const;
   // Thunks [begin, end) only, as Execute runs them (a planned pair must not straddle a bound).
   Status ExecuteRange(const ThunkExecuteParams& params, size_t begin, size_t end) const;
-  // Whether thunk i is one of a planned pair.
-  bool Paired(size_t i) const;
 
   // Note [Side stream]
   //   After Initialize (workspace sizes are final), marks adjacent pairs of a library call (GEMM,
