@@ -1,15 +1,16 @@
 """attn_*: attention as JAX users write it, for the attention matcher (passes/attention_rewriter.h).
 
 Every form the matcher must recognize (layouts, scales, masks, lengths, head dims, dtypes) and
-forms it must refuse (a softmax over the wrong axis, a mask that is not a mask, an additive bias,
-probabilities used elsewhere). Head dims are 64 or 128 so the GPU's fused kernel runs them.
+forms it must refuse (a softmax over the wrong axis, a mask that is not a mask, a bias added to
+the fill, probabilities used elsewhere). Additive biases and data masks (padding masks, key
+lengths) match (Note [Attention bias and masks]). Head dims are 64 or 128 so the GPU's fused kernel runs them.
 """
 
 import jax
 import jax.numpy as jnp
 from jax import lax
 
-from .spec import B, F
+from .spec import B, F, I, V
 
 
 def sdpa(q, k, v, mask=None, fill=None, scale=None, layout='bhqd', axis=-1):
@@ -148,6 +149,38 @@ def register(add):
       qkv(1, 2, 300, 16, 'f32'))
   add('attn_gqa_causal_f32', lambda q, k, v: jax.nn.dot_product_attention(q, k, v, is_causal=True),
       qkv(1, 4, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'), qkv(1, 2, 33, 16, 'f32', 'bshd'))
+  # Additive biases and data masks (Note [Attention bias and masks]): jax.nn.dot_product_attention's
+  # bias, mask and key lengths; a random data mask (some rows lose every key: they average v);
+  # an ALiBi-like bias broadcast over rows; a padding mask with a -inf fill; f32 forms for the
+  # CPU's fused kernel over several tiles.
+  add('attn_data_mask_bf16', lambda q, k, v, m: sdpa(q, k, v, m),
+      qkv(1, 2, 32, 64), qkv(1, 2, 32, 64), qkv(1, 2, 32, 64), B((32, 32), 0.7))
+  add('attn_dpa_bias_bf16', lambda q, k, v, b: jax.nn.dot_product_attention(q, k, v, bias=b),
+      qkv(1, 2, 40, 64, layout='bshd'), qkv(1, 2, 40, 64, layout='bshd'), qkv(1, 2, 40, 64, layout='bshd'),
+      F((1, 2, 40, 40), 'bf16', -2, 2))
+  add('attn_dpa_mask_causal_bf16', lambda q, k, v, m: jax.nn.dot_product_attention(q, k, v, mask=m, is_causal=True),
+      qkv(2, 2, 48, 64, layout='bshd'), qkv(2, 2, 48, 64, layout='bshd'), qkv(2, 2, 48, 64, layout='bshd'),
+      B((2, 1, 48, 48), 0.8))
+  add('attn_dpa_kv_lengths_bf16',
+      lambda q, k, v, n: jax.nn.dot_product_attention(q, k, v, key_value_seq_lengths=n),
+      qkv(2, 2, 40, 64, layout='bshd'), qkv(2, 2, 40, 64, layout='bshd'), qkv(2, 2, 40, 64, layout='bshd'),
+      V([17, 40], 's32'))
+  add('attn_dpa_bias_mask_f32', lambda q, k, v, b, m: jax.nn.dot_product_attention(q, k, v, bias=b, mask=m),
+      qkv(1, 2, 100, 32, 'f32', 'bshd'), qkv(1, 2, 100, 32, 'f32', 'bshd'), qkv(1, 2, 100, 32, 'f32', 'bshd'),
+      F((1, 1, 100, 100), 'f32', -2, 2), B((1, 1, 100, 100), 0.6))
+  add('attn_alibi_padding_f32',
+      lambda q, k, v, slopes, keep: jax.nn.softmax(
+          jnp.where(keep[:, None, None, :],
+                    jnp.einsum('bhqd,bhkd->bhqk', q, k) * 0.25 + slopes[None, :, None, None] * jnp.arange(200.0),
+                    -jnp.inf), axis=-1) @ v,
+      qkv(2, 2, 70, 16, 'f32'), qkv(2, 2, 200, 16, 'f32'), qkv(2, 2, 200, 16, 'f32'), F((2,), 'f32', -0.1, 0.0),
+      V([[1] * 120 + [0] * 80, [1] * 3 + [0] * 197], 'pred'))
+  add('attn_data_mask_causal_f32', lambda q, k, v, m: sdpa(q, k, v, jnp.logical_and(m, tril(130))),
+      qkv(1, 2, 130, 16, 'f32'), qkv(1, 2, 130, 16, 'f32'), qkv(1, 2, 130, 16, 'f32'), B((1, 1, 130, 130), 0.3))
+  # Rows 0-3 lose every key (a finite fill: they average all of v, causal keys included).
+  add('attn_mask_empty_rows_causal_f32', lambda q, k, v, m: sdpa(q, k, v, jnp.logical_and(m, causal(40, 150))),
+      qkv(1, 2, 40, 16, 'f32'), qkv(1, 2, 150, 16, 'f32'), qkv(1, 2, 150, 16, 'f32'),
+      V([[(i >= 4) and (i * 7 + j * 3) % 5 != 0 for j in range(150)] for i in range(40)], 'pred'))
   # Gradients through attention (the backward pass a training step runs: the backward matcher's
   # cases, Note [Attention backward]): layouts, masks, jax.nn.dot_product_attention, a q scaled
   # before the product, a fused qkv buffer, a softmax with a custom jvp, odd lengths, head dim
@@ -189,7 +222,13 @@ def register(add):
   # Must not match: the softmax runs over the query axis; a random mask; probabilities kept.
   add('attn_refuse_wrong_axis_bf16', lambda q, k, v: sdpa(q, k, v, axis=-2),
       qkv(1, 2, 64, 64), qkv(1, 2, 64, 64), qkv(1, 2, 64, 64))
-  add('attn_refuse_random_mask_bf16', lambda q, k, v, m: sdpa(q, k, v, m),
+  # A mask that is not a mask: the fill 0 keeps dropped keys in the softmax.
+  add('attn_refuse_fill_zero_bf16', lambda q, k, v, m: sdpa(q, k, v, m, fill=0.0),
       qkv(1, 2, 32, 64), qkv(1, 2, 32, 64), qkv(1, 2, 32, 64), B((32, 32), 0.7))
+  # A bias added after the mask (to the fill): refused.
+  add('attn_refuse_bias_after_mask_f32',
+      lambda q, k, v, b: jax.nn.softmax(jnp.where(tril(24), jnp.einsum('bhqd,bhkd->bhqk', q, k) * 0.25,
+                                                  -1e9) + b, axis=-1) @ v,
+      qkv(1, 2, 24, 16, 'f32'), qkv(1, 2, 24, 16, 'f32'), qkv(1, 2, 24, 16, 'f32'), F((1, 2, 24, 24), 'f32', -1, 1))
   add('attn_refuse_probs_used_bf16', attention_and_probs,
       qkv(1, 2, 32, 64), qkv(1, 2, 32, 64), qkv(1, 2, 32, 64))

@@ -328,6 +328,148 @@ std::vector<int64_t> RowMajorStrides(const Shape& s) {
   return st;
 }
 
+// ---- bias and data masks (Note [Attention bias and masks]) ----
+
+// A value of x's frame read through views (and, for a bias, widening converts) of one array:
+// that array and where element [batch..., row, key] of it is.
+struct OperandView {
+  const HloInstruction* root = nullptr;
+  AttentionView view;
+};
+
+bool IsWideningFloatConvert(const HloInstruction* n) {
+  if (n->opcode() != HloOpcode::kConvert) return false;
+  const PrimitiveType to = n->shape().element_type(), from = n->operand(0)->shape().element_type();
+  if (!IsFloatingPointType(to) || !IsFloatingPointType(from)) return false;
+  if (to == from) return true;
+  if (to == PrimitiveType::kF64) return from == PrimitiveType::kF32 || from == PrimitiveType::kBF16 || from == PrimitiveType::kF16;
+  return to == PrimitiveType::kF32 && (from == PrimitiveType::kBF16 || from == PrimitiveType::kF16);
+}
+
+// `n` has x dims `m`; `nb` batch labels. The root is the first value below n that is not a
+// broadcast, unit reshape, transpose, bitcast or copy (or widening convert with `converts`).
+std::optional<OperandView> ResolveOperandView(const HloInstruction* n, DimMap m, const std::vector<Label>& labels,
+                                              size_t nb, bool converts) {
+  for (int depth = 0; depth < 64; ++depth) {
+    const HloOpcode op = n->opcode();
+    const bool view = op == HloOpcode::kBroadcast || op == HloOpcode::kReshape || op == HloOpcode::kBitcast ||
+                      op == HloOpcode::kTranspose || op == HloOpcode::kCopy || (converts && IsWideningFloatConvert(n));
+    if (!view) break;
+    std::optional<DimMap> om = MapToOperand(*n, m);
+    if (!om) break;
+    m = *om;
+    n = n->operand(0);
+  }
+  const Shape& s = n->shape();
+  if (!s.IsArray() || (s.has_layout() && !s.layout().IsDefaultFor(s.rank()))) return std::nullopt;
+  const std::vector<int64_t> st = RowMajorStrides(s);
+  OperandView out;
+  out.root = n;
+  out.view.batch.assign(nb, 0);
+  out.view.element = 0;
+  std::vector<bool> seen_batch(nb, false);
+  bool seen_row = false, seen_key = false;
+  for (int64_t i = 0; i < s.rank(); ++i) {
+    if (s.dimensions(i) == 1) continue;
+    if (m[i] < 0) return std::nullopt;
+    const Label& l = labels[m[i]];
+    switch (l.role) {
+      case Role::kBatch:
+        if (l.batch < 0 || static_cast<size_t>(l.batch) >= nb || seen_batch[l.batch]) return std::nullopt;
+        seen_batch[l.batch] = true;
+        out.view.batch[l.batch] = st[i];
+        break;
+      case Role::kRow:
+        if (seen_row) return std::nullopt;
+        seen_row = true;
+        out.view.row = st[i];
+        break;
+      case Role::kKey:
+        if (seen_key) return std::nullopt;
+        seen_key = true;
+        out.view.element = st[i];
+        break;
+      default:
+        return std::nullopt;
+    }
+  }
+  return out;
+}
+
+// A mask's symbolic part and its data part (a pred value below which MaskOf cannot see, with its
+// x dims), at most one.
+struct MaskParts {
+  MaskForm form;
+  const HloInstruction* data = nullptr;
+  DimMap data_map;
+};
+
+std::optional<MaskParts> SplitMask(const HloInstruction* n, const DimMap& m, const std::vector<Label>& labels,
+                                   int64_t q_len, int64_t kv_len, int depth = 0) {
+  if (depth > 32 || n->shape().element_type() != PrimitiveType::kPred) return std::nullopt;
+  if (std::optional<MaskForm> f = MaskOf(n, m, labels, q_len, kv_len)) return MaskParts{*f, nullptr, {}};
+  switch (n->opcode()) {
+    case HloOpcode::kSelect:
+    case HloOpcode::kAnd: {
+      // select(p, a, false) = p and a (jnp.tril of a mask).
+      double v = 1;
+      std::optional<DimMap> m0 = MapToOperand(*n, m, 0), m1 = MapToOperand(*n, m, 1);
+      if (n->opcode() == HloOpcode::kSelect &&
+          (!IsScalarConstant(n->operand(2), &v) || v != 0 || !m0 || !m1))
+        return MaskParts{MaskForm{}, n, m};
+      if (!m0 || !m1) return std::nullopt;
+      std::optional<MaskParts> a = SplitMask(n->operand(0), *m0, labels, q_len, kv_len, depth + 1);
+      std::optional<MaskParts> b = SplitMask(n->operand(1), *m1, labels, q_len, kv_len, depth + 1);
+      if (!a || !b || (a->data && b->data)) return std::nullopt;
+      std::optional<MaskForm> f = Conjunction(a->form, b->form);
+      if (!f) return std::nullopt;
+      return a->data ? MaskParts{*f, a->data, a->data_map} : MaskParts{*f, b->data, b->data_map};
+    }
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kReshape:
+    case HloOpcode::kBitcast:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kCopy: {
+      // Views of a conjunction (jax.nn.dot_product_attention broadcasts `mask & causal`).
+      std::optional<DimMap> om = MapToOperand(*n, m);
+      if (!om) return MaskParts{MaskForm{}, n, m};
+      return SplitMask(n->operand(0), *om, labels, q_len, kv_len, depth + 1);
+    }
+    default:
+      return MaskParts{MaskForm{}, n, m};
+  }
+}
+
+// Whether `n` reaches a dot through the score chain's ops (converts, scalar scalings, selects'
+// value operands, view ops): the add operand that carries the scores, not the bias.
+bool LeadsToDot(const HloInstruction* n) {
+  for (int depth = 0; depth < 64; ++depth) {
+    switch (n->opcode()) {
+      case HloOpcode::kDot:
+        return true;
+      case HloOpcode::kConvert:
+        n = n->operand(0);
+        continue;
+      case HloOpcode::kMultiply:
+      case HloOpcode::kDivide: {
+        double c = 0;
+        if (IsScalarConstant(n->operand(1), &c)) n = n->operand(0);
+        else if (n->opcode() == HloOpcode::kMultiply && IsScalarConstant(n->operand(0), &c)) n = n->operand(1);
+        else return false;
+        continue;
+      }
+      case HloOpcode::kSelect:
+        n = n->operand(1);
+        continue;
+      default:
+        if (!IsViewOp(n->opcode())) return false;
+        n = n->operand(0);
+        continue;
+    }
+  }
+  return false;
+}
+
 // Strides for the dims `to` of the same elements that have strides `st` over dims `from`
 // (a row-major relinearization: what a reshape does). nullopt when a merged group of `from`
 // is not evenly strided.
@@ -517,7 +659,8 @@ StridedValue ViewOf(const HloInstruction* x, bool allow_scale) {
 
 struct Match {
   AttentionConfig config;
-  const HloInstruction* roots[3] = {nullptr, nullptr, nullptr};  // q, k, v
+  // q, k, v, and the bias and data mask where there are (Note [Attention bias and masks]).
+  const HloInstruction* roots[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
   HloInstruction* output = nullptr;                               // the instruction the call replaces
   // The softmax's pieces, for the backward match (MatchBackward): the probabilities as the
   // division computes them and as the second dot reads them, the exponentials, the scores
@@ -650,6 +793,12 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice, b
     double scale_after;  // scaling applied after the select (between it and x)
   };
   std::optional<Select> select;
+  struct Bias {
+    const HloInstruction* value;
+    DimMap map;
+    double scale_after;  // scaling applied after the add
+  };
+  std::optional<Bias> bias;
   double scale = 1.0;
   DimMap m = IdentityMap(xs);
   const HloInstruction* n = x;
@@ -674,11 +823,21 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice, b
         continue;
       }
       case HloOpcode::kSelect: {
-        if (select) return std::nullopt;
+        if (select || bias) return std::nullopt;  // one select, never under a bias
         double fill = 0;
         if (!IsScalarConstant(n->operand(2), &fill)) return std::nullopt;  // select(mask, s, fill)
         select = Select{n->operand(0), m, fill, scale};
         n = n->operand(1);
+        continue;
+      }
+      case HloOpcode::kAdd: {
+        // scores + bias (Note [Attention bias and masks]).
+        if (bias || !IsFloat(n)) return std::nullopt;
+        const bool l0 = LeadsToDot(n->operand(0)), l1 = LeadsToDot(n->operand(1));
+        if (l0 == l1) return std::nullopt;
+        const int data = l0 ? 0 : 1;
+        bias = Bias{n->operand(1 - data), m, scale};
+        n = n->operand(data);
         continue;
       }
       default: {
@@ -779,15 +938,27 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice, b
   const int64_t q_len = q_row_dim >= 0 ? qop->shape().dimensions(q_row_dim) : 1;
   const int64_t kv_len = kop->shape().dimensions(k_row_dim);
 
-  // The mask.
+  // The mask: a symbolic part and at most one data part.
   MaskForm mask;
+  std::optional<OperandView> mask_data, bias_data;
+  double mask_fill = -INFINITY;
   if (select) {
     const double fill = select->fill * select->scale_after;
     if (!(fill <= -1e4)) return std::nullopt;
-    std::optional<MaskForm> f = MaskOf(select->pred, select->map, labels, q_len, kv_len);
+    std::optional<MaskParts> f = SplitMask(select->pred, select->map, labels, q_len, kv_len);
     if (!f) return std::nullopt;
-    if (f->causal && f->c < 0) return std::nullopt;
-    mask = *f;
+    if (f->form.causal && f->form.c < 0) return std::nullopt;
+    mask = f->form;
+    mask_fill = fill;
+    if (f->data) {
+      mask_data = ResolveOperandView(f->data, f->data_map, labels, batch_sizes.size(), /*converts=*/false);
+      if (!mask_data || mask_data->root->shape().element_type() != PrimitiveType::kPred) return std::nullopt;
+    }
+  }
+  if (bias) {
+    bias_data = ResolveOperandView(bias->value, bias->map, labels, batch_sizes.size(), /*converts=*/true);
+    if (!bias_data || !IsFloatingPointType(bias_data->root->shape().element_type()) || !std::isfinite(bias->scale_after))
+      return std::nullopt;
   }
 
   // dot2: p's batch dims are the batch labels (and size-1 dims), its free dims the row (and
@@ -911,6 +1082,17 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice, b
     qbd.push_back(group_dim);
     kbd.push_back(-1);
   }
+  if (bias_data) {
+    c.has_bias = true;
+    c.bias = bias_data->view;
+    c.bias_type = bias_data->root->shape().element_type();
+    c.bias_scale = bias->scale_after;
+  }
+  if (mask_data) {
+    c.has_mask = true;
+    c.mask_view = mask_data->view;
+    c.mask_fill = mask_fill;
+  }
   c.q = view(qv, qbd, q_row_dim, q_head);
   c.k = view(kv, kbd, k_row_dim, k_head);
   c.v = view(vv, v_batch_dim, v_contract[0], v_head);
@@ -923,6 +1105,8 @@ std::optional<Match> MatchAt(HloInstruction* dot2, int p_side, int row_choice, b
   match.roots[0] = qv.root;
   match.roots[1] = kv.root;
   match.roots[2] = vv.root;
+  if (bias_data) match.roots[3] = bias_data->root;
+  if (mask_data) match.roots[4] = mask_data->root;
   match.output = output;
   match.div = div;
   match.pv_p = pv_p;
@@ -1001,7 +1185,9 @@ std::optional<Members> CollectMembersOf(std::span<HloInstruction* const> outputs
 }
 
 std::optional<Members> CollectMembers(const Match& match) {
-  std::unordered_set<const HloInstruction*> roots(std::begin(match.roots), std::end(match.roots));
+  std::unordered_set<const HloInstruction*> roots;
+  for (const HloInstruction* r : match.roots)
+    if (r != nullptr) roots.insert(r);
   HloInstruction* outputs[1] = {match.output};
   return CollectMembersOf(outputs, roots, roots);
 }
@@ -1012,8 +1198,11 @@ std::optional<Members> CollectMembers(const Match& match) {
 StatusOr<HloInstruction*> ReplaceWithCall(HloComputation& comp, HloInstruction* fusion,
                                           std::span<const HloInstruction* const> roots, std::string_view target,
                                           std::string_view name, AttentionConfig& config) {
-  AttentionView* views[4] = {&config.q, &config.k, &config.v, &config.d_out};
-  for (size_t r = 0; r < roots.size() && r < 4; ++r) {
+  // Roots: q, k, v, then dO (backward) or the bias and the data mask (forward; null if absent).
+  AttentionView* views[5] = {&config.q, &config.k, &config.v, config.backward ? &config.d_out : &config.bias,
+                             &config.mask_view};
+  for (size_t r = 0; r < roots.size() && r < 5; ++r) {
+    if (roots[r] == nullptr) continue;
     views[r]->operand = -1;
     for (int64_t i = 0; i < fusion->operand_count() && views[r]->operand < 0; ++i)
       if (fusion->operand(i) == roots[r]) views[r]->operand = i;
@@ -1486,6 +1675,8 @@ std::optional<BackwardMatch> MatchBackward(HloComputation& comp, HloInstruction*
   for (int side = 0; side < 2 && !fm; ++side)
     for (int row = 0; row < 2 && !fm; ++row) fm = MatchAt(dot2, side, row, /*shared=*/true);
   if (!fm || fm->grouped || fm->q_xdim < 0) return std::nullopt;
+  // Not yet with a bias or a data mask (Note [Attention bias and masks]).
+  if (fm->config.has_bias || fm->config.has_mask) return std::nullopt;
   const Match& f = *fm;
   const AttentionConfig& c = f.config;
   const Shape& xs = f.x->shape();
@@ -1987,6 +2178,21 @@ std::string AttentionConfig::ToJson() const {
     b["dv_type"] = std::string(PrimitiveTypeName(dv_type));
     j["backward"] = b;
   }
+  if (has_bias) {
+    nlohmann::ordered_json b;
+    b["view"] = ViewJson(bias, true);
+    b["type"] = std::string(PrimitiveTypeName(bias_type));
+    b["scale"] = bias_scale;
+    j["bias"] = b;
+  }
+  if (has_mask) {
+    nlohmann::ordered_json mk;
+    mk["view"] = ViewJson(mask_view, true);
+    // JSON has no infinities: a -inf fill is written as null.
+    if (std::isfinite(mask_fill)) mk["fill"] = mask_fill;
+    else mk["fill"] = nullptr;
+    j["data_mask"] = mk;
+  }
   if (stats) {
     nlohmann::ordered_json st;
     st["lse"] = ViewJson(lse, true);
@@ -2077,6 +2283,30 @@ StatusOr<AttentionConfig> AttentionConfig::FromJson(std::string_view text) {
       *out = *t;
     }
   }
+  auto bi = j.find("bias");
+  if (bi != j.end()) {
+    if (!bi->is_object()) return InvalidArgument("attention config: 'bias' must be an object");
+    c.has_bias = true;
+    KILN_RETURN_IF_ERROR(views(*bi, {V{"view", &c.bias}}));
+    auto t = bi->find("type");
+    std::optional<PrimitiveType> bt;
+    if (t != bi->end() && t->is_string()) bt = ParsePrimitiveType(t->get<std::string>());
+    if (!bt || !IsFloatingPointType(*bt)) return InvalidArgument("attention config: bias needs a floating-point 'type'");
+    c.bias_type = *bt;
+    auto sc = bi->find("scale");
+    if (sc == bi->end() || !sc->is_number()) return InvalidArgument("attention config: bias needs a 'scale'");
+    c.bias_scale = sc->get<double>();
+  }
+  auto dm = j.find("data_mask");
+  if (dm != j.end()) {
+    if (!dm->is_object()) return InvalidArgument("attention config: 'data_mask' must be an object");
+    c.has_mask = true;
+    KILN_RETURN_IF_ERROR(views(*dm, {V{"view", &c.mask_view}}));
+    auto f = dm->find("fill");
+    if (f == dm->end() || !(f->is_number() || f->is_null()))
+      return InvalidArgument("attention config: data_mask needs a 'fill' (a number, or null for -inf)");
+    c.mask_fill = f->is_null() ? -INFINITY : f->get<double>();
+  }
   auto st = j.find("stats");
   if (st != j.end()) {
     if (!st->is_object()) return InvalidArgument("attention config: 'stats' must be an object");
@@ -2093,6 +2323,7 @@ std::string AttentionConfig::ToString() const {
   return StrCat(PrimitiveTypeName(input_type), " [", b, "] q ", q_len, " kv ", kv_len, " d ", head_dim,
                 v_head_dim != head_dim ? StrCat("/", v_head_dim) : "", " ",
                 mask == AttentionMask::kCausal ? StrCat("causal(", causal_offset, ")") : std::string("no mask"),
+                has_mask ? " data mask" : "", has_bias ? StrCat(" ", PrimitiveTypeName(bias_type), " bias") : "",
                 " scale ", scale, " softmax ", PrimitiveTypeName(softmax_type), backward ? " backward" : "",
                 stats ? " stats" : "",
                 backward && dq.operand == dk.operand && dk.operand == dv.operand ? " packed" : "");
@@ -2100,7 +2331,10 @@ std::string AttentionConfig::ToString() const {
 
 StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Literal* const> operands,
                                     const Shape& result) {
-  for (const AttentionView* v : {&c.q, &c.k, &c.v})
+  std::vector<const AttentionView*> operand_views = {&c.q, &c.k, &c.v};
+  if (c.has_bias) operand_views.push_back(&c.bias);
+  if (c.has_mask) operand_views.push_back(&c.mask_view);
+  for (const AttentionView* v : operand_views)
     if (v->operand < 0 || v->operand >= static_cast<int64_t>(operands.size()))
       return InvalidArgument("attention: view of operand ", v->operand, " of ", operands.size());
   // With statistics (Note [Attention statistics]): (out, lse).
@@ -2140,8 +2374,22 @@ StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Li
           KILN_RETURN_IF_ERROR(check(*operands[c.k.operand], ka));
           acc += operands[c.q.operand]->GetAsDouble(qa) * operands[c.k.operand]->GetAsDouble(ka);
         }
-        const bool kept = c.mask != AttentionMask::kCausal || j <= i + c.causal_offset;
-        s[j] = kept ? acc * c.scale : -INFINITY;
+        bool kept = c.mask != AttentionMask::kCausal || j <= i + c.causal_offset;
+        double x = acc * c.scale;
+        if (c.has_bias) {
+          const int64_t ba = element(c.bias, bi, i, j);
+          KILN_RETURN_IF_ERROR(check(*operands[c.bias.operand], ba));
+          x += c.bias_scale * operands[c.bias.operand]->GetAsDouble(ba);
+        }
+        if (c.has_mask) {
+          // Note [Attention bias and masks]: a dropped score is the fill, causal drops too.
+          const int64_t ma = element(c.mask_view, bi, i, j);
+          KILN_RETURN_IF_ERROR(check(*operands[c.mask_view.operand], ma));
+          kept = kept && operands[c.mask_view.operand]->GetAsDouble(ma) != 0;
+          s[j] = kept ? x : c.mask_fill;
+        } else {
+          s[j] = kept ? x : -INFINITY;
+        }
         mx = std::max(mx, s[j]);
       }
       double sum = 0;
@@ -2174,6 +2422,7 @@ StatusOr<Literal> EvaluateAttention(const AttentionConfig& c, std::span<const Li
 StatusOr<Literal> EvaluateAttentionBackward(const AttentionConfig& c, std::span<const Literal* const> operands,
                                             const Shape& result) {
   if (!c.backward) return InvalidArgument("attention: not a backward config");
+  if (c.has_bias || c.has_mask) return Unimplemented("attention backward with a bias or a data mask");
   for (const AttentionView* v : {&c.q, &c.k, &c.v, &c.d_out})
     if (v->operand < 0 || v->operand >= static_cast<int64_t>(operands.size()))
       return InvalidArgument("attention backward: view of operand ", v->operand, " of ", operands.size());

@@ -73,7 +73,24 @@
 // itself: its result is that one array, the dq/dk/dv views (result leaf 0) are where each
 // gradient's elements land in its row-major buffer (each view inverted back up the chain), and
 // the outlined computation ends in the concatenate. The backend then writes the gradients in
-// place instead of a copy kernel moving them (50 MiB in the suite's training step).
+// place instead of a copy kernel moving them (50 MiB in the suite's training step).//
+// Note [Attention bias and masks]
+// Beside the symbolic causal mask, the scores may carry an additive bias and a data mask, as
+// jax.nn.dot_product_attention(bias=, mask=, key_value_seq_lengths=) and hand-written
+// `jnp.where(mask, s + bias, min)` write them:
+//     x = select(M, scale_in * s + B, fill) * scale_out       (either part optional)
+// B is read through broadcasts, unit reshapes, transposes and widening converts of one array
+// (its root, an operand of the call) whose dims are batch dims, the query row and the key: the
+// `bias` view (element = the key's stride, stride 0 along dims it lacks); the softmax sees
+// scale * s + bias_scale * B with bias_scale = scale_out. M is the conjunction of a symbolic part
+// (causal, iota compares) and at most one data part, a pred array read the same way (the `mask`
+// view, nonzero = kept). Its root is what the symbolic reading cannot see through -- a
+// parameter, or `iota < broadcast(lengths)` -- so it is computed outside the call. A dropped
+// score is exactly mask_fill (= fill * scale_out) for the softmax, causal drops included: a row
+// whose every key is dropped therefore averages all of v with equal weights (a finite fill) or
+// is NaN (-inf), as the HLO computes it, and kernels must not skip causal tiles for such rows
+// (with a data mask they process every tile). A bias after the select (added to the fill), two
+// selects or a bias that is itself masked refuse. The backward matcher refuses both for now.
 #pragma once
 
 #include <cstdint>
@@ -142,6 +159,17 @@ struct AttentionConfig {
   PrimitiveType grad_type = PrimitiveType::kInvalid;  // dO
   PrimitiveType dq_type = PrimitiveType::kInvalid, dk_type = PrimitiveType::kInvalid,
                 dv_type = PrimitiveType::kInvalid;
+  // Note [Attention bias and masks]. `bias`: an operand view [batch..., row, key] (`element` is
+  // the key's stride) added as bias_scale * bias to the scaled scores; `mask`: an operand view
+  // of a pred array, key j kept for row i iff it is nonzero (and, with kCausal, j <= i +
+  // causal_offset); a dropped score is mask_fill exactly.
+  bool has_bias = false;
+  AttentionView bias;
+  PrimitiveType bias_type = PrimitiveType::kInvalid;
+  double bias_scale = 1.0;
+  bool has_mask = false;
+  AttentionView mask_view;
+  double mask_fill = -1e30;
 
   std::string ToJson() const;
   static StatusOr<AttentionConfig> FromJson(std::string_view text);

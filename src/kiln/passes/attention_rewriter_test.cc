@@ -75,6 +75,7 @@ struct Expect {
   AttentionMask mask = AttentionMask::kNone;
   int64_t causal_offset = 0;
   int64_t q_len = 0;
+  bool bias = false, data_mask = false;  // Note [Attention bias and masks]
 };
 std::ostream& operator<<(std::ostream& os, const Expect& e) { return os << e.name; }
 
@@ -100,13 +101,21 @@ TEST_P(AttentionCaseTest, MatchesAsJaxWroteIt) {
     if (e.q_len) {
       EXPECT_EQ(c->q_len, e.q_len) << c->ToString();
     }
-    // The config's meaning against the outlined computation, on random operands.
+    EXPECT_EQ(c->has_bias, e.bias) << c->ToString();
+    EXPECT_EQ(c->has_mask, e.data_mask) << c->ToString();
+    // The config's meaning against the outlined computation, on random operands (masks: random
+    // keys dropped, some rows entirely).
     std::vector<Literal> args;
     for (int64_t i = 0; i < call->operand_count(); ++i) {
       Literal l(call->operand(i)->shape());
       std::mt19937_64 rng(100 + i);
       std::uniform_real_distribution<double> u(-1, 1);
-      for (int64_t j = 0; j < l.element_count(); ++j) l.SetFromDouble(j, u(rng));
+      const bool pred = l.shape().element_type() == PrimitiveType::kPred;
+      for (int64_t j = 0; j < l.element_count(); ++j) l.SetFromDouble(j, pred ? (u(rng) < -0.3 ? 0.0 : 1.0) : u(rng));
+      // The leading rows of a [.., q, kv] mask lose every key (they average v, Note [Attention
+      // bias and masks]).
+      if (pred)
+        for (int64_t j = 0; j < std::min<int64_t>(l.element_count() / 2, 256); ++j) l.SetFromDouble(j, 0.0);
       args.push_back(std::move(l));
     }
     std::vector<const Literal*> ptrs;
@@ -146,7 +155,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Expect{"nn_attention_causal_f32", 1, AttentionMask::kCausal, 0, 0},
                       Expect{"nn_attention_noncausal_f32", 1, AttentionMask::kNone, 0, 0},
                       Expect{"nn_transformer_block_f32", 1, AttentionMask::kCausal, 0, 0},
-                      Expect{"attn_refuse_wrong_axis_bf16", 0}, Expect{"attn_refuse_random_mask_bf16", 0},
+                      Expect{"attn_data_mask_bf16", 1, AttentionMask::kNone, 0, 32, false, true},
+                      Expect{"attn_dpa_bias_bf16", 1, AttentionMask::kNone, 0, 40, true, false},
+                      Expect{"attn_dpa_mask_causal_bf16", 1, AttentionMask::kCausal, 0, 48, false, true},
+                      Expect{"attn_dpa_kv_lengths_bf16", 1, AttentionMask::kNone, 0, 40, false, true},
+                      Expect{"attn_dpa_bias_mask_f32", 1, AttentionMask::kNone, 0, 100, true, true},
+                      Expect{"attn_alibi_padding_f32", 1, AttentionMask::kNone, 0, 70, true, true},
+                      Expect{"attn_data_mask_causal_f32", 1, AttentionMask::kCausal, 0, 130, false, true},
+                      Expect{"attn_mask_empty_rows_causal_f32", 1, AttentionMask::kCausal, 110, 40, false, true},
+                      Expect{"attn_refuse_wrong_axis_bf16", 0}, Expect{"attn_refuse_fill_zero_bf16", 0},
+                      Expect{"attn_refuse_bias_after_mask_f32", 0},
                       Expect{"attn_refuse_probs_used_bf16", 0}, Expect{"nn_softmax_f32", 0},
                       // Backward graphs reuse the forward probabilities: without the backward
                       // matcher (AttentionBackwardTest) the forward does not match either.

@@ -7,7 +7,10 @@
 //
 // f32 only (the CPU matcher's predicate, cpu/compiler.cc); q, k, v and the output are read and
 // written through the call's strided views (packed into contiguous tiles first). Paired with a
-// backward (Note [Attention statistics]) it also writes each row's log-sum-exp.
+// backward (Note [Attention statistics]) it also writes each row's log-sum-exp. An f32 additive
+// bias and a data mask (Note [Attention bias and masks]) are read per score through their views;
+// with a data mask a dropped score is the fill exactly and every key tile is processed (a row
+// whose keys are all dropped averages all of v, or is NaN for a -inf fill, as the HLO says).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -35,7 +38,10 @@ class AttentionKernel : public CpuKernel {
 
   Status Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
              const KernelContext& ctx) const override {
-    for (const AttentionView* v : {&c_.q, &c_.k, &c_.v})
+    std::vector<const AttentionView*> views = {&c_.q, &c_.k, &c_.v};
+    if (c_.has_bias) views.push_back(&c_.bias);
+    if (c_.has_mask) views.push_back(&c_.mask_view);
+    for (const AttentionView* v : views)
       if (v->operand < 0 || v->operand >= static_cast<int64_t>(inputs.size()))
         return InvalidArgument("attention kernel: view of operand ", v->operand, " of ", inputs.size());
     // With statistics (Note [Attention statistics]): (out, lse).
@@ -46,6 +52,11 @@ class AttentionKernel : public CpuKernel {
     const float* k = inputs[c_.k.operand].as<float>();
     const float* v = inputs[c_.v.operand].as<float>();
     float* o = outputs[0].as<float>();
+    const float* bias = c_.has_bias ? inputs[c_.bias.operand].as<float>() : nullptr;
+    const uint8_t* keep_mask = c_.has_mask ? inputs[c_.mask_view.operand].as<uint8_t>() : nullptr;
+    const bool extras = c_.has_bias || c_.has_mask;
+    const bool causal = c_.mask == AttentionMask::kCausal;
+    const float bias_scale = static_cast<float>(c_.bias_scale), fill = static_cast<float>(c_.mask_fill);
     const int64_t q_blocks = (c_.q_len + kRows - 1) / kRows;
     const int64_t tasks = batches_ * q_blocks;
     auto body = [&](int64_t begin, int64_t end) {
@@ -67,6 +78,7 @@ class AttentionKernel : public CpuKernel {
           return at;
         };
         const int64_t qo = base(c_.q), ko = base(c_.k), vo = base(c_.v), oo = base(c_.out);
+        const int64_t bo = c_.has_bias ? base(c_.bias) : 0, mo = c_.has_mask ? base(c_.mask_view) : 0;
         const int64_t r0 = qblk * kRows, rows = std::min(kRows, c_.q_len - r0);
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t e = 0; e < d; ++e) qb[i * d + e] = q[qo + (r0 + i) * c_.q.row + e * c_.q.element];
@@ -74,7 +86,7 @@ class AttentionKernel : public CpuKernel {
         std::fill(sum.begin(), sum.end(), 0.f);
         std::fill(acc.begin(), acc.end(), 0.f);
         int64_t kv_end = c_.kv_len;
-        if (c_.mask == AttentionMask::kCausal) kv_end = std::clamp<int64_t>(r0 + rows + c_.causal_offset, 0, c_.kv_len);
+        if (causal && !c_.has_mask) kv_end = std::clamp<int64_t>(r0 + rows + c_.causal_offset, 0, c_.kv_len);
         const float scale = static_cast<float>(c_.scale);
         for (int64_t j0 = 0; j0 < kv_end; j0 += kKeys) {
           const int64_t cols = std::min(kKeys, kv_end - j0);
@@ -88,15 +100,32 @@ class AttentionKernel : public CpuKernel {
           g1.k = d;
           g1.b_transposed = true;
           internal::Gemm<float>(g1, qb.data(), kb.data(), s.data(), ctx, /*threads=*/false, options_);
-          const bool diagonal = c_.mask == AttentionMask::kCausal && j0 + cols - 1 > r0 + c_.causal_offset;
+          const bool diagonal = causal && j0 + cols - 1 > r0 + c_.causal_offset;
           for (int64_t i = 0; i < rows; ++i) {
             float* row = s.data() + i * cols;
-            const int64_t keep = diagonal ? std::clamp<int64_t>(r0 + i + c_.causal_offset + 1 - j0, 0, cols) : cols;
+            int64_t keep = diagonal ? std::clamp<int64_t>(r0 + i + c_.causal_offset + 1 - j0, 0, cols) : cols;
+            float sc = scale;
+            if (extras) {
+              // The softmax's input itself: scale * s + bias, the fill where dropped.
+              const int64_t r = r0 + i;
+              for (int64_t j = 0; j < cols; ++j) {
+                float x = row[j] * scale;
+                if (bias != nullptr) x += bias_scale * bias[bo + r * c_.bias.row + (j0 + j) * c_.bias.element];
+                if (keep_mask != nullptr) {
+                  const bool kept = (!causal || j < keep) &&
+                                    keep_mask[mo + r * c_.mask_view.row + (j0 + j) * c_.mask_view.element] != 0;
+                  x = kept ? x : fill;
+                }
+                row[j] = x;
+              }
+              if (keep_mask != nullptr) keep = cols;
+              sc = 1.f;
+            }
             float m = mx[i];
-            for (int64_t j = 0; j < keep; ++j) m = std::max(m, row[j] * scale);
+            for (int64_t j = 0; j < keep; ++j) m = std::max(m, row[j] * sc);
             const float m_use = std::isinf(m) && m < 0 ? 0.f : m;
             const float alpha = std::exp(mx[i] - m_use);
-            for (int64_t j = 0; j < keep; ++j) shifted[j] = row[j] * scale - m_use;
+            for (int64_t j = 0; j < keep; ++j) shifted[j] = row[j] * sc - m_use;
             internal::VectorExpF32(shifted.data(), row, keep);
             float l = 0;
             for (int64_t j = 0; j < keep; ++j) l += row[j];
@@ -114,7 +143,8 @@ class AttentionKernel : public CpuKernel {
           internal::Gemm<float>(g2, s.data(), vb.data(), acc.data(), ctx, /*threads=*/false, options_);
         }
         for (int64_t i = 0; i < rows; ++i) {
-          const float inv = sum[i] > 0 ? 1.f / sum[i] : 0.f;
+          // No key kept under a data mask with a -inf fill: exp(-inf - -inf) is NaN in the HLO.
+          const float inv = sum[i] > 0 ? 1.f / sum[i] : c_.has_mask ? std::numeric_limits<float>::quiet_NaN() : 0.f;
           for (int64_t e = 0; e < dv; ++e) o[oo + (r0 + i) * c_.out.row + e * c_.out.element] = acc[i * dv + e] * inv;
           if (lse != nullptr)
             lse[base(c_.lse) + (r0 + i) * c_.lse.row] =
@@ -143,7 +173,8 @@ namespace internal {
 bool CpuAttentionSupported(const AttentionConfig& c) {
   return c.input_type == PrimitiveType::kF32 && c.output_type == PrimitiveType::kF32 && c.q_len > 0 &&
          c.kv_len > 0 && c.head_dim > 0 && c.v_head_dim > 0 && c.scale > 0 &&
-         !(c.mask == AttentionMask::kCausal && c.causal_offset < 0);
+         !(c.mask == AttentionMask::kCausal && c.causal_offset < 0) &&
+         (!c.has_bias || c.bias_type == PrimitiveType::kF32);
 }
 
 StatusOr<std::unique_ptr<CpuKernel>> CreateAttentionKernel(const HloInstruction& instr,

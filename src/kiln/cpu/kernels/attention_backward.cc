@@ -248,7 +248,7 @@ bool CpuAttentionBackwardSupported(const AttentionConfig& c) {
   AttentionConfig forward = c;
   forward.backward = false;
   forward.stats = false;
-  if (!c.backward || !CpuAttentionSupported(forward)) return false;
+  if (!c.backward || c.has_bias || c.has_mask || !CpuAttentionSupported(forward)) return false;
   for (PrimitiveType t : {c.grad_type, c.dq_type, c.dk_type, c.dv_type})
     if (t != PrimitiveType::kF32) return false;
   // k and v are per batch index (the backward matcher does not take grouped heads).

@@ -38,6 +38,8 @@ StatusOr<libs::GemmDesc> GemmDescForCall(const HloInstruction& gemm, uint64_t mi
 }
 
 StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, int compute_capability_major) {
+  if (c.has_bias || c.has_mask)
+    return Unimplemented("attention: an additive bias or a data mask (the fused GPU paths take neither yet)");
   if (c.input_type != c.output_type)
     return Unimplemented("attention: ", PrimitiveTypeName(c.input_type), " inputs with a ",
                          PrimitiveTypeName(c.output_type), " result");
