@@ -181,6 +181,9 @@ def register(add):
   add('attn_mask_empty_rows_causal_f32', lambda q, k, v, m: sdpa(q, k, v, jnp.logical_and(m, causal(40, 150))),
       qkv(1, 2, 40, 16, 'f32'), qkv(1, 2, 150, 16, 'f32'), qkv(1, 2, 150, 16, 'f32'),
       V([[(i >= 4) and (i * 7 + j * 3) % 5 != 0 for j in range(150)] for i in range(40)], 'pred'))
+  add('attn_mask_empty_rows_bf16', lambda q, k, v, m: sdpa(q, k, v, m),
+      qkv(1, 2, 40, 64), qkv(1, 2, 150, 64), qkv(1, 2, 150, 64),
+      V([[(i >= 4) and (i * 7 + j * 3) % 5 != 0 for j in range(150)] for i in range(40)], 'pred'))
   # Gradients through attention (the backward pass a training step runs: the backward matcher's
   # cases, Note [Attention backward]): layouts, masks, jax.nn.dot_product_attention, a q scaled
   # before the product, a fused qkv buffer, a softmax with a custom jvp, odd lengths, head dim

@@ -262,8 +262,11 @@ class AttentionCandidate : public Candidate {
       : plan_(std::move(plan)), config_(std::move(config)) {}
   Status Launch(runtime::Stream& stream, const CandidateBuffers& b) override {
     if (b.outputs.empty()) return InvalidArgument("attention candidate: no output buffer");
+    runtime::DeviceMemory bias, mask;
+    if (config_.has_bias) bias = Input(b, config_.bias.operand);
+    if (config_.has_mask) mask = Input(b, config_.mask_view.operand);
     return plan_->Run(Input(b, config_.q.operand), Input(b, config_.k.operand), Input(b, config_.v.operand),
-                      b.outputs[0], stream);
+                      b.outputs[0], stream, bias, mask);
   }
 
  private:

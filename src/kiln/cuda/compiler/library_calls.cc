@@ -38,8 +38,8 @@ StatusOr<libs::GemmDesc> GemmDescForCall(const HloInstruction& gemm, uint64_t mi
 }
 
 StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, int compute_capability_major) {
-  if (c.has_bias || c.has_mask)
-    return Unimplemented("attention: an additive bias or a data mask (the fused GPU paths take neither yet)");
+  if ((c.has_bias || c.has_mask) && (c.backward || c.stats))
+    return Unimplemented("attention: a bias or a data mask with a backward or statistics (cuDNN's paths take neither)");
   if (c.input_type != c.output_type)
     return Unimplemented("attention: ", PrimitiveTypeName(c.input_type), " inputs with a ",
                          PrimitiveTypeName(c.output_type), " result");
@@ -57,10 +57,14 @@ StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, i
         return Unimplemented("attention backward: a gradient scaled by ", f, " for a forward scaled by ", c.scale);
   }
   if (!c.backward && c.stats) views.push_back(&c.lse);
+  // Note [Attention bias and masks]: [b..., row, key] views of any strides, after the others.
+  const size_t n_plain = views.size();
+  if (c.has_bias) views.push_back(&c.bias);
+  if (c.has_mask) views.push_back(&c.mask_view);
   // The backward's gradients may have any element stride (cuDNN writes them packed, a copy
   // puts them in place); everything else reads a contiguous head dim.
   for (size_t i = 0; i < views.size(); ++i)
-    if (views[i]->element != 1 && !(c.backward && i >= 4 && i < 7))
+    if (i < n_plain && views[i]->element != 1 && !(c.backward && i >= 4 && i < 7))
       return Unimplemented("attention: a view whose head dimension is not contiguous");
   // Merge adjacent batch dims while more than three remain and every view allows it.
   std::vector<int64_t> sizes = c.batch;
@@ -93,7 +97,14 @@ StatusOr<libs::AttentionDesc> AttentionDescForConfig(const AttentionConfig& c, i
   if (c.backward) ops = {&d.q, &d.k, &d.v, &d.d_out, &d.dq, &d.dk, &d.dv};
   if (c.backward && c.stats) ops.insert(ops.end(), {&d.lse, &d.o});
   if (!c.backward && c.stats) ops.push_back(&d.lse);
+  if (c.has_bias) ops.push_back(&d.bias);
+  if (c.has_mask) ops.push_back(&d.mask);
   d.stats = c.stats;
+  d.has_bias = c.has_bias;
+  d.bias_type = c.bias_type;
+  d.bias_scale = c.bias_scale;
+  d.has_mask = c.has_mask;
+  d.mask_fill = c.mask_fill;
   for (size_t o = 0; o < ops.size(); ++o) {
     ops[o]->offset = views[o]->offset;
     ops[o]->row = views[o]->row;

@@ -267,8 +267,11 @@ Status AttentionThunk::Execute(const ThunkExecuteParams& params) const {
                             params.buffers->Get(output_), ws, *params.stream, lse);
   }
   if (!plan_) return FailedPrecondition("attention %", name(), " is not initialized");
+  runtime::DeviceMemory bias, mask;
+  if (desc_.has_bias) bias = params.buffers->Get(bias_);
+  if (desc_.has_mask) mask = params.buffers->Get(mask_);
   return plan_->Run(params.buffers->Get(q_), params.buffers->Get(k_), params.buffers->Get(v_),
-                    params.buffers->Get(output_), *params.stream);
+                    params.buffers->Get(output_), *params.stream, bias, mask);
 }
 
 // ---- AttentionBackward ----

@@ -109,10 +109,15 @@ class AttentionThunk : public GpuThunk {
   const libs::AttentionDesc& desc() const { return desc_; }
   // Where a desc with `stats` writes them (Note [Attention statistics]).
   void set_statistics(BufferSlice lse) { lse_ = lse; }
+  // The bias and data mask a desc with them reads (Note [Attention bias and masks]).
+  void set_bias_and_mask(BufferSlice bias, BufferSlice mask) {
+    bias_ = bias;
+    mask_ = mask;
+  }
 
  private:
   libs::AttentionDesc desc_;
-  BufferSlice q_, k_, v_, output_, lse_;
+  BufferSlice q_, k_, v_, output_, lse_, bias_, mask_;
   std::unique_ptr<GpuThunk> fallback_;
   std::optional<libs::AttentionKernelConfig> tuned_;
   int64_t cudnn_index_;

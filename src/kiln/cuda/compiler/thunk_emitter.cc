@@ -359,6 +359,9 @@ class Emitter {
         auto t = std::make_unique<AttentionThunk>(instr.name(), *d, ops.at(c.q.operand), ops.at(c.k.operand),
                                                   ops.at(c.v.operand), leaves[0], std::move(fallback), flash, cudnn_plan);
         if (c.stats) t->set_statistics(leaves[1]);
+        if (c.has_bias || c.has_mask)
+          t->set_bias_and_mask(c.has_bias ? ops.at(c.bias.operand) : BufferSlice{},
+                               c.has_mask ? ops.at(c.mask_view.operand) : BufferSlice{});
         out.push_back(std::move(t));
         return OkStatus();
       }

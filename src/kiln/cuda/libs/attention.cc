@@ -24,7 +24,21 @@ struct AttentionParams {
   int q_len, kv_len;
   float scale_log2;
   int causal;
+  // Note [Attention bias and masks]
+  const void* bias;
+  const unsigned char* mask;
+  long long bias_batch[3], mask_batch[3];
+  long long bias_row, bias_col, mask_row, mask_col;
+  float scale, bias_scale, mask_fill;
 };
+
+// Buffer elements a [b..., row, key] view reaches.
+int64_t ExtentOfScores(const AttentionDesc& d, const AttentionDesc::Operand& o) {
+  if (d.q_len == 0 || d.kv_len == 0 || d.batch_count() == 0) return 0;
+  int64_t last = o.offset + (d.q_len - 1) * o.row + (d.kv_len - 1) * o.element;
+  for (int i = 0; i < kAttentionMaxBatchDims; ++i) last += (d.batch[i] - 1) * o.batch[i];
+  return last + 1;
+}
 
 uint32_t SharedBytes(const AttentionDesc& d, const AttentionKernelConfig& c) {
   return static_cast<uint32_t>((16 * c.mt * c.warps + 2 * c.block_n) * d.head_dim * PrimitiveByteWidth(d.type));
@@ -46,7 +60,7 @@ int64_t AttentionDesc::ExtentOf(const Operand& o, int64_t rows) const {
 
 double AttentionDesc::Flops() const {
   double pairs = static_cast<double>(q_len) * static_cast<double>(kv_len);
-  if (causal) {
+  if (causal && !has_mask) {  // with a data mask every tile is processed
     pairs = 0;
     for (int64_t i = 0; i < q_len; ++i) pairs += static_cast<double>(std::clamp<int64_t>(i + causal_offset + 1, 0, kv_len));
   }
@@ -56,7 +70,9 @@ double AttentionDesc::Flops() const {
 std::string AttentionDesc::ToString() const {
   return StrCat("attention ", PrimitiveTypeName(type), " batch ", batch[0], "x", batch[1], "x", batch[2], " q ", q_len,
                 " kv ", kv_len, " d ", head_dim, " scale ", scale, causal ? StrCat(" causal ", causal_offset) : "",
-                " q", OperandString(q), " k", OperandString(k), " v", OperandString(v), " out", OperandString(out));
+                " q", OperandString(q), " k", OperandString(k), " v", OperandString(v), " out", OperandString(out),
+                has_bias ? StrCat(" bias ", PrimitiveTypeName(bias_type), OperandString(bias), " x", bias_scale) : "",
+                has_mask ? StrCat(" data mask", OperandString(mask), " fill ", mask_fill) : "");
 }
 
 std::string AttentionKernelConfig::ToString() const { return StrCat("w", warps, ".m", mt, ".n", block_n); }
@@ -91,8 +107,15 @@ Status CheckAttentionSupported(const AttentionDesc& d, int compute_capability_ma
     return Unimplemented("attention kernel: batch dimensions past 2^30");
   if (!(d.scale > 0) || !std::isfinite(d.scale))
     return Unimplemented("attention kernel: scale ", d.scale, " (positive and finite)");
-  if (d.causal && d.causal_offset < 0)
+  if (d.causal && d.causal_offset < 0 && !d.has_mask)
     return Unimplemented("attention kernel: a causal offset below 0 (fully masked rows)");
+  if (d.has_bias && d.bias_type != PrimitiveType::kF32 && d.bias_type != PrimitiveType::kBF16 &&
+      d.bias_type != PrimitiveType::kF16)
+    return Unimplemented("attention kernel: a ", PrimitiveTypeName(d.bias_type), " bias (f32, bf16 or f16)");
+  if (d.has_bias && !std::isfinite(d.bias_scale)) return Unimplemented("attention kernel: bias scale ", d.bias_scale);
+  for (const AttentionDesc::Operand* o : {&d.bias, &d.mask})
+    if (o->offset < 0 || o->row < 0 || o->element < 0 || o->batch[0] < 0 || o->batch[1] < 0 || o->batch[2] < 0)
+      return Unimplemented("attention kernel: negative bias or mask strides");
   for (const AttentionDesc::Operand* o : {&d.q, &d.k, &d.v, &d.out}) {
     bool aligned = o->offset % 8 == 0 && o->row % 8 == 0;
     for (int i = 0; i < kAttentionMaxBatchDims; ++i) aligned = aligned && o->batch[i] % 8 == 0;
@@ -134,7 +157,12 @@ NvrtcRequest AttentionKernelRequest(const AttentionDesc& desc, const AttentionKe
   request.options = {StrCat("-DKILN_D=", desc.head_dim), StrCat("-DKILN_WARPS=", config.warps),
                      StrCat("-DKILN_MT=", config.mt),
                      StrCat("-DKILN_BN=", config.block_n),
-                     StrCat("-DKILN_F16=", desc.type == PrimitiveType::kF16 ? 1 : 0)};
+                     StrCat("-DKILN_F16=", desc.type == PrimitiveType::kF16 ? 1 : 0),
+                     StrCat("-DKILN_BIAS=", !desc.has_bias                              ? 0
+                                            : desc.bias_type == PrimitiveType::kF32  ? 1
+                                            : desc.bias_type == PrimitiveType::kBF16 ? 2
+                                                                                     : 3),
+                     StrCat("-DKILN_MASK=", desc.has_mask ? 1 : 0)};
   return request;
 }
 
@@ -159,7 +187,8 @@ StatusOr<std::unique_ptr<AttentionPlan>> AttentionPlan::Create(const AttentionDe
 }
 
 Status AttentionPlan::Run(runtime::DeviceMemory q, runtime::DeviceMemory k, runtime::DeviceMemory v,
-                          runtime::DeviceMemory out, runtime::Stream& stream) const {
+                          runtime::DeviceMemory out, runtime::Stream& stream, runtime::DeviceMemory bias,
+                          runtime::DeviceMemory mask) const {
   const AttentionDesc& d = desc_;
   const uint64_t w = PrimitiveByteWidth(d.type);
   struct Check {
@@ -176,7 +205,26 @@ Status AttentionPlan::Run(runtime::DeviceMemory q, runtime::DeviceMemory k, runt
     if (reinterpret_cast<uintptr_t>(c.m.ptr) % 16 != 0)
       return InvalidArgument("attention: the ", c.name, " buffer is not 16-byte aligned");
   }
+  if (d.has_bias && bias.size < static_cast<uint64_t>(ExtentOfScores(d, d.bias)) * PrimitiveByteWidth(d.bias_type))
+    return InvalidArgument("attention: the bias buffer holds ", bias.size, " bytes; its view needs ",
+                           ExtentOfScores(d, d.bias) * PrimitiveByteWidth(d.bias_type));
+  if (d.has_mask && mask.size < static_cast<uint64_t>(ExtentOfScores(d, d.mask)))
+    return InvalidArgument("attention: the mask buffer holds ", mask.size, " bytes; its view needs ",
+                           ExtentOfScores(d, d.mask));
   AttentionParams p{};
+  if (d.has_bias) p.bias = static_cast<char*>(bias.ptr) + d.bias.offset * PrimitiveByteWidth(d.bias_type);
+  if (d.has_mask) p.mask = static_cast<const unsigned char*>(mask.ptr) + d.mask.offset;
+  for (int i = 0; i < kAttentionMaxBatchDims; ++i) {
+    p.bias_batch[i] = d.bias.batch[i];
+    p.mask_batch[i] = d.mask.batch[i];
+  }
+  p.bias_row = d.bias.row;
+  p.bias_col = d.bias.element;
+  p.mask_row = d.mask.row;
+  p.mask_col = d.mask.element;
+  p.scale = static_cast<float>(d.scale);
+  p.bias_scale = static_cast<float>(d.bias_scale);
+  p.mask_fill = static_cast<float>(d.mask_fill);
   auto at = [&](const runtime::DeviceMemory& m, const AttentionDesc::Operand& o) {
     return static_cast<char*>(m.ptr) + o.offset * w;
   };

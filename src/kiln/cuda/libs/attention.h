@@ -7,7 +7,10 @@
 //
 // Problem. For every batch index b (up to three batch dimensions) and query row i:
 //   s_j   = scale * sum_d q[b,i,d] * k[b,j,d]        (f32 products of bf16/f16 inputs)
-//   s_j   = -inf where the mask drops (i, j): causal drops j > i + causal_offset
+//   s_j  += bias_scale * bias[b,i,j]                 (optional additive bias, any float type)
+//   s_j   = -inf where the mask drops (i, j): causal drops j > i + causal_offset; with a data
+//           mask (mask[b,i,j] == 0 drops too) a dropped score is mask_fill instead, and every
+//           k/v tile is processed (Note [Attention bias and masks] in passes/attention_rewriter.h)
 //   out[b,i,:] = sum_j softmax(s)_j * v[b,j,:]       (f32 softmax and accumulation)
 // Operands and the output are strided views (AttentionDesc::Operand): any batch and row strides
 // in elements, the head dimension contiguous. That is how the compiler hands over q, k and v
@@ -71,6 +74,16 @@ struct AttentionDesc {
   // the forward's output at `o` instead of running the forward again. cuDNN only.
   bool stats = false;
   Operand lse, o;
+  // Note [Attention bias and masks]: `bias` and `mask` are views [b..., row, key] whose
+  // `element` is the key's stride (any strides, zero where they broadcast); the flash kernel
+  // only. mask elements are pred bytes.
+  bool has_bias = false;
+  PrimitiveType bias_type = PrimitiveType::kF32;
+  Operand bias;
+  double bias_scale = 1.0;
+  bool has_mask = false;
+  Operand mask;
+  double mask_fill = -1e30;
 
   int64_t batch_count() const { return batch[0] * batch[1] * batch[2]; }
   // Buffer elements an operand's view reaches (the largest index + 1).
@@ -106,8 +119,10 @@ class AttentionPlan {
   static StatusOr<std::unique_ptr<AttentionPlan>> Create(const AttentionDesc& desc, CudaDevice& device,
                                                          const AttentionKernelConfig& config);
   // Enqueues the kernel; the buffers hold the operands' elements as AttentionDesc says.
+  // `bias` and `mask`: the desc's bias and data mask buffers (ignored without them).
   Status Run(runtime::DeviceMemory q, runtime::DeviceMemory k, runtime::DeviceMemory v,
-             runtime::DeviceMemory out, runtime::Stream& stream) const;
+             runtime::DeviceMemory out, runtime::Stream& stream, runtime::DeviceMemory bias = {},
+             runtime::DeviceMemory mask = {}) const;
   const AttentionDesc& desc() const { return desc_; }
   const AttentionKernelConfig& config() const { return config_; }
 

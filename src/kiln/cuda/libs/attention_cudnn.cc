@@ -240,6 +240,7 @@ void SetMask(Attributes& options, const AttentionDesc& d) {
 // forward desc with `stats` writes O and the statistics at their views.
 StatusOr<std::shared_ptr<fe::graph::Graph>> BuildGraph(const AttentionDesc& d, cudnnHandle_t handle,
                                                        bool stats_too = false) {
+  if (d.has_bias || d.has_mask) return Unimplemented("cudnn sdpa: an additive bias or a data mask (the flash kernel runs those)");
   if (d.type != PrimitiveType::kBF16 && d.type != PrimitiveType::kF16)
     return Unimplemented("cudnn sdpa: ", PrimitiveTypeName(d.type), " (bf16 or f16)");
   if (d.causal && d.causal_offset != 0 && d.causal_offset != d.kv_len - d.q_len)

@@ -5,6 +5,11 @@
 //   KILN_MT      m16 tiles of query rows per warp (1 or 2): a warp owns 16*KILN_MT rows
 //   KILN_BN      k/v rows per tile (64 or 128)
 //   KILN_F16     1: f16 inputs, 0: bf16
+//   KILN_BIAS    0: no bias; an additive bias of 1: f32, 2: bf16, 3: f16
+//   KILN_MASK    1: a data mask (pred bytes); dropped scores are the fill, no tile is skipped
+// With a bias or a data mask the softmax runs on x = scale*s + bias_scale*bias in natural units
+// (exp2 of (x - max) * log2 e), so that a fill of -2.4e38 stays finite until the subtraction;
+// otherwise on the raw scores with the scale folded into one FFMA.
 //
 // Fragment layouts are those of mma.sync.m16n8k16 (PTX ISA, "Matrix Fragments for mma.m16n8k16"):
 // with g = lane / 4 and t = lane % 4, an A fragment holds rows g and g+8, columns 2t, 2t+1 and
@@ -40,7 +45,36 @@ struct AttentionParams {
   int q_len, kv_len;
   float scale_log2;  // scale * log2(e)
   int causal;
+  const void* bias;
+  const unsigned char* mask;
+  long long bias_batch[3], mask_batch[3];
+  long long bias_row, bias_col, mask_row, mask_col;
+  float scale, bias_scale, mask_fill;
 };
+
+#ifndef KILN_BIAS
+#define KILN_BIAS 0
+#endif
+#ifndef KILN_MASK
+#define KILN_MASK 0
+#endif
+#define KILN_EXTRA (KILN_BIAS != 0 || KILN_MASK != 0)
+#define L2E 1.4426950408889634f
+
+#if KILN_BIAS
+__device__ __forceinline__ float load_bias(const void* base, long long at) {
+#if KILN_BIAS == 1
+  return reinterpret_cast<const float*>(base)[at];
+#elif KILN_BIAS == 2
+  return __uint_as_float(((u32)reinterpret_cast<const unsigned short*>(base)[at]) << 16);
+#else
+  float r;
+  const unsigned short h = reinterpret_cast<const unsigned short*>(base)[at];
+  asm("cvt.f32.f16 %0, %1;\n" : "=f"(r) : "h"(h));
+  return r;
+#endif
+}
+#endif
 
 __device__ __forceinline__ u32 smem_addr(const void* p) {
   return (u32)__cvta_generic_to_shared(p);
@@ -127,9 +161,15 @@ kiln_flash_attention_fwd(const AttentionParams p) {
   const elem_t* v = p.v + b0 * p.v_batch[0] + b1 * p.v_batch[1] + b2 * p.v_batch[2];
   elem_t* o = p.o + b0 * p.o_batch[0] + b1 * p.o_batch[1] + b2 * p.o_batch[2] + (long long)m0 * p.o_row;
   const int q_valid = min(BM, p.q_len - m0);
+#if KILN_BIAS
+  const long long bias_b = b0 * p.bias_batch[0] + b1 * p.bias_batch[1] + b2 * p.bias_batch[2];
+#endif
+#if KILN_MASK
+  const unsigned char* mask_b = p.mask + b0 * p.mask_batch[0] + b1 * p.mask_batch[1] + b2 * p.mask_batch[2];
+#endif
 
   int n_end = p.kv_len;
-  if (p.causal) {
+  if (p.causal && !KILN_MASK) {
     const long long last = (long long)m0 + BM - 1 + p.causal_offset + 1;  // keys < last
     if (last < n_end) n_end = last < 0 ? 0 : (int)last;
   }
@@ -209,6 +249,62 @@ kiln_flash_attention_fwd(const AttentionParams p) {
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       const int r_lo = m0 + (warp * MT + mt) * 16 + (lane >> 2);  // rows r_lo and r_lo + 8
+#if KILN_EXTRA
+      (void)need_mask;
+      (void)sl2;
+      // x = scale*s + bias, the fill where dropped (Note [Attention bias and masks]); columns
+      // past kv_len and rows past q_len do not exist (-inf).
+#pragma unroll
+      for (int nt = 0; nt < BN / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = n0 + nt * 8 + (lane & 3) * 2 + (e & 1);
+          const int row = r_lo + (e >> 1) * 8;
+          float x = s[mt][nt][e] * p.scale;
+          if (col >= p.kv_len || row >= p.q_len) {
+            x = NEG_INF;
+          } else {
+#if KILN_BIAS
+            x = fmaf(p.bias_scale, load_bias(p.bias, bias_b + (long long)row * p.bias_row + (long long)col * p.bias_col), x);
+#endif
+            bool kept = !(p.causal && (long long)col > (long long)row + p.causal_offset);
+#if KILN_MASK
+            kept = kept && mask_b[(long long)row * p.mask_row + (long long)col * p.mask_col] != 0;
+            if (!kept) x = p.mask_fill;
+#else
+            if (!kept) x = NEG_INF;
+#endif
+          }
+          s[mt][nt][e] = x;
+        }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = NEG_INF;
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_max[mt][h], mx);
+        const float m_use = m_new == NEG_INF ? 0.f : m_new;
+        const float alpha = fast_exp2((row_max[mt][h] - m_use) * L2E);
+        row_max[mt][h] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < BN / 8; ++nt) {
+          const float e0 = fast_exp2((s[mt][nt][2 * h] - m_use) * L2E);
+          const float e1 = fast_exp2((s[mt][nt][2 * h + 1] - m_use) * L2E);
+          s[mt][nt][2 * h] = e0;
+          s[mt][nt][2 * h + 1] = e1;
+          sum += e0 + e1;
+        }
+        row_sum[mt][h] = row_sum[mt][h] * alpha + sum;
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+          acc[mt][dt][2 * h] *= alpha;
+          acc[mt][dt][2 * h + 1] *= alpha;
+        }
+      }
+#else
       if (need_mask) {
 #pragma unroll
         for (int nt = 0; nt < BN / 8; ++nt)
@@ -247,6 +343,7 @@ kiln_flash_attention_fwd(const AttentionParams p) {
           acc[mt][dt][2 * h + 1] *= alpha;
         }
       }
+#endif  // KILN_EXTRA
 #pragma unroll
       for (int kk = 0; kk < BN / 16; ++kk) {
         pf[mt][kk][0] = pack2(s[mt][2 * kk][0], s[mt][2 * kk][1]);
@@ -285,7 +382,8 @@ kiln_flash_attention_fwd(const AttentionParams p) {
       float l = row_sum[mt][h];
       l += __shfl_xor_sync(0xffffffffu, l, 1);
       l += __shfl_xor_sync(0xffffffffu, l, 2);
-      const float inv = l > 0.f ? 1.f / l : 0.f;
+      // A row with no kept key under a -inf fill is NaN in the HLO (exp(-inf - -inf)).
+      const float inv = l > 0.f ? 1.f / l : (KILN_MASK ? __int_as_float(0x7fc00000) : 0.f);
       const int row = (warp * MT + mt) * 16 + (lane >> 2) + h * 8;
       if (row < q_valid) {
         elem_t* dst = o + (long long)row * p.o_row + (lane & 3) * 2;

@@ -99,6 +99,24 @@ TEST_F(KernelCompileTest, AttentionKernelInEveryConfig) {
     }
 }
 
+// Note [Attention bias and masks]: each bias type, with and without a data mask, and a mask alone.
+TEST_F(KernelCompileTest, AttentionKernelWithBiasAndMask) {
+  for (int64_t dim : {64, 128})
+    for (int bias = 0; bias < 4; ++bias)
+      for (bool mask : {false, true}) {
+        if (bias == 0 && !mask) continue;
+        AttentionDesc d;
+        d.type = PrimitiveType::kBF16;
+        d.head_dim = dim;
+        d.has_bias = bias != 0;
+        d.bias_type = bias == 1 ? PrimitiveType::kF32 : bias == 2 ? PrimitiveType::kBF16 : PrimitiveType::kF16;
+        d.has_mask = mask;
+        const AttentionKernelConfig c = DefaultAttentionConfig(d);
+        SCOPED_TRACE(StrCat("d", dim, " bias ", bias, " mask ", mask, " ", c.ToString()));
+        ExpectKernels(AttentionKernelRequest(d, c), {"kiln_flash_attention_fwd"});
+      }
+}
+
 TEST(AttentionDescTest, RefusesWhatTheKernelDoesNotRun) {
   AttentionDesc d;
   d.batch[0] = 2;
