@@ -253,7 +253,8 @@ StatusOr<CompiledHsaco> HsacoCompiler::Compile(const HsacoSource& source, std::s
     compiler = StrCat("hiprtc ", rtc->Version(), " (", rtc->library.path(), ")");
   } else {
     KILN_ASSIGN_OR_RETURN(compiler, ClangVersion());
-    compiler += StrCat(" (", options_.clang, ", ", DeviceLibDirFor(arch), ", co v", options_.code_object_version, ")");
+    compiler += StrCat(" (", options_.clang, ", ", DeviceLibDirFor(arch), ", code object ",
+                      options_.code_object_version == 0 ? std::string("default") : StrCat("v", options_.code_object_version), ")");
   }
   std::string key;
   if (cache_ != nullptr) {

@@ -1,5 +1,6 @@
 #include "kiln/rocm/rocm_kernel_compiler.h"
 
+#include <cctype>
 #include <set>
 
 #include "kiln/base/strings.h"
@@ -39,6 +40,41 @@ StatusOr<HsacoSource> BatchKernelSource(std::span<const codegen::KernelSpec> ker
     out.source += StrCat("\nnamespace kiln_kernel_", i, " {  // %", k.name, "\n", body, "\n}  // namespace kiln_kernel_", i, "\n");
   }
   return out;
+}
+
+namespace {
+bool IsIdentChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+// Replaces whole-identifier occurrences of `from` in `text`.
+void ReplaceIdentifier(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t p = text.find(from); p != std::string::npos; p = text.find(from, p)) {
+    const bool starts = p == 0 || !IsIdentChar(text[p - 1]);
+    const bool ends = p + from.size() >= text.size() || !IsIdentChar(text[p + from.size()]);
+    if (starts && ends) {
+      text.replace(p, from.size(), to);
+      p += to.size();
+    } else {
+      p += from.size();
+    }
+  }
+}
+}  // namespace
+
+int MakeEntriesUnique(std::vector<codegen::KernelSpec>& kernels) {
+  std::set<std::string> taken;
+  int renamed = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    codegen::KernelSpec& k = kernels[i];
+    for (const std::string& e : k.Entries()) {
+      if (taken.insert(e).second) continue;
+      const std::string fresh = StrCat(e, "_k", i);
+      ReplaceIdentifier(k.source, e, fresh);
+      for (codegen::KernelLaunch& l : k.launches)
+        if (l.entry == e) l.entry = fresh;
+      taken.insert(fresh);
+      ++renamed;
+    }
+  }
+  return renamed;
 }
 
 StatusOr<codegen::CompiledKernel> RocmKernelCompiler::Compile(const codegen::KernelSpec& kernel,

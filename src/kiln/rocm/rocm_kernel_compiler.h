@@ -13,6 +13,7 @@
 #pragma once
 
 #include <span>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -30,6 +31,11 @@ namespace kiln::rocm {
 // entries are then C++ names, mangled with their kernel's namespace).
 StatusOr<HsacoSource> BatchKernelSource(std::span<const codegen::KernelSpec> kernels, std::string name,
                                         bool c_linkage = true);
+
+// Renames entry points that repeat an earlier kernel's (kernels of different computations can
+// share one: "loop_fusion") to `<entry>_k<index>`, in the source (whole identifiers only) and in
+// the launches, so that the kernels can share one code object. Returns how many were renamed.
+int MakeEntriesUnique(std::vector<codegen::KernelSpec>& kernels);
 
 class RocmKernelCompiler final : public codegen::KernelCompiler {
  public:
