@@ -143,7 +143,14 @@ class RocmBackend final : public Backend {
     if (options.threads > 0) o.compile_threads = options.threads;
     std::unique_ptr<HloModule> lowered = CloneModule(module);
     KILN_RETURN_IF_ERROR(LowerShardMap(*lowered).status());
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<RocmCompiledModule> c, RocmCompiler::Compile(std::move(lowered), o));
+    StatusOr<std::unique_ptr<RocmCompiledModule>> compiled = RocmCompiler::Compile(std::move(lowered), o);
+    if (!compiled.ok()) {
+      // The tool names the backend already ("kiln: rocm: ..."): no second "rocm: ".
+      std::string_view m = compiled.status().message();
+      if (m.rfind("rocm: ", 0) == 0) m.remove_prefix(6);
+      return Status(compiled.status().code(), std::string(m));
+    }
+    std::unique_ptr<RocmCompiledModule> c = std::move(compiled).value();
     const RocmCompileStats& st = c->stats;
     report.compile_seconds = st.compile_seconds;
     report.memory = st.memory;
