@@ -25,6 +25,10 @@ BUILD_DIR=${KILN_BUILD_DIR:-$ROOT/build-release}
 JOBS=${KILN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 PACKAGES=(cmake ninja-build g++ libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
           libeigen3-dev zlib1g-dev ccache python3-dev python3-venv python3-pip)
+# The ROCm backend's build and compile tests (docs/rocm.md): Debian 12's HIP 5.2 runtime, hipRTC
+# and comgr, its device libraries, and clang-19 (gfx942) with lld. Headers Debian 12 lacks come
+# from rocm_sdk below.
+ROCM_PACKAGES=(libamdhip64-dev rocm-device-libs libamd-comgr-dev clang-19 lld-19 llvm-19)
 # The fuzz command's compiler: clang and its libFuzzer/sanitizer runtime (Debian 12: LLVM 14).
 FUZZ_PACKAGES=(clang libclang-rt-14-dev)
 
@@ -50,6 +54,42 @@ install_packages() {
 
 VENV=$BUILD_DIR/python-venv
 
+# rocm_sdk: the HIP 6.x, rocBLAS, hipBLASLt and MIOpen headers and the gfx942-capable device
+# libraries, from Debian's newer suites (trixie, sid) through a private apt configuration (its
+# own lists and cache under the build directory; the system's apt state is untouched), unpacked
+# with dpkg -x into $BUILD_DIR/rocm-sdk/root, never installed (about 1 MB; their libraries need
+# a newer libc than Debian 12's). CMake finds them there (cmake/kiln_rocm.cmake); without them
+# the ROCm parts are skipped, and configure says why.
+ROCM_SDK_DEBS=(rocm-device-libs-17/trixie libamdhip64-dev/sid libmiopen-dev/sid libhipblaslt-dev/sid
+               librocblas-dev/sid libhipblas-dev/sid libhipblas-common-dev/sid)
+rocm_sdk() {
+  local w=$BUILD_DIR/rocm-sdk
+  [ -f "$w/root/usr/include/hip/hip_version.h" ] && return 0
+  if [ "${KILN_NO_INSTALL:-0}" = 1 ]; then
+    say "KILN_NO_INSTALL=1: ROCm headers not fetched; the ROCm parts will be skipped"
+    return 0
+  fi
+  local src=/etc/apt/sources.list.d/debian.sources
+  if [ ! -f "$src" ]; then
+    say "no $src: cannot fetch the ROCm headers; the ROCm parts will be skipped"
+    return 0
+  fi
+  say "fetching the ROCm headers and device libraries (${ROCM_SDK_DEBS[*]}) into $w"
+  mkdir -p "$w/parts" "$w/lists/partial" "$w/cache/archives/partial" "$w/debs"
+  awk 'BEGIN{RS="";ORS="\n\n"} NR==1' "$src" | sed 's/^Suites:.*/Suites: trixie sid/' > "$w/parts/newer.sources"
+  local o=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$w/parts" -o "Dir::State::Lists=$w/lists"
+           -o "Dir::Cache=$w/cache" -o APT::Sandbox::User=root)
+  if ! apt-get "${o[@]}" update -qq >"$w/apt.log" 2>&1 ||
+     ! (cd "$w/debs" && apt-get "${o[@]}" download "${ROCM_SDK_DEBS[@]}" >>"$w/apt.log" 2>&1); then
+    say "fetching the ROCm headers failed (see $w/apt.log); the ROCm parts will be skipped"
+    return 0
+  fi
+  rm -rf "$w/root"
+  for f in "$w"/debs/*.deb; do dpkg -x "$f" "$w/root"; done
+  ls "$w/debs" > "$w/versions.txt"  # sid moves on: what came is logged
+  say "ROCm headers: $(tr '\n' ' ' < "$w/versions.txt")"
+}
+
 # The venv the Python extension is built for and its tests run in: the system's site packages
 # (jax, numpy where installed) plus python/requirements-dev.txt. With KILN_NO_INSTALL=1 an
 # existing venv is used as it is, and without one the extension is left out.
@@ -69,7 +109,8 @@ python_env() {
 
 # build [TARGET...]: everything by default.
 build() {
-  install_packages "${PACKAGES[@]}"
+  install_packages "${PACKAGES[@]}" "${ROCM_PACKAGES[@]}"
+  rocm_sdk
   python_env
   local python_args=()
   [ -x "$VENV/bin/python" ] && python_args=(-DKILN_BUILD_PYTHON=ON "-DPython_EXECUTABLE:FILEPATH=$VENV/bin/python")

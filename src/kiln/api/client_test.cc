@@ -61,9 +61,9 @@ TEST(ClientTest, PlatformsAndDeviceNames) {
   for (const PlatformInfo& p : TheClient().Platforms()) {
     interpreter |= p.name == "interpreter" && p.built && p.devices.size() == 1;
     cpu |= p.name == "cpu" && p.built && p.devices.size() == 1;
-    if (p.name == "rocm") {
-      EXPECT_FALSE(p.built);
+    if (p.name == "rocm") {  // not built, or built with no AMD GPU to run on (kiln's machines)
       EXPECT_FALSE(p.status.ok());
+      EXPECT_TRUE(p.devices.empty());
     }
   }
   EXPECT_TRUE(interpreter);

@@ -23,6 +23,9 @@ nlohmann::json DeviceKeyJson(const runtime::DeviceDescription& d) {
       {"driver_version", d.driver_version},
       {"runtime_version", d.runtime_version},
   };
+  // Named architectures (ROCm's gfx942): a driver-reported target that the numbers above do not
+  // pin down. Absent for the others, whose keys stay as they were.
+  if (!d.gpu_arch.empty()) j["gpu_arch"] = d.gpu_arch;
   if (d.platform != "host") {
     j["core_clock_khz"] = d.core_clock_khz;
     j["memory_clock_khz"] = d.memory_clock_khz;

@@ -2,7 +2,7 @@
 //
 // A result is valid for exactly one
 //   - device: everything about it that changes which config is fastest or valid (see
-//     DeviceKeyJson: name, compute capability, multiprocessors, clocks, memory size, bus width
+//     DeviceKeyJson: name, compute capability or gfx architecture, multiprocessors, clocks, memory size, bus width
 //     and bandwidth, L2, shared memory, driver/runtime/library versions; never the UUID or PCI
 //     address, so identical GPUs share entries);
 //   - backend set: every backend's name and version, in the factory's order (a library

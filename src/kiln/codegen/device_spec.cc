@@ -31,6 +31,31 @@ DeviceSpec Make(const char* name, int major, int minor, int sms, int threads_per
   return s;
 }
 
+// AMD CDNA parts: 64-lane wavefronts, 64 KiB of LDS per workgroup and per CU (no opt-in), up
+// to 32 waves (2048 threads) per CU, 512 VGPRs x 64 lanes x 4 SIMDs per CU (VGPRs and AGPRs
+// together). `l2` is the L2 of the whole device (MI300X: 4 MiB per XCD, 8 XCDs).
+DeviceSpec Amd(const char* name, const char* gfx, int cus, int64_t l2, double bw) {
+  DeviceSpec s;
+  s.name = name;
+  s.dialect = GpuDialect::kHip;
+  s.gfx_arch = gfx;
+  s.compute_capability_major = 0;
+  s.compute_capability_minor = 0;
+  s.sm_count = cus;
+  s.warp_size = 64;
+  s.max_threads_per_block = 1024;
+  s.max_threads_per_sm = 2048;
+  s.max_blocks_per_sm = 32;
+  s.shared_memory_per_block = 64 * 1024;
+  s.shared_memory_per_block_optin = 64 * 1024;
+  s.shared_memory_per_sm = 64 * 1024;
+  s.registers_per_sm = 512 * 64 * 4;
+  s.registers_per_block = 512 * 64;
+  s.l2_cache_bytes = l2;
+  s.memory_bandwidth_bytes_per_s = bw;
+  return s;
+}
+
 // Vendor datasheet numbers (SXM parts); the H200's L2 as the driver reports it.
 const std::vector<Preset>& Presets() {
   static const auto* presets = new std::vector<Preset>{
@@ -46,6 +71,10 @@ const std::vector<Preset>& Presets() {
        Make("H200 (sm_90)", 9, 0, 132, 2048, 32, 227 * 1024, 228 * 1024, 60 << 20, 4.8e12)},
       {{"sm_100", "b200", nullptr},
        Make("sm_100 (B200)", 10, 0, 148, 2048, 32, 227 * 1024, 228 * 1024, 126 << 20, 8.0e12)},
+      {{"gfx90a", "mi250x", nullptr},
+       Amd("gfx90a (MI250X, one GCD)", "gfx90a", 110, 8 << 20, 1.6384e12)},
+      {{"gfx942", "mi300x", nullptr},
+       Amd("gfx942 (MI300X)", "gfx942", 304, 32 << 20, 5.3e12)},
   };
   return *presets;
 }
@@ -58,7 +87,12 @@ std::string Lower(std::string_view s) {
 
 }  // namespace
 
+std::string_view GpuDialectName(GpuDialect dialect) {
+  return dialect == GpuDialect::kHip ? "hip" : "cuda";
+}
+
 std::string DeviceSpec::arch() const {
+  if (dialect == GpuDialect::kHip) return gfx_arch;
   return StrCat("sm_", compute_capability_major, compute_capability_minor);
 }
 
@@ -66,6 +100,7 @@ std::string DeviceSpec::ToString() const {
   std::ostringstream os;
   os << "name: " << name << "\n"
      << "arch: " << arch() << "\n"
+     << (is_hip() ? "dialect: hip\n" : "")
      << "sm_count: " << sm_count << "\n"
      << "warp_size: " << warp_size << "\n"
      << "max_threads_per_block: " << max_threads_per_block << "\n"
@@ -83,18 +118,30 @@ std::string DeviceSpec::ToString() const {
 
 DeviceSpec DeviceSpec::FromDescription(const runtime::DeviceDescription& d) {
   DeviceSpec s;
-  // Start from the preset of the same compute capability (or the closest older one).
-  int cc = d.compute_capability_major * 10 + d.compute_capability_minor;
-  int best = -1;
-  for (const Preset& p : Presets()) {
-    int pcc = p.spec.compute_capability_major * 10 + p.spec.compute_capability_minor;
-    if (pcc <= cc && pcc > best && std::string(p.names[0]).rfind("sm_", 0) == 0) {
-      best = pcc;
-      s = p.spec;
+  if (d.platform == "rocm" || d.gpu_arch.rfind("gfx", 0) == 0) {
+    s = Presets().front().spec;
+    for (const Preset& p : Presets())
+      if (p.spec.is_hip() && (d.gpu_arch.empty() ? p.spec.gfx_arch == "gfx90a" : p.spec.gfx_arch == d.gpu_arch))
+        s = p.spec;
+    if (!s.is_hip()) {  // an AMD architecture without a preset: gfx90a's limits, its own target
+      for (const Preset& p : Presets())
+        if (p.spec.gfx_arch == "gfx90a") s = p.spec;
+      s.gfx_arch = d.gpu_arch;
+    }
+  } else {
+    // Start from the preset of the same compute capability (or the closest older one).
+    int cc = d.compute_capability_major * 10 + d.compute_capability_minor;
+    int best = -1;
+    for (const Preset& p : Presets()) {
+      int pcc = p.spec.compute_capability_major * 10 + p.spec.compute_capability_minor;
+      if (pcc <= cc && pcc > best && std::string(p.names[0]).rfind("sm_", 0) == 0) {
+        best = pcc;
+        s = p.spec;
+      }
     }
   }
   if (!d.name.empty()) s.name = d.name;
-  if (d.compute_capability_major > 0) {
+  if (d.compute_capability_major > 0 && !s.is_hip()) {
     s.compute_capability_major = d.compute_capability_major;
     s.compute_capability_minor = d.compute_capability_minor;
   }
@@ -122,14 +169,15 @@ StatusOr<DeviceSpec> DeviceSpec::FromPreset(std::string_view name) {
   for (const Preset& p : Presets())
     for (const char* pn : p.names)
       if (pn != nullptr && n == pn) return p.spec;
-  return NotFound("no device preset named '", name, "'; known: ", StrJoin(PresetNames(), ", "));
+  return NotFound("no device preset named '", name, "'; known: ", StrJoin(PresetNames(), ", "), ", ",
+                  StrJoin(PresetNames(GpuDialect::kHip), ", "));
 }
 
-std::vector<std::string> DeviceSpec::PresetNames() {
+std::vector<std::string> DeviceSpec::PresetNames(GpuDialect dialect) {
   std::vector<std::string> names;
   for (const Preset& p : Presets())
     for (const char* pn : p.names)
-      if (pn != nullptr) names.push_back(pn);
+      if (pn != nullptr && p.spec.dialect == dialect) names.push_back(pn);
   return names;
 }
 

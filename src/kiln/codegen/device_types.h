@@ -75,7 +75,10 @@ std::string IntLiteral(int64_t v, PrimitiveType t);   // t: integral (not pred)
 std::string NarrowFloatName(PrimitiveType t);
 
 // The shared header every generated kernel includes, and its include name.
+// CodegenPrelude is CUDA C++; CodegenHipPrelude the same helpers in the HIP dialect (Note [HIP
+// dialect] in prelude.cc), under the same include name.
 const char* CodegenPreludeName();  // "kiln_codegen.cuh"
 const std::string& CodegenPrelude();
+const std::string& CodegenHipPrelude();
 
 }  // namespace kiln::codegen

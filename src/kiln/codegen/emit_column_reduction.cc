@@ -77,7 +77,7 @@ StatusOr<KernelSpec> EmitColumnReduction(const HloInstruction& instr, const Devi
   const bool col_guard = K2 % (32 * V) != 0;
   if (XB * K1 > INT32_MAX) return Unimplemented("column reduction: grid too large");
 
-  KernelAssembler ka(plan.view, "column_reduction", c);
+  KernelAssembler ka(plan.view, "column_reduction", c, device.dialect);
   const std::string base = SanitizeIdentifier(instr.name());
   CodeBuilder code(ka.index_type());
   ElementalEmitter em(ka.source(), code);

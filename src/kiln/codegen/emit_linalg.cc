@@ -111,7 +111,8 @@ runtime::LaunchDims Dims(int64_t threads, int block, int64_t grid_y = 1) {
   return d;
 }
 
-StatusOr<KernelSpec> EmitBlockedCholesky(const HloInstruction& instr, const KernelConfig& c) {
+StatusOr<KernelSpec> EmitBlockedCholesky(const HloInstruction& instr, const KernelConfig& c,
+                                         const DeviceSpec& device) {
   const Shape& s = instr.operand(0)->shape();
   const PrimitiveType t = s.element_type();
   const int64_t n = s.dimensions(s.rank() - 1);
@@ -120,7 +121,7 @@ StatusOr<KernelSpec> EmitBlockedCholesky(const HloInstruction& instr, const Kern
     return Unimplemented("cholesky %", instr.name(), ": blocked kernels take at most ", kMaxBlockedBatch,
                          " matrices");
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
-  KernelAssembler ka(view, "cholesky", c);
+  KernelAssembler ka(view, "cholesky", c, device.dialect);
   ka.MarkRead(0);
   const int wbytes = IsComplexType(t) ? 16 : 8;
   const int64_t lbytes = batch * n * n * wbytes;
@@ -237,7 +238,8 @@ std::string TriangleMacros(const TriangularSolveOptions& o, const std::string& K
   return b;
 }
 
-StatusOr<KernelSpec> EmitBlockedTriangularSolve(const HloInstruction& instr, const KernelConfig& c) {
+StatusOr<KernelSpec> EmitBlockedTriangularSolve(const HloInstruction& instr, const KernelConfig& c,
+                                                const DeviceSpec& device) {
   const Shape& as = instr.operand(0)->shape();
   const Shape& bs = instr.operand(1)->shape();
   const PrimitiveType t = as.element_type();
@@ -249,7 +251,7 @@ StatusOr<KernelSpec> EmitBlockedTriangularSolve(const HloInstruction& instr, con
                          kMaxBlockedBatch, " systems");
   const TriangularSolveOptions& o = instr.attrs().triangular_solve_options;
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
-  KernelAssembler ka(view, "triangular_solve", c);
+  KernelAssembler ka(view, "triangular_solve", c, device.dialect);
   ka.MarkRead(0);
   ka.MarkRead(1);
   const int wbytes = IsComplexType(t) ? 16 : 8;
@@ -401,9 +403,9 @@ StatusOr<KernelSpec> EmitCholesky(const HloInstruction& instr, const DeviceSpec&
   Status st = OkStatus();
   const KernelConfig c = ResolveBlock(config, device, n, kMaxCholesky, &st);
   KILN_RETURN_IF_ERROR(st);
-  if (c.tile > 0) return EmitBlockedCholesky(instr, c);
+  if (c.tile > 0) return EmitBlockedCholesky(instr, c, device);
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
-  KernelAssembler ka(view, "cholesky", c);
+  KernelAssembler ka(view, "cholesky", c, device.dialect);
   ka.MarkRead(0);
   const int wbytes = IsComplexType(t) ? 16 : 8;
   const std::string scratch = ka.AddScratch(std::max<int64_t>(batch * n * n * wbytes, 16));
@@ -460,9 +462,9 @@ StatusOr<KernelSpec> EmitTriangularSolve(const HloInstruction& instr, const Devi
   Status st = OkStatus();
   const KernelConfig c = ResolveBlock(config, device, k, kMaxSolve, &st);
   KILN_RETURN_IF_ERROR(st);
-  if (c.tile > 0) return EmitBlockedTriangularSolve(instr, c);
+  if (c.tile > 0) return EmitBlockedTriangularSolve(instr, c, device);
   KILN_ASSIGN_OR_RETURN(FusionView view, MakeFusionView(instr));
-  KernelAssembler ka(view, "triangular_solve", c);
+  KernelAssembler ka(view, "triangular_solve", c, device.dialect);
   ka.MarkRead(0);
   ka.MarkRead(1);
   const int wbytes = IsComplexType(t) ? 16 : 8;

@@ -124,7 +124,7 @@ StatusOr<KernelSpec> EmitLoop(const HloInstruction& instr, const DeviceSpec& dev
   const int64_t grid = std::max<int64_t>(1, CeilDiv(vectors, int64_t{B} * U));
   if (grid > INT32_MAX) return Unimplemented("loop emitter: grid too large");
 
-  KernelAssembler ka(view, "loop", c);
+  KernelAssembler ka(view, "loop", c, device.dialect);
   CodeBuilder code(ka.index_type());
   ElementalEmitter em(ka.source(), code);
   ka.BindLeaves(em);
@@ -271,7 +271,7 @@ StatusOr<KernelSpec> EmitDynamicUpdateSliceInPlace(const HloInstruction& instr,
   const bool tail = n % V != 0;
   const int64_t grid = std::max<int64_t>(1, CeilDiv(CeilDiv(n, V), B));
 
-  KernelAssembler ka(view, "dus_in_place", c);
+  KernelAssembler ka(view, "dus_in_place", c, device.dialect);
   ka.SetInPlace(k_dus, operand);
   CodeBuilder code(ka.index_type());
   ElementalEmitter em(ka.source(), code);

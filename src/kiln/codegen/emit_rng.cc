@@ -63,7 +63,7 @@ StatusOr<KernelSpec> EmitRngBitGenerator(const HloInstruction& instr, const Devi
     return InvalidArgument("rng-bit-generator emitter: bad block size ", c.block_size);
   c.vector_width = 1;
   c.unroll = 1;
-  KernelAssembler ka(view, "rng_bit_generator", c);
+  KernelAssembler ka(view, "rng_bit_generator", c, device.dialect);
   ka.MarkRead(0);
   const std::string st = ka.operand_pointer(0), out_state = ka.output_pointer(0),
                     out = ka.output_pointer(1);

@@ -98,9 +98,11 @@ StatusOr<KernelConfig> ResolveRowConfig(const ReductionPlan& plan, const DeviceS
 namespace {
 
 // Reduces each hero of `level` across the TPR threads of a row group; leaves the result in
-// every thread and marks the heroes done.
+// every thread and marks the heroes done. `warp` is the hardware's lane count (DeviceSpec::
+// warp_size: 32 on NVIDIA GPUs, a 64-lane wavefront on AMD ones): shuffles reduce within it,
+// shared memory across warps.
 Status GroupReduce(ElementalEmitter& em, std::vector<Hero>& heroes, int level, int tpr, int rpb,
-                   const std::string& tid, const std::string& row_in_block) {
+                   const std::string& tid, const std::string& row_in_block, int warp) {
   CodeBuilder& code = em.code();
   for (Hero& h : heroes) {
     if (h.level != level) continue;
@@ -111,7 +113,7 @@ Status GroupReduce(ElementalEmitter& em, std::vector<Hero>& heroes, int level, i
       h.result.push_back(Value{red, h.types[k], code.BlockIdAt(code.depth())});
     }
   }
-  const int warp_width = std::min(tpr, 32);
+  const int warp_width = std::min(tpr, warp);
   if (warp_width > 1) {
     code.Open("for (int offset = " + std::to_string(warp_width / 2) + "; offset > 0; offset /= 2)",
               BlockKind::kLoop, "#pragma unroll");
@@ -129,8 +131,8 @@ Status GroupReduce(ElementalEmitter& em, std::vector<Hero>& heroes, int level, i
     }
     code.Close();
   }
-  if (tpr > 32) {
-    const int warps = tpr / 32;
+  if (tpr > warp) {
+    const int warps = tpr / warp;
     std::vector<std::pair<Hero*, std::vector<std::string>>> shared;
     for (Hero& h : heroes) {
       if (h.level != level) continue;
@@ -143,10 +145,10 @@ Status GroupReduce(ElementalEmitter& em, std::vector<Hero>& heroes, int level, i
       shared.push_back({&h, names});
     }
     const std::string slot = row_in_block == "0" ? "" : row_in_block + " * " + std::to_string(warps) + " + ";
-    code.Open("if ((threadIdx.x & 31) == 0)", BlockKind::kConditional);
+    code.Open("if ((threadIdx.x & " + std::to_string(warp - 1) + ") == 0)", BlockKind::kConditional);
     for (auto& [h, names] : shared)
       for (int64_t k = 0; k < h->n; ++k)
-        code.Line(names[k] + "[" + slot + tid + " / 32] = " + h->result[k].expr + ";");
+        code.Line(names[k] + "[" + slot + tid + " / " + std::to_string(warp) + "] = " + h->result[k].expr + ";");
     code.Close();
     code.Line("__syncthreads();");
     for (auto& [h, names] : shared)
@@ -204,7 +206,7 @@ StatusOr<KernelSpec> EmitRowReduction(const HloInstruction& instr, const DeviceS
   const bool cache = plan.passes > 1 && iters * V <= kMaxCachedPerThread / 2;
   const bool full_unroll = cache || iters <= 8;
 
-  KernelAssembler ka(plan.view, "row_reduction", c);
+  KernelAssembler ka(plan.view, "row_reduction", c, device.dialect);
   const std::string base = SanitizeIdentifier(instr.name());
   CodeBuilder code(ka.index_type());
   ElementalEmitter em(ka.source(), code);
@@ -292,7 +294,7 @@ StatusOr<KernelSpec> EmitRowReduction(const HloInstruction& instr, const DeviceS
     row_cache.it_var = -1;
     if (has_heroes) {
       KILN_RETURN_IF_ERROR(CombineLanes(em, plan.heroes, pass, V));
-      KILN_RETURN_IF_ERROR(GroupReduce(em, plan.heroes, pass, TPR, RPB, "tid", row_in_block));
+      KILN_RETURN_IF_ERROR(GroupReduce(em, plan.heroes, pass, TPR, RPB, "tid", row_in_block, device.warp_size));
     }
   }
 
@@ -363,7 +365,7 @@ StatusOr<KernelSpec> EmitRowReduction(const HloInstruction& instr, const DeviceS
     fin.Close();
     fin.Close();
     for (Hero& h : plan.heroes) h.level = 1;
-    KILN_RETURN_IF_ERROR(GroupReduce(fem, plan.heroes, 1, 32, kRowsPerBlock, "lane", "0"));
+    KILN_RETURN_IF_ERROR(GroupReduce(fem, plan.heroes, 1, 32, kRowsPerBlock, "lane", "0", device.warp_size));
     fin.Open("if (lane == 0 && row < " + fin.IndexLiteral(rows) + ")", BlockKind::kConditional);
     for (size_t k = 0; k < plan.view.outputs.size(); ++k)
       if (!plan.output_in_input_space[k]) KILN_RETURN_IF_ERROR(StoreOutput(fem, ka, k, fout_index));

@@ -129,7 +129,7 @@ StatusOr<KernelSpec> EmitScan(const HloInstruction& instr, const DeviceSpec& dev
   const int B = c.block_size;
   const Shape logical = Shape::ArrayWithDefaultLayout(t, in.dimensions());
 
-  KernelAssembler ka(view, "scan", c);
+  KernelAssembler ka(view, "scan", c, device.dialect);
   const std::string name = SanitizeIdentifier(instr.name());
   const std::string reg = RegisterType(t);
   const int64_t slots = outer * chunks * inner;

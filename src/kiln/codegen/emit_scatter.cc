@@ -200,7 +200,7 @@ StatusOr<KernelSpec> EmitScatter(const HloInstruction& instr, const DeviceSpec& 
   c.vector_width = 1;
   c.unroll = 1;
   const int B = c.block_size;
-  KernelAssembler ka(view, "scatter", c);
+  KernelAssembler ka(view, "scatter", c, device.dialect);
   ka.source().AddHeaderComment("scatter mode: " + std::string(ScatterModeName(mode)));
   for (int64_t i = 0; i < nops; ++i) ka.SetInPlace(i, i);
   CodeBuilder code("long long");

@@ -87,7 +87,7 @@ StatusOr<KernelSpec> EmitSort(const HloInstruction& sort, const DeviceSpec& devi
   c.vector_width = 1;
   c.unroll = 1;
   if (rows > INT32_MAX) return Unimplemented("sort %", sort.name(), ": too many rows");
-  KernelAssembler ka(view, "sort", c);
+  KernelAssembler ka(view, "sort", c, device.dialect);
   for (int64_t i = 0; i < n_ops; ++i) ka.MarkRead(i);
   KILN_ASSIGN_OR_RETURN(const ScalarFunction* f, ka.source().Function(*sort.to_apply()));
   const std::string B = std::to_string(c.block_size), L = std::to_string(len);

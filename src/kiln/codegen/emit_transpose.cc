@@ -55,7 +55,7 @@ StatusOr<KernelSpec> EmitTranspose(const HloInstruction& instr, const DeviceSpec
   if (int64_t{T} * (T + 1) * RegisterBytes(tile_type) > device.shared_memory_per_block)
     return InvalidArgument("transpose: tile does not fit in shared memory");
 
-  KernelAssembler ka(view, "transpose", c);
+  KernelAssembler ka(view, "transpose", c, device.dialect);
   CodeBuilder code(ka.index_type());
   ElementalEmitter em(ka.source(), code);
   ka.BindLeaves(em);

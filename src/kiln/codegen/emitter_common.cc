@@ -77,8 +77,8 @@ StatusOr<FusionView> MakeFusionView(const HloInstruction& instr) {
 }
 
 KernelAssembler::KernelAssembler(const FusionView& view, std::string emitter,
-                                 const KernelConfig& config)
-    : view_(view), source_(emitter + " kernel for %" + view.instr->name()) {
+                                 const KernelConfig& config, GpuDialect dialect)
+    : view_(view), source_(emitter + " kernel for %" + view.instr->name()), dialect_(dialect) {
   spec_.name = view.instr->name();
   spec_.emitter = std::move(emitter);
   spec_.config = config;
@@ -214,7 +214,8 @@ StatusOr<KernelSpec> KernelAssembler::Finish() {
                       std::to_string(l.dims.shared_memory_bytes);
   source_.AddHeaderComment("config " + spec_.config.ToString() + launch_comment);
   spec_.source = source_.Render();
-  spec_.headers = {{CodegenPreludeName(), CodegenPrelude()}};
+  spec_.headers = {{CodegenPreludeName(),
+                    dialect_ == GpuDialect::kHip ? CodegenHipPrelude() : CodegenPrelude()}};
   if (spec_.launches.empty()) return Internal("kernel %", spec_.name, " has no launch");
   return spec_;
 }

@@ -43,7 +43,9 @@ Shape WithLayout(const Shape& shape);
 // Builds one KernelSpec: parameters in the documented order, the entry signature, the source.
 class KernelAssembler {
  public:
-  KernelAssembler(const FusionView& view, std::string emitter, const KernelConfig& config);
+  // `dialect`: the language of the source (the prelude it includes; Note [HIP dialect]).
+  KernelAssembler(const FusionView& view, std::string emitter, const KernelConfig& config,
+                  GpuDialect dialect = GpuDialect::kCuda);
 
   const FusionView& view() const { return view_; }
   KernelSource& source() { return source_; }
@@ -78,6 +80,7 @@ class KernelAssembler {
   std::vector<std::string> operand_ptrs_, output_ptrs_;
   std::vector<bool> operand_read_;
   std::string scratch_ptr_;
+  GpuDialect dialect_;
 };
 
 // Helpers for emitters.

@@ -1,4 +1,27 @@
 // The text of kiln_codegen.cuh, the header every generated kernel includes (docs/codegen.md).
+//
+// Note [HIP dialect]
+//   The emitters write one kernel text for both GPU languages; what differs is confined to the
+//   prelude and to two facts the emitters read from the DeviceSpec (DeviceSpec::dialect):
+//   - the lane count (warp_size: 32, or a 64-lane AMD wavefront), which sizes the row
+//     reduction's shuffle tree and its per-warp shared slots. Shuffle trees narrower than the
+//     hardware's (the column reduction's and the two-stage fold's 32-lane groups) stay correct
+//     on 64 lanes: an xor offset below 32 never leaves its half of the wavefront.
+//   - the compute capability (0.0 for AMD presets), so that NVIDIA-only atomics (f16/bf16
+//     atomicAdd) are not chosen and compare-and-swap loops are used instead.
+//   The HIP prelude is derived from the CUDA one at first use, so the helpers exist once: the
+//   CUDA header block (cuda_fp16.h, cuda_bf16.h, nvcc diagnostics) is replaced by HIP's
+//   (hip_runtime.h outside hipRTC, hip_fp16.h, kiln's own 16-bit bf16 storage type named
+//   __nv_bfloat16 with the four conversions kiln uses), masked __shfl_xor_sync calls become HIP's
+//   maskless __shfl_xor (all lanes of the wavefront take part, as kiln's shuffles always are
+//   convergent), and the double to f16/bf16 roundings use kiln's exact minifloat encoder
+//   instead of CUDA's __double2half / __double2bfloat16. Inline PTX (tanh.approx) and the
+//   NVIDIA-only bf16 arithmetic shortcut are already behind `#ifdef __CUDA_ARCH__`, which HIP
+//   does not define. CodegenHipPrelude fails loudly (an Internal-only abort at first use) if a
+//   replaced pattern goes missing: prelude_hip_test compiles it for gfx90a and gfx942.
+#include <cstdio>
+#include <cstdlib>
+
 #include "kiln/codegen/device_types.h"
 
 namespace kiln::codegen {
@@ -653,10 +676,83 @@ KILN_DEVICE void kiln_atomic_update(S* p, F f) {
 }
 )CUDA";
 
+constexpr const char* kHipHead = R"HIP(// kiln_codegen.cuh: helpers shared by kiln's generated kernels (src/kiln/codegen/prelude.cc),
+// in the HIP dialect (Note [HIP dialect] there). Semantics follow XLA's elemental emitter and
+// kiln's reference evaluator (docs/codegen.md).
+#pragma once
+// hipRTC brings the runtime's and fp16's declarations itself (its builtin headers); including
+// the installed ones again would redefine them.
+#if !defined(__HIPCC_RTC__)
+#include <hip/hip_runtime.h>
+#include <hip/hip_fp16.h>
+#endif
+
+// Generated code mixes & and | without parentheses in bit manipulations whose precedence is
+// intended (as the CUDA prelude's nvcc suppressions, a harmless warning off).
+#pragma clang diagnostic ignored "-Wbitwise-op-parentheses"
+// `#pragma unroll` is a hint: LLVM 15 (hipRTC's comgr on Debian 12) warns where it cannot
+// honour one (a column reduction's loop with a runtime trip count); nvcc ignores such hints.
+#pragma clang diagnostic ignored "-Wpass-failed"
+
+// bf16 in memory: kiln's own 16-bit storage type under the name the kernels use (HIP versions
+// spell their bf16 types differently; kiln needs only the bits and these conversions).
+struct kiln_bf16_storage { unsigned short bits; };
+typedef kiln_bf16_storage __nv_bfloat16;
+static __device__ __forceinline__ unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.bits; }
+static __device__ __forceinline__ __nv_bfloat16 __ushort_as_bfloat16(unsigned short b) {
+  __nv_bfloat16 h;
+  h.bits = b;
+  return h;
+}
+static __device__ __forceinline__ float __bfloat162float(__nv_bfloat16 h) {
+  return __uint_as_float((unsigned)h.bits << 16);
+}
+// Round to nearest even, overflow to infinity; a NaN stays a quiet NaN of its sign.
+static __device__ __forceinline__ __nv_bfloat16 __float2bfloat16_rn(float x) {
+  const unsigned u = __float_as_uint(x);
+  if (x != x) return __ushort_as_bfloat16((unsigned short)((u >> 16) | 0x40u));
+  return __ushort_as_bfloat16((unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16));
+}
+
+)HIP";
+
+// The HIP prelude from the CUDA one (Note [HIP dialect]).
+std::string MakeHipPrelude() {
+  std::string body(kPrelude);
+  const size_t start = body.find("typedef signed char s8;");
+  if (start == std::string::npos) {
+    std::fprintf(stderr, "kiln: prelude.cc: the CUDA prelude lost its typedefs\n");
+    std::abort();
+  }
+  body = body.substr(start);
+  const std::pair<const char*, const char*> replacements[] = {
+      {"__shfl_xor_sync(0xffffffffu, ", "__shfl_xor("},
+      {"__half2float(__double2half(x))",
+       "kiln_f16_from_bits(kiln_minifloat_encode<5, 10, 15, 0, true>(x))"},
+      {"__bfloat162float(__double2bfloat16(x))",
+       "kiln_bf16_from_bits(kiln_minifloat_encode<8, 7, 127, 0, true>(x))"},
+  };
+  for (const auto& [from, to] : replacements) {
+    const std::string f(from);
+    size_t pos = body.find(f);
+    if (pos == std::string::npos) {
+      std::fprintf(stderr, "kiln: prelude.cc: the CUDA prelude lost '%s'\n", from);
+      std::abort();
+    }
+    for (; pos != std::string::npos; pos = body.find(f, pos + 1)) body.replace(pos, f.size(), to);
+  }
+  return std::string(kHipHead) + body;
+}
+
 }  // namespace
 
 const std::string& CodegenPrelude() {
   static const std::string* prelude = new std::string(kPrelude);
+  return *prelude;
+}
+
+const std::string& CodegenHipPrelude() {
+  static const std::string* prelude = new std::string(MakeHipPrelude());
   return *prelude;
 }
 

@@ -30,6 +30,7 @@ std::string DeviceDescription::ToString() const {
   line("vendor", vendor.empty() ? "unknown" : vendor);
   line("platform", StrCat(platform, ":", ordinal));
   if (compute_capability_major != 0) line("compute capability", compute_capability());
+  if (!gpu_arch.empty()) line("architecture", gpu_arch);
   line("multiprocessors", Known(multiprocessor_count, StrCat(multiprocessor_count)));
   line("core clock", Known(core_clock_khz, StrCat(core_clock_khz / 1000, " MHz")));
   line("memory", Known(memory_bytes, HumanBytes(memory_bytes)));
@@ -70,6 +71,7 @@ std::string DeviceDescription::Fingerprint() const {
   os << platform << '|' << name << '|' << compute_capability() << '|' << multiprocessor_count
      << '|' << memory_bytes << '|' << l2_cache_bytes << '|' << shared_memory_per_block_optin
      << '|' << driver_version << '|' << runtime_version;
+  if (!gpu_arch.empty()) os << "|arch=" << gpu_arch;
   // A missing library's explanation names paths and environment: only its absence counts.
   for (const auto& [library, version] : library_versions) {
     os << '|' << library << '=' << (StartsWith(version, "not ") ? "absent" : version);

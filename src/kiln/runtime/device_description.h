@@ -22,6 +22,9 @@ struct DeviceDescription {
   // Compute capability (CUDA: major.minor, e.g. 9.0); 0.0 for devices without one.
   int compute_capability_major = 0;
   int compute_capability_minor = 0;
+  // The GPU's instruction-set target where it is named rather than numbered (ROCm: "gfx942",
+  // the gcnArchName without its feature suffix); empty elsewhere.
+  std::string gpu_arch;
 
   int multiprocessor_count = 0;  // SMs (host: hardware threads)
   int64_t core_clock_khz = 0;    // typical/peak core clock

@@ -20,6 +20,14 @@ ModuleSpec ModuleSpec::FromPtx(std::string ptx, std::string name) {
   return spec;
 }
 
+ModuleSpec ModuleSpec::FromHsaco(std::string code_object, std::string name) {
+  ModuleSpec spec;
+  spec.format = Format::kHsaco;
+  spec.image = std::move(code_object);
+  spec.name = std::move(name);
+  return spec;
+}
+
 ModuleSpec ModuleSpec::FromHostLibrary(std::shared_ptr<const HostKernelLibrary> library,
                                        std::string name) {
   ModuleSpec spec;
@@ -34,6 +42,7 @@ const char* ModuleFormatName(ModuleSpec::Format format) {
     case ModuleSpec::Format::kCubin: return "cubin";
     case ModuleSpec::Format::kPtx: return "ptx";
     case ModuleSpec::Format::kHostLibrary: return "host library";
+    case ModuleSpec::Format::kHsaco: return "hsaco";
   }
   return "?";
 }

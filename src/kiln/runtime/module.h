@@ -1,7 +1,8 @@
 // Module and Kernel: device code loaded onto a device, and the entry points inside it.
 //
 // A ModuleSpec says where code comes from: a CUDA cubin (ELF), PTX text (JIT-compiled by the
-// driver at load time), or a host kernel library (C++ functions, for the host driver). A driver
+// driver at load time), an AMDGPU code object (HSACO, an ELF for one gfx target), or a host
+// kernel library (C++ functions, for the host driver). A driver
 // rejects formats it cannot load with InvalidArgument.
 //
 // Ownership: a Module owns its Kernels; a Kernel pointer is valid while its Module lives. The
@@ -21,14 +22,15 @@ namespace kiln::runtime {
 class HostKernelLibrary;  // runtime/host/host_kernel.h
 
 struct ModuleSpec {
-  enum class Format { kCubin, kPtx, kHostLibrary };
+  enum class Format { kCubin, kPtx, kHostLibrary, kHsaco };
   Format format = Format::kCubin;
-  std::string image;  // cubin bytes or PTX text
+  std::string image;  // cubin or code object bytes, or PTX text
   std::shared_ptr<const HostKernelLibrary> host_library;
   std::string name;  // for messages ("fusion_3", "cts_kernels")
 
   static ModuleSpec FromCubin(std::string cubin, std::string name = "");
   static ModuleSpec FromPtx(std::string ptx, std::string name = "");
+  static ModuleSpec FromHsaco(std::string code_object, std::string name = "");
   static ModuleSpec FromHostLibrary(std::shared_ptr<const HostKernelLibrary> library,
                                     std::string name = "");
 };

@@ -92,8 +92,20 @@ printf 'HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT s = f32[8] sli
 check no_verify_slice 2 'out of range \[0:4\]' -- "$KILN" run "$TMP/slice.hlo" --device cpu --no-verify
 
 # Devices.
-check device_not_built 2 "kiln: device 'rocm' is not built yet \(available: (cuda, )?cpu, interpreter\)" -- \
+# rocm: not built (no ROCm headers at configure time), or built without an AMD GPU to run on.
+check device_rocm_unavailable 2 "kiln: (device 'rocm' is not built yet \(available: (cuda, )?cpu, interpreter\)|rocm: (no device|libamdhip64 not found))" -- \
   "$KILN" run "$DATA/small.hlo" --device rocm
+# The deviceless rocm compile, where the rocm backend and a HIP compiler are built in.
+if "$KILN" devices | grep -q '^rocm: AMD GPUs' && command -v "${KILN_ROCM_CLANG:-clang++-19}" >/dev/null; then
+  printf 'HloModule k\nENTRY e {\n  x = f32[1024] parameter(0)\n  ROOT y = f32[1024] exponential(x)\n}\n' > "$TMP/exp.hlo"
+  check rocm_compile_gfx942 0 '1 kernels in 1 code object\(s\) for gfx942' -- \
+    "$KILN" compile "$TMP/exp.hlo" --device rocm --target gfx942 --dump-kernels "$TMP/rocm_kernels"
+  check rocm_dumped_code_object 0 'gfx942' -- bash -c "ls $TMP/rocm_kernels/*.gfx942.hsaco && cat $TMP/rocm_kernels/code_objects.txt"
+  check rocm_unsupported_target 2 "target 'gfx9999' is not supported" -- \
+    "$KILN" compile "$DATA/small.hlo" --device rocm --target gfx9999
+else
+  echo "skip rocm_compile_*: the rocm backend or clang++-19 is not here"
+fi
 check run_default_cpu 0 'ran on cpu:0' -- "$KILN" run "$DATA/small.hlo" --threads 2
 check compare_cpu 0 'OK: 2 outputs match' -- \
   "$KILN" compare "$DATA/small.hlo" --device cpu --reference interpreter --threads 2

@@ -17,6 +17,7 @@ struct CompileCommandFlags {
   std::string device;
   std::string dump_passes;
   std::string dump_kernels;
+  std::string target;
   bool stats = false;
   bool thunks = false;
   bool fill_elided_constants = false;
@@ -44,6 +45,8 @@ int CompileModule(const CompileCommandFlags& f, const Client& client) {
   }
   options->dump_dir = f.dump_passes;
   options->kernel_dump_dir = f.dump_kernels;
+  // --target: the GPU to compile for without one (the rocm backend's rocm_target flag).
+  if (!f.target.empty()) options->flags["rocm_target"] = f.target;
   auto exe = client.Compile(**module, Client::DeviceName(*device), *options);
   if (!exe.ok()) {
     PrintError(StrCat(device->backend->name(), ": ", exe.status().message()));
@@ -66,7 +69,9 @@ void AddCompileCommand(CLI::App& app, const Client& client, int* exit_code) {
   cmd->add_option("--device", flags->device, "cpu, cuda or interpreter, optionally NAME:ORDINAL (default: the best available)")
       ->check(DeviceNameValidator());
   cmd->add_option("--dump-kernels", flags->dump_kernels,
-                  "write the generated kernel sources into this directory (cuda)");
+                  "write the generated kernel sources into this directory (cuda; rocm: also the code objects)");
+  cmd->add_option("--target", flags->target,
+                  "rocm: the AMD GPU to compile for without one (gfx90a, gfx942, mi250x, mi300x; default gfx942)");
   cmd->add_flag("--stats", flags->stats, "per-pass timing, fusion summary, memory statistics");
   cmd->add_flag("--thunks", flags->thunks,
                 "list the executable's thunks (kernels, copies, loops) with their buffer slices");
@@ -80,7 +85,8 @@ void AddCompileCommand(CLI::App& app, const Client& client, int* exit_code) {
       "Examples:\n"
       "  kiln compile model.hlo --device cpu --stats\n"
       "  kiln compile model.hlo --device cpu --dump-passes /tmp/passes\n"
-      "  kiln compile model.hlo --device cpu --thunks\n");
+      "  kiln compile model.hlo --device cpu --thunks\n"
+      "  kiln compile model.hlo --device rocm --target gfx942 --dump-kernels /tmp/k\n");
   cmd->callback([flags, &client, exit_code] { *exit_code = CompileModule(*flags, client); });
 }
 

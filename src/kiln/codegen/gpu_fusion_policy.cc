@@ -1,11 +1,11 @@
-#include "kiln/cuda/compiler/gpu_fusion_policy.h"
+#include "kiln/codegen/gpu_fusion_policy.h"
 
 #include <algorithm>
 
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/fusion_utils.h"
 
-namespace kiln::cuda {
+namespace kiln::codegen {
 
 GpuFusionOptions GpuFusionPolicy::DefaultOptions() {
   GpuFusionOptions o;
@@ -229,4 +229,4 @@ FusionKind GpuFusionPolicy::KindAfterFusion(const HloInstruction& producer,
   return FusionPolicy::KindAfterFusion(producer, consumer);
 }
 
-}  // namespace kiln::cuda
+}  // namespace kiln::codegen

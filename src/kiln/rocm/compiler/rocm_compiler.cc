@@ -1,0 +1,377 @@
+#include "kiln/rocm/compiler/rocm_compiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <thread>
+
+#include "kiln/base/strings.h"
+#include "kiln/base/thread_pool.h"
+#include "kiln/codegen/emitters.h"
+#include "kiln/codegen/gpu_fusion_policy.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/hlo/shape_inference.h"
+#include "kiln/hlo/verifier.h"
+#include "kiln/passes/algebraic_simplifier.h"
+#include "kiln/passes/call_graph.h"
+#include "kiln/passes/compile_summary.h"
+#include "kiln/passes/compile_tail.h"
+#include "kiln/passes/fusion_passes.h"
+#include "kiln/passes/fusion_utils.h"
+#include "kiln/passes/layout_normalization.h"
+#include "kiln/passes/simple_passes.h"
+#include "kiln/passes/simplification_pipeline.h"
+#include "kiln/passes/unfuse_all.h"
+#include "kiln/passes/while_loop_simplifier.h"
+#include "kiln/rocm/code_object.h"
+#include "kiln/rocm/rocm_kernel_compiler.h"
+
+namespace kiln::rocm {
+
+namespace {
+
+using codegen::GpuFusionOptions;
+using codegen::GpuFusionPolicy;
+
+class FusionPass : public HloPass {
+ public:
+  explicit FusionPass(bool multi_output) : multi_output_(multi_output) {}
+  std::string_view name() const override { return multi_output_ ? "multi-output-fusion" : "instruction-fusion"; }
+  StatusOr<bool> Run(HloModule& module) override {
+    if (multi_output_) return MultiOutputFusion(policy_).Run(module);
+    return InstructionFusion(policy_).Run(module);
+  }
+
+ private:
+  GpuFusionPolicy policy_;
+  bool multi_output_;
+};
+
+// As the GPU compiler's: fusions no emitter takes are undone and re-fused without
+// normalization fusion (Note [Normalization fusion] in codegen/gpu_fusion_policy.h).
+class FusionLegalization : public HloPass {
+ public:
+  explicit FusionLegalization(codegen::DeviceSpec device) : device_(std::move(device)) {}
+  std::string_view name() const override { return "fusion-legalization"; }
+  StatusOr<bool> Run(HloModule& module) override {
+    KILN_ASSIGN_OR_RETURN(bool changed, UnfuseRejected(module));
+    if (!changed) return false;
+    GpuFusionOptions conservative = GpuFusionPolicy::DefaultOptions();
+    conservative.normalization_fusion = false;
+    GpuFusionPolicy policy(conservative);
+    KILN_RETURN_IF_ERROR(InstructionFusion(policy).Run(module).status());
+    KILN_RETURN_IF_ERROR(UnfuseRejected(module).status());
+    return true;
+  }
+
+ private:
+  StatusOr<bool> UnfuseRejected(HloModule& module) {
+    bool changed = false;
+    CallGraph graph(module);
+    for (HloComputation* c : graph.sequential_computations())
+      for (HloInstruction* instr : c->MakeInstructionPostOrder()) {
+        if (instr->opcode() != HloOpcode::kFusion) continue;
+        StatusOr<codegen::KernelSpec> spec = codegen::EmitKernel(*instr, device_);
+        if (spec.ok() || spec.status().code() != StatusCode::kUnimplemented) continue;
+        KILN_RETURN_IF_ERROR(Unfuse(instr));
+        changed = true;
+      }
+    if (changed) module.RemoveUnreachableComputations();
+    return changed;
+  }
+  codegen::DeviceSpec device_;
+};
+
+bool IsLibraryFloat(PrimitiveType t) {
+  return t == PrimitiveType::kF16 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF32 ||
+         t == PrimitiveType::kF64 || t == PrimitiveType::kC64 || t == PrimitiveType::kC128;
+}
+
+int64_t Product(const Shape& s, const std::vector<int64_t>& dims) {
+  int64_t p = 1;
+  for (int64_t d : dims) p *= s.dimensions(d);
+  return p;
+}
+
+// "rocblas_gemm_ex f32 x f32 -> f32, batch 1, m 128, n 256, k 64"
+std::string GemmDetail(const HloInstruction& dot) {
+  const Shape& a = dot.operand(0)->shape();
+  const Shape& b = dot.operand(1)->shape();
+  const DotDimensionNumbers& d = *dot.attrs().dot_dimension_numbers;
+  const int64_t batch = Product(a, d.lhs_batch_dimensions);
+  const int64_t k = Product(a, d.lhs_contracting_dimensions);
+  const int64_t m = a.num_elements() / std::max<int64_t>(1, batch * k);
+  const int64_t n = b.num_elements() / std::max<int64_t>(1, batch * k);
+  return StrCat(batch > 1 ? "rocblas_gemm_strided_batched_ex " : "rocblas_gemm_ex ",
+                PrimitiveTypeName(a.element_type()), " x ", PrimitiveTypeName(b.element_type()), " -> ",
+                PrimitiveTypeName(dot.shape().element_type()), ", batch ", batch, ", m ", m, ", n ", n, ", k ", k);
+}
+
+std::string ConvDetail(const HloInstruction& conv) {
+  return StrCat("miopenConvolutionForward (find, with fallback algorithms) ", conv.operand(0)->shape().ToString(false), " * ",
+                conv.operand(1)->shape().ToString(false), " -> ", conv.shape().ToString(false));
+}
+
+bool IsFree(HloOpcode op) {
+  switch (op) {
+    case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kTuple:
+    case HloOpcode::kGetTupleElement: case HloOpcode::kBitcast: case HloOpcode::kAfterAll:
+    case HloOpcode::kOptimizationBarrier: case HloOpcode::kAddDependency:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::string Ms(double seconds) { return RoundTripDouble(std::round(seconds * 1e5) / 100); }
+
+}  // namespace
+
+std::string_view RocmThunkKindName(RocmThunk::Kind kind) {
+  switch (kind) {
+    case RocmThunk::Kind::kKernel: return "kernel";
+    case RocmThunk::Kind::kGemm: return "gemm";
+    case RocmThunk::Kind::kConvolution: return "convolution";
+    case RocmThunk::Kind::kWhile: return "while";
+    case RocmThunk::Kind::kConditional: return "conditional";
+    case RocmThunk::Kind::kCall: return "call";
+    case RocmThunk::Kind::kHostFallback: return "host";
+  }
+  return "?";
+}
+
+Status CheckRocmSupported(const HloModule& module) {
+  if (module.header().replica_count > 1 || module.header().num_partitions > 1) {
+    return Unimplemented("rocm: module ", module.name(), " is for ", module.header().replica_count, " replicas x ",
+                         module.header().num_partitions,
+                         " partitions; the rocm backend compiles single-device modules only (kiln has no RCCL binding)");
+  }
+  for (const HloComputation* c : module.computations())
+    for (const HloInstruction* i : c->instructions()) {
+      const HloOpcode op = i->opcode();
+      if (IsCollectiveOpcode(op) || op == HloOpcode::kReplicaId || op == HloOpcode::kPartitionId) {
+        return Unimplemented("rocm: %", i->name(), " (", HloOpcodeString(op),
+                             ") is a collective; kiln has no RCCL binding, so the rocm backend compiles single-device "
+                             "modules only");
+      }
+      if (op == HloOpcode::kCustomCall) {
+        return Unimplemented("rocm: custom-call %", i->name(), " (target \"", i->attrs().custom_call_target,
+                             "\") has no ROCm implementation");
+      }
+      if (op == HloOpcode::kFft) return Unimplemented("rocm: fft %", i->name(), ": kiln has no rocFFT binding");
+      if (op == HloOpcode::kInfeed || op == HloOpcode::kOutfeed || op == HloOpcode::kSend || op == HloOpcode::kRecv ||
+          op == HloOpcode::kSendDone || op == HloOpcode::kRecvDone) {
+        return Unimplemented("rocm: %", i->name(), " (", HloOpcodeString(op), ") is not supported by the rocm backend");
+      }
+    }
+  return OkStatus();
+}
+
+std::string RocmCompileStats::ToString() const {
+  std::string s = "passes:\n";
+  for (const PassStats& p : passes)
+    s += StrCat("  ", p.name, ": ", Ms(p.seconds), " ms", p.changed ? " (changed)" : "", ", ", p.instructions_before,
+                " -> ", p.instructions_after, " instructions\n");
+  s += fusion_summary;
+  if (!s.empty() && s.back() != '\n') s += "\n";
+  s += memory.ToString() + "\n";
+  s += "thunks:";
+  for (const auto& [k, n] : thunks_by_kind) s += StrCat(" ", k, " ", n);
+  if (!host_fallbacks.empty()) {
+    s += "\non the host (evaluator):";
+    for (const auto& [k, n] : host_fallbacks) s += StrCat(" ", k, " x", n);
+  }
+  s += StrCat("\nkernels: ", kernels, " generated (", kernels_from_cache, " from the hsaco cache), compiled by ", compiler,
+              " in ", Ms(kernel_compile_seconds), " ms\n");
+  s += StrCat("compile time: ", Ms(compile_seconds), " ms\n");
+  return s;
+}
+
+std::string RocmCompiledModule::ThunkListing() const {
+  std::string out;
+  for (const RocmThunk& t : thunks)
+    out += StrCat(RocmThunkKindName(t.kind), " %", t.instruction, " [", t.computation, "]: ", t.detail, "\n");
+  return out;
+}
+
+StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_ptr<HloModule> module,
+                                                                    const RocmCompileOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (!module || !module->entry_computation()) return InvalidArgument("rocm compiler: no module or no entry computation");
+  if (!options.device.is_hip()) {
+    return InvalidArgument("rocm compiler: the device spec '", options.device.name, "' is not an AMD (HIP) one");
+  }
+  if (options.verify_input) {
+    Status s = VerifyModule(*module);
+    if (!s.ok()) return InvalidArgument("rocm compiler: the module does not verify:\n", s.message());
+  } else {
+    Status s = CheckOperandsInRange(*module);
+    if (!s.ok()) return InvalidArgument("rocm compiler: the module is invalid: ", s.message());
+  }
+  KILN_RETURN_IF_ERROR(CheckRocmSupported(*module));
+  // Fail on an unsupported target before any pass runs.
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HsacoCompiler> hsaco, HsacoCompiler::Create(options.hsaco));
+  KILN_RETURN_IF_ERROR(hsaco->ChoosePath(options.device.arch(), options.path).status());
+
+  PipelineOptions po;
+  po.dump_dir = options.dump_dir;
+  HloPassPipeline pipeline("rocm", po);
+  pipeline.AddPass<UnfuseAll>();
+  pipeline.AddPass<LayoutNormalization>();
+  SimplificationOptions so;
+  so.hoist_scan_dots = true;
+  so.canonicalize_dots = true;
+  AddSimplificationPasses(pipeline, so);
+  pipeline.AddPass<AlgebraicSimplifier>();
+  pipeline.AddPass<CommonSubexpressionElimination>();
+  pipeline.AddPass<DeadCodeElimination>();
+  pipeline.AddPass<FlattenCallGraph>();
+  pipeline.AddPass<WhileTripCountAnnotator>();
+  pipeline.AddPass<FusionPass>(/*multi_output=*/false);
+  pipeline.AddPass<FusionPass>(/*multi_output=*/true);
+  pipeline.AddPass<FusionLegalization>(options.device);
+  pipeline.AddPass<DeadCodeElimination>();
+  KILN_RETURN_IF_ERROR(pipeline.Run(*module).status());
+
+  auto out = std::make_unique<RocmCompiledModule>();
+  StepTimer timer(*module, "rocm", pipeline.stats());
+  CompileTailOptions tail;
+  tail.buffers.alignment = 256;
+  tail.buffers.use_donated_parameters = false;
+  tail.buffers.elementwise_state_updates = true;
+  tail.context = "rocm compiler";
+  KILN_ASSIGN_OR_RETURN(ScheduledModule scheduled, ScheduleAndAssignBuffers(*module, tail, timer));
+
+  // Thunks and kernels, computation by computation (callees first).
+  CallGraph graph(*module);
+  for (const HloComputation* c : graph.sequential_computations()) {
+    for (const HloInstruction* i : c->MakeInstructionPostOrder()) {
+      const HloOpcode op = i->opcode();
+      if (IsFree(op)) continue;
+      RocmThunk t;
+      t.instruction = i->name();
+      t.computation = c->name();
+      if (op == HloOpcode::kWhile || op == HloOpcode::kConditional || op == HloOpcode::kCall) {
+        t.kind = op == HloOpcode::kWhile ? RocmThunk::Kind::kWhile
+                 : op == HloOpcode::kConditional ? RocmThunk::Kind::kConditional : RocmThunk::Kind::kCall;
+        std::vector<std::string> names;
+        for (const HloComputation* callee : i->called_computations()) names.push_back(callee->name());
+        t.detail = StrCat("host-driven over ", StrJoin(names, ", "));
+        out->thunks.push_back(std::move(t));
+        continue;
+      }
+      if (op == HloOpcode::kDot && IsLibraryFloat(i->operand(0)->shape().element_type()) &&
+          i->operand(0)->shape().element_type() == i->operand(1)->shape().element_type()) {
+        t.kind = RocmThunk::Kind::kGemm;
+        t.detail = GemmDetail(*i) + " (or hipBLASLt, by autotuning)";
+        out->thunks.push_back(std::move(t));
+        continue;
+      }
+      if (op == HloOpcode::kConvolution && IsLibraryFloat(i->operand(0)->shape().element_type()) &&
+          i->operand(0)->shape().element_type() == i->operand(1)->shape().element_type()) {
+        t.kind = RocmThunk::Kind::kConvolution;
+        t.detail = ConvDetail(*i);
+        out->thunks.push_back(std::move(t));
+        continue;
+      }
+      StatusOr<codegen::KernelSpec> k = codegen::EmitKernel(*i, options.device);
+      if (!k.ok() && k.status().code() == StatusCode::kUnimplemented && options.allow_host_fallback &&
+          op != HloOpcode::kFusion) {
+        t.kind = RocmThunk::Kind::kHostFallback;
+        t.detail = StrCat("on the host evaluator (", k.status().message(), ")");
+        out->thunks.push_back(std::move(t));
+        ++out->stats.host_fallbacks[std::string(HloOpcodeString(op))];
+        continue;
+      }
+      if (!k.ok()) {
+        return Status(k.status().code(), StrCat("rocm: no kernel for %", i->name(), " (", HloOpcodeString(op),
+                                                "): ", k.status().message()));
+      }
+      t.kind = RocmThunk::Kind::kKernel;
+      t.detail = StrCat(k->emitter, " ", k->config.ToString(), ", ", k->launches.size(), " launch(es)");
+      out->thunks.push_back(std::move(t));
+      out->kernels.push_back(std::move(k).value());
+    }
+  }
+  MakeEntriesUnique(out->kernels);
+  timer.Done("thunk-emission");
+
+  // Kernels to code objects: batches compiled in parallel.
+  const size_t batch = static_cast<size_t>(std::max(1, options.kernels_per_code_object));
+  std::vector<std::pair<size_t, size_t>> ranges;
+  for (size_t b = 0; b < out->kernels.size(); b += batch) ranges.push_back({b, std::min(out->kernels.size(), b + batch)});
+  out->code_objects.resize(ranges.size());
+  std::vector<Status> errors(ranges.size());
+  const auto kstart = std::chrono::steady_clock::now();
+  auto compile_range = [&](int64_t r) {
+    std::span<const codegen::KernelSpec> ks(out->kernels.data() + ranges[r].first, ranges[r].second - ranges[r].first);
+    StatusOr<HsacoSource> source =
+        BatchKernelSource(ks, ranges.size() > 1 ? StrCat(module->name(), ".", r) : module->name());
+    if (!source.ok()) {
+      errors[r] = source.status();
+      return;
+    }
+    StatusOr<CompiledHsaco> co = hsaco->Compile(*source, options.device.arch(), options.path);
+    if (!co.ok()) {
+      errors[r] = co.status();
+      return;
+    }
+    out->code_objects[r] = std::move(co).value();
+  };
+  const int threads = options.compile_threads > 0 ? options.compile_threads
+                                                  : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (ranges.size() > 1 && threads > 1) {
+    ThreadPool pool(std::min<int>(threads - 1, static_cast<int>(ranges.size()) - 1));
+    pool.ParallelFor(static_cast<int64_t>(ranges.size()), 1, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) compile_range(r);
+    });
+  } else {
+    for (size_t r = 0; r < ranges.size(); ++r) compile_range(static_cast<int64_t>(r));
+  }
+  for (const Status& s : errors) KILN_RETURN_IF_ERROR(s);
+  out->stats.kernel_compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - kstart).count();
+  timer.Done("kernel-compilation");
+  for (size_t r = 0; r < ranges.size(); ++r) {
+    const CompiledHsaco& co = out->code_objects[r];
+    if (!co.log.empty()) {
+      return Internal("rocm: the generated kernels of ", module->name(), " compiled with diagnostics:\n", co.log);
+    }
+    // Every entry point must be in its code object (what a launch looks up).
+    KILN_ASSIGN_OR_RETURN(CodeObjectInfo info, InspectCodeObject(co.image));
+    for (size_t k = ranges[r].first; k < ranges[r].second; ++k) {
+      out->kernel_code_object.push_back(static_cast<int>(r));
+      for (const std::string& e : out->kernels[k].Entries())
+        if (info.Find(e) == nullptr) return Internal("rocm: entry ", e, " is missing from code object ", r);
+    }
+    if (co.from_cache) out->stats.kernels_from_cache += static_cast<int64_t>(ranges[r].second - ranges[r].first);
+    out->stats.compiler = co.compiler;
+  }
+
+  if (!options.kernel_dump_dir.empty()) {
+    KILN_RETURN_IF_ERROR(codegen::DumpKernels(out->kernels, options.kernel_dump_dir));
+    std::string index;
+    for (size_t r = 0; r < out->code_objects.size(); ++r) {
+      const std::string name = StrCat(module->name(), ".", r, ".", options.device.arch(), ".hsaco");
+      std::ofstream f(options.kernel_dump_dir + "/" + name, std::ios::binary);
+      f.write(out->code_objects[r].image.data(), static_cast<std::streamsize>(out->code_objects[r].image.size()));
+      if (!f) return Internal("rocm: cannot write ", options.kernel_dump_dir, "/", name);
+      KILN_ASSIGN_OR_RETURN(CodeObjectInfo info, InspectCodeObject(out->code_objects[r].image));
+      index += StrCat("== ", name, " (", out->code_objects[r].compiler, ")\n", info.ToString());
+    }
+    std::ofstream(options.kernel_dump_dir + "/code_objects.txt") << index;
+  }
+
+  out->stats.passes = timer.TakeSteps();
+  out->stats.fusion_summary = FusionSummary(*module);
+  out->stats.memory = scheduled.assignment->stats();
+  out->stats.kernels = static_cast<int64_t>(out->kernels.size());
+  for (const RocmThunk& t : out->thunks) ++out->stats.thunks_by_kind[std::string(RocmThunkKindName(t.kind))];
+  out->module = std::move(module);
+  out->schedule = std::move(scheduled.schedule);
+  out->assignment = std::move(scheduled.assignment);
+  out->stats.compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace kiln::rocm

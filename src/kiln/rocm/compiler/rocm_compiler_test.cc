@@ -1,0 +1,159 @@
+// The deviceless ROCm compile: modules to code objects for gfx942 (clang) and gfx90a (hipRTC),
+// library-call thunks for dots and convolutions, the dump directory, and the refusals
+// (several devices, custom calls, unsupported targets). Skipped where no HIP compiler exists.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kiln/hlo/parser.h"
+#include "kiln/rocm/code_object.h"
+#include "kiln/rocm/compiler/rocm_compiler.h"
+#include "kiln/runtime/test_macros.h"
+
+namespace kiln::rocm {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kModule = R"(HloModule m
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+cond {
+  p = (s32[], f32[64,64]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+
+body {
+  p = (s32[], f32[64,64]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[64,64] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  y = f32[64,64] tanh(x)
+  ROOT t = (s32[], f32[64,64]) tuple(j, y)
+}
+
+ENTRY e {
+  a = f32[64,128] parameter(0)
+  b = f32[128,64] parameter(1)
+  img = f32[1,8,8,4] parameter(2)
+  k = f32[3,3,4,8] parameter(3)
+  d = f32[64,64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  e = f32[64,64] exponential(d)
+  zero = f32[] constant(0)
+  r = f32[64] reduce(e, zero), dimensions={1}, to_apply=add
+  rb = f32[64,64] broadcast(r), dimensions={0}
+  sm = f32[64,64] divide(e, rb)
+  c = f32[1,8,8,8] convolution(img, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  i0 = s32[] constant(0)
+  t0 = (s32[], f32[64,64]) tuple(i0, sm)
+  w = (s32[], f32[64,64]) while(t0), condition=cond, body=body
+  out = f32[64,64] get-tuple-element(w), index=1
+  ROOT t = (f32[64,64], f32[1,8,8,8]) tuple(out, c)
+}
+)";
+
+bool Can(const std::string& arch, HsacoPath path, std::string* why) {
+  StatusOr<std::unique_ptr<HsacoCompiler>> c = HsacoCompiler::Create({});
+  if (!c.ok()) {
+    *why = c.status().message();
+    return false;
+  }
+  StatusOr<HsacoPath> p = (*c)->ChoosePath(arch, path);
+  if (!p.ok()) *why = p.status().message();
+  return p.ok();
+}
+
+TEST(RocmCompiler, ModuleToGfx942CodeObjectsAndLibraryCalls) {
+  std::string why;
+  if (!Can("gfx942", HsacoPath::kClang, &why)) GTEST_SKIP() << why;
+  const fs::path dump = fs::temp_directory_path() / ("kiln_rocm_compiler_test_" + std::to_string(::getpid()));
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<HloModule> m, ParseHloModule(kModule));
+  RocmCompileOptions o;
+  KILN_ASSERT_OK_AND_ASSIGN(o.device, codegen::DeviceSpec::FromPreset("mi300x"));
+  o.path = HsacoPath::kClang;
+  o.hsaco.use_cache = false;
+  o.kernel_dump_dir = dump.string();
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocmCompiledModule> c, RocmCompiler::Compile(std::move(m), o));
+  ASSERT_EQ(c->code_objects.size(), 1u);
+  KILN_ASSERT_OK_AND_ASSIGN(CodeObjectInfo info, InspectCodeObject(c->code_objects[0].image));
+  EXPECT_EQ(info.gfx_arch, "gfx942");
+  EXPECT_GE(c->kernels.size(), 2u);  // the softmax and the loop body's tanh at least
+  for (const codegen::KernelSpec& k : c->kernels)
+    for (const std::string& e : k.Entries()) EXPECT_NE(info.Find(e), nullptr) << e;
+  EXPECT_EQ(c->stats.thunks_by_kind["gemm"], 1);
+  EXPECT_EQ(c->stats.thunks_by_kind["convolution"], 1);
+  EXPECT_EQ(c->stats.thunks_by_kind["while"], 1);
+  const std::string listing = c->ThunkListing();
+  EXPECT_NE(listing.find("rocblas_gemm_ex f32 x f32 -> f32, batch 1, m 64, n 64, k 128"), std::string::npos) << listing;
+  EXPECT_NE(listing.find("miopenConvolutionForward"), std::string::npos) << listing;
+  // The dump: sources, the code object (an AMDGPU ELF for gfx942), its metadata.
+  EXPECT_TRUE(fs::exists(dump / "kernels.txt"));
+  EXPECT_TRUE(fs::exists(dump / "code_objects.txt"));
+  std::ifstream f(dump / ("m.0.gfx942.hsaco"), std::ios::binary);
+  std::string image((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  KILN_ASSERT_OK_AND_ASSIGN(CodeObjectInfo dumped, InspectCodeObject(image));
+  EXPECT_EQ(dumped.gfx_arch, "gfx942");
+  fs::remove_all(dump);
+}
+
+TEST(RocmCompiler, Gfx90aWithHiprtc) {
+  std::string why;
+  if (!Can("gfx90a", HsacoPath::kHiprtc, &why)) GTEST_SKIP() << why;
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<HloModule> m, ParseHloModule(kModule));
+  RocmCompileOptions o;
+  KILN_ASSERT_OK_AND_ASSIGN(o.device, codegen::DeviceSpec::FromPreset("mi250x"));
+  o.path = HsacoPath::kHiprtc;
+  o.hsaco.use_cache = false;
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocmCompiledModule> c, RocmCompiler::Compile(std::move(m), o));
+  KILN_ASSERT_OK_AND_ASSIGN(CodeObjectInfo info, InspectCodeObject(c->code_objects.at(0).image));
+  EXPECT_EQ(info.gfx_arch, "gfx90a");
+  EXPECT_NE(c->stats.compiler.find("hiprtc"), std::string::npos) << c->stats.compiler;
+}
+
+TEST(RocmCompiler, RefusesWhatItCannotCompile) {
+  KILN_ASSERT_OK_AND_ASSIGN(codegen::DeviceSpec device, codegen::DeviceSpec::FromPreset("gfx942"));
+  struct Case {
+    const char* hlo;
+    const char* message;
+  } cases[] = {
+      {"HloModule m, replica_count=2\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] negate(x)\n}\n",
+       "single-device modules only"},
+      {"HloModule m\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+       "ENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] all-reduce(x), to_apply=add\n}\n",
+       "no RCCL binding"},
+      {"HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  ROOT y = f32[4] custom-call(x), custom_call_target=\"foo\"\n}\n",
+       "custom-call %y (target \"foo\") has no ROCm implementation"},
+  };
+  for (const Case& c : cases) {
+    KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<HloModule> m, ParseHloModule(c.hlo));
+    RocmCompileOptions o;
+    o.device = device;
+    StatusOr<std::unique_ptr<RocmCompiledModule>> out = RocmCompiler::Compile(std::move(m), o);
+    ASSERT_FALSE(out.ok()) << c.hlo;
+    EXPECT_EQ(out.status().code(), StatusCode::kUnimplemented) << out.status().ToString();
+    EXPECT_NE(out.status().message().find(c.message), std::string::npos) << out.status().ToString();
+  }
+  // An architecture no compiler here knows: InvalidArgument before any pass.
+  runtime::DeviceDescription d;
+  d.platform = "rocm";
+  d.gpu_arch = "gfx9999";
+  RocmCompileOptions o;
+  o.device = codegen::DeviceSpec::FromDescription(d);
+  EXPECT_EQ(o.device.arch(), "gfx9999");
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<HloModule> m, ParseHloModule(kModule));
+  StatusOr<std::unique_ptr<RocmCompiledModule>> out = RocmCompiler::Compile(std::move(m), o);
+  EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument) << out.status().ToString();
+  EXPECT_NE(out.status().message().find("gfx9999"), std::string::npos) << out.status().ToString();
+}
+
+}  // namespace
+}  // namespace kiln::rocm
