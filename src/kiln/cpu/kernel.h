@@ -102,6 +102,9 @@ class CpuKernel {
   virtual std::string name() const = 0;
   virtual Status Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
                      const KernelContext& ctx) const = 0;
+  // True for the evaluator fallback kernel (CreateEvaluatorFallbackKernel): the instruction
+  // runs the reference evaluator's code, counted in CompileReport::host_fallbacks.
+  virtual bool runs_evaluator() const { return false; }
   // True if output i may be the same memory as input `operand` (in-place update).
   virtual bool SupportsInPlace(int64_t output, int64_t operand) const {
     (void)output;
