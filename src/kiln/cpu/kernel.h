@@ -24,7 +24,8 @@
 //   - kernels/kernels.h lists the native families (loop/DUS/reduce/transpose/dot/convolution/
 //     gather/scatter/sort/topk); CreateCpuKernel falls back to the evaluator kernel for any other
 //     opcode and for the forms a family does not cover (the kernel's name() then starts with
-//     "evaluator[").
+//     "evaluator[" and runs_evaluator() is true; the thunk emitter counts such instructions in
+//     CpuCompileStats::evaluator_fallbacks, reported as CompileReport::host_fallbacks).
 //   - Parallelism: Run splits work with ctx.pool->ParallelFor (and Eigen on the same pool).
 //     kiln's ParallelFor called from a worker of that same pool runs inline, so a kernel Run from
 //     inside a pool task is single-threaded: call Run from a thread outside ctx.pool (e.g. the

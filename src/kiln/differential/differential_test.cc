@@ -38,6 +38,8 @@
 // require cuda, so on a machine without a GPU they fail instead of running zero tests).
 // One test per (case, backend): a failure names both. Nothing is skipped: a case a backend
 // cannot run fails with the backend's error; only an absent data folder shows as a skip.
+// Host fallbacks: a case whose backend runs an instruction on the host evaluator fails unless
+// fallback_allowlist.txt names it (Note [Fallback allowlist]).
 #include <gtest/gtest.h>
 
 #include <algorithm>
