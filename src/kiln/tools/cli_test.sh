@@ -117,6 +117,9 @@ check env_flags 0 'OK: 2 outputs match' -- \
 check flag_bad 2 "cpu_conv: expected auto or im2col, got 'x'" -- \
   "$KILN" compile "$DATA/small.hlo" --device cpu --flag cpu_conv=x
 
+# Stored outputs are never compared with a run on random inputs.
+check expected_without_inputs 2 'holds no inputs .* --inputs' -- "$KILN" compare "$DATA/small.hlo" --device cpu --expected "$DATA/expected.npz"
+
 # What runs on the host evaluator instead of a native kernel is counted, by kind (issue 16).
 check fallback_compile 0 'on the host \(evaluator\): 1 instruction: custom-call lapack_sgeev_ffi x1' -- \
   "$KILN" compile "$DATA/host_fallback.hlo" --device cpu
