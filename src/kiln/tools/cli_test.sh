@@ -117,6 +117,10 @@ check env_flags 0 'OK: 2 outputs match' -- \
 check flag_bad 2 "cpu_conv: expected auto or im2col, got 'x'" -- \
   "$KILN" compile "$DATA/small.hlo" --device cpu --flag cpu_conv=x
 
+# An input member no parameter takes is named in a warning.
+check npz_extra_member 0 'warning: .*inputs_extra.npz:bias is not an input of cli_small' -- \
+  "$KILN" run "$DATA/small.hlo" --device cpu --inputs "$DATA/inputs_extra.npz"
+
 # Stored outputs are never compared with a run on random inputs.
 check expected_without_inputs 2 'holds no inputs .* --inputs' -- "$KILN" compare "$DATA/small.hlo" --device cpu --expected "$DATA/expected.npz"
 
