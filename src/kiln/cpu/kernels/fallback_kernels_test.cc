@@ -224,6 +224,22 @@ TEST(LinalgKernelTest, LuQrEighSvd) {
   CheckLinalg("a = c64[5,5] parameter(0)\n  ROOT r = (c64[5,5], f32[5], s32[]) custom-call(a), "
               "custom_call_target=\"cusolver_syevd_ffi\", api_version=API_VERSION_TYPED_FFI, "
               "backend_config={algorithm = 0 : ui8, lower = false}");
+  // cuSPARSE's tridiagonal solve (diagonally dominant: d in [4, 5)).
+  {
+    std::vector<Literal> ops;
+    for (int i = 0; i < 3; ++i) {
+      Literal l(Shape::ArrayWithDefaultLayout(PrimitiveType::kF64, {2, 7}));
+      for (int64_t j = 0; j < 14; ++j) l.data<double>()[j] = i == 1 ? 4.0 + 0.1 * (j % 10) : 0.3 * ((j * 5) % 7) - 1;
+      ops.push_back(std::move(l));
+    }
+    Literal b(Shape::ArrayWithDefaultLayout(PrimitiveType::kF64, {2, 7, 3}));
+    for (int64_t j = 0; j < 42; ++j) b.data<double>()[j] = (j % 9) - 4.0;
+    ops.push_back(std::move(b));
+    CheckLinalg("dl = f64[2,7] parameter(0)\n  d = f64[2,7] parameter(1)\n  du = f64[2,7] parameter(2)\n"
+                "  b = f64[2,7,3] parameter(3)\n  ROOT x = f64[2,7,3] custom-call(dl, d, du, b), "
+                "custom_call_target=\"cusparse_gtsv2_ffi\", api_version=API_VERSION_TYPED_FFI",
+                std::move(ops));
+  }
   // SVD: full and thin, the three result layouts.
   CheckLinalg("a = f32[7,5] parameter(0)\n  ROOT r = (f32[7,5], f32[5], f32[7,5], f32[5,5], s32[]) custom-call(a), "
               "custom_call_target=\"lapack_sgesdd_ffi\", api_version=API_VERSION_TYPED_FFI, "

@@ -22,15 +22,18 @@
 //                          |re| + |im| and Eigen by the modulus;
 //     geqrf / orgqr        Eigen's HouseholderQR / HouseholderSequence;
 //     syevd / heevd        Eigen's SelfAdjointEigenSolver;
-//     gesdd / gesvd /      Eigen's BDCSVD.
+//     gesdd / gesvd /      Eigen's BDCSVD;
 //       gesvdj
+//     gtsv2 (cuSPARSE)     Eigen's partial-pivoting LU of the tridiagonal matrix (x only; a
+//                          singular system gives inf/NaN where the evaluator's ?gtsv stops).
 //   Eigenvectors and singular vectors are defined up to a unit factor; they get the evaluator's
 //   convention (eval/lapack_eig.cc): v_j scaled so that its component of largest magnitude (the
 //   first within a relative 1e-9 of it) is real and positive, u_j by the same factor. Vectors of
 //   degenerate values, of zero singular values and a full U's completion are Eigen's: only
 //   invariants (reconstructions, projectors) of those are comparable.
-//   Everything else (gtsv, sytrd, gehrd, geqp3, geev, gees, syrk, cholesky_update, ...) is
-//   declined and runs on the evaluator's kernel.
+//   Everything else (LAPACK's gtsv, whose modified diagonals are results too, sytrd, gehrd,
+//   geqp3, geev, gees, syrk, cholesky_update, ...) is declined and runs on the evaluator's
+//   kernel.
 #include <Eigen/Cholesky>
 #include <Eigen/Dense>
 #include <Eigen/Householder>
@@ -62,6 +65,7 @@ enum class Op {
   kOrgqr,        // (a, tau) -> q
   kSyevd,        // (a) -> (v, w, info)
   kSvd,          // (a) -> (a, s, x, y, info)
+  kGtsv2,        // (dl, d, du, b) -> x
 };
 enum class SvdLayout { kUVt, kVtU, kUV };
 
@@ -215,6 +219,7 @@ class LinalgKernel final : public CpuKernel {
       case Op::kOrgqr: Orgqr<S>(b, in, out); break;
       case Op::kSyevd: Syevd<S>(b, in, out); break;
       case Op::kSvd: Svd<S>(b, in, out); break;
+      case Op::kGtsv2: Gtsv2<S>(b, in, out); break;
       default: break;
     }
   }
@@ -411,6 +416,22 @@ class LinalgKernel final : public CpuKernel {
     }
   }
 
+  // cuSPARSE's gtsv2: the tridiagonal system (dl[i] below the diagonal in row i, dl[0] unused;
+  // du[i] above it, du[n-1] unused) solved by Eigen's partial-pivoting LU of the matrix.
+  template <class S>
+  void Gtsv2(int64_t b, std::span<const ArrayView> in, std::span<const ArrayView> out) const {
+    const int64_t n = d_.m, nrhs = d_.n;
+    Mat<S> t = Mat<S>::Zero(n, n);
+    for (int64_t i = 0; i < n; ++i) {
+      t(i, i) = Get<S>(in[1], b * n + i);
+      if (i > 0) t(i, i - 1) = Get<S>(in[0], b * n + i);
+      if (i + 1 < n) t(i, i + 1) = Get<S>(in[2], b * n + i);
+    }
+    Mat<S> x = Load<S>(in[3], b, n, nrhs);
+    if (n > 0) x = Eigen::PartialPivLU<Mat<S>>(t).solve(x);
+    Store(out[0], b, x);
+  }
+
   // 0-based row interchanges applied in order to the identity permutation of m; a pivot outside
   // [0, m) is skipped.
   void PivotsToPermutation(std::span<const ArrayView> in, std::span<const ArrayView> out) const {
@@ -451,7 +472,7 @@ bool IsNativeLinalg(const HloInstruction& instr) {
   const std::string_view u = Unvendored(t);
   return u == "solver_getrf_ffi" || u == "solver_potrf_ffi" || u == "solver_geqrf_ffi" ||
          u == "solver_orgqr_ffi" || u == "solver_syevd_ffi" || u == "solver_gesvdj_ffi" ||
-         u == "solver_gesvd_ffi" || u == "_lu_pivots_to_permutation";
+         u == "solver_gesvd_ffi" || u == "_lu_pivots_to_permutation" || u == "sparse_gtsv2_ffi";
 }
 
 StatusOr<std::unique_ptr<CpuKernel>> CreateLinalgKernel(const HloInstruction& instr, const CpuKernelOptions&) {
@@ -512,6 +533,9 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateLinalgKernel(const HloInstruction& in
     k->compute_uv_ = bint("compute_uv", 1) != 0;
     k->svd_layout_ = bint("transposed", 0) != 0 ? SvdLayout::kVtU : SvdLayout::kUVt;
     results = 5;
+  } else if (u == "sparse_gtsv2_ffi") {
+    k->op_ = Op::kGtsv2;
+    operands = 4;
   } else {
     k->op_ = Op::kPivotsToPermutation;
   }
@@ -549,7 +573,8 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateLinalgKernel(const HloInstruction& in
   }
   if (!IsLinalgType(type)) return Unimplemented("no native linear algebra on ", PrimitiveTypeName(type));
   k->complex_ = IsComplex(type);
-  const int matrix = k->op_ == Op::kTriSolve ? 1 : 0;  // the operand giving (batch, m, n)
+  // The operand giving (batch, m, n).
+  const int matrix = k->op_ == Op::kTriSolve ? 1 : k->op_ == Op::kGtsv2 ? 3 : 0;
   KILN_ASSIGN_OR_RETURN(k->d_, MatrixDimsOf(instr, k->in_shapes_[matrix]));
   const Dims& d = k->d_;
   auto expect = [&](bool ok, std::string_view what) -> Status {
@@ -622,6 +647,13 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateLinalgKernel(const HloInstruction& in
           case SvdLayout::kUV: ok = ok && xr == m && xc >= mn && xc <= m && yr == n && yc >= mn && yc <= n; break;
         }
       KILN_RETURN_IF_ERROR(expect(ok, "u and v results do not fit the operand"));
+      break;
+    }
+    case Op::kGtsv2: {
+      bool ok = batched(k->out_shapes_[0], {d.m, d.n});
+      for (int i = 0; i < 3; ++i)
+        ok = ok && k->in_shapes_[i].num_elements() == d.batch * d.m && k->in_shapes_[i].element_type() == type;
+      KILN_RETURN_IF_ERROR(expect(ok, "diagonals or right-hand sides do not fit"));
       break;
     }
     default: break;
