@@ -9,6 +9,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/hlo/float_types.h"
+#include "kiln/hlo/instruction.h"
 #include "kiln/hlo/literal.h"
 
 namespace kiln::autotune {
@@ -112,6 +113,21 @@ Tolerance DefaultTolerance(PrimitiveType type) {
       if (IsF8Type(type) || type == PrimitiveType::kF4E2M1FN) return {0.25};
       return {0};  // pred and integers: exact
   }
+}
+
+bool AsksHighestPrecision(const HloInstruction& instr) {
+  for (Precision p : instr.attrs().precision_config.operand_precision)
+    if (p == Precision::kHighest) return true;
+  const std::string& text = instr.backend_config().text;
+  for (std::string_view form : {"\"precision\":\"highest\"", "\"precision\": \"highest\""})
+    if (text.find(form) != std::string::npos) return true;
+  return false;
+}
+
+double CandidateRtol(PrimitiveType type, bool highest, double rtol) {
+  if (rtol >= 0) return rtol;
+  if (highest && (type == PrimitiveType::kF32 || type == PrimitiveType::kC64)) return kHighestF32Rtol;
+  return DefaultTolerance(type).rtol;
 }
 
 std::string CompareResult::ToString() const {

@@ -11,12 +11,18 @@
 // (another summation order, split-K, TF32 for f32 dots of DEFAULT precision, output rounding)
 // and a wrong answer does not (the profiler's inputs are uniform in [-1, 1)):
 //   f64 1e-6 · f32 and c64 1e-2 · c128 1e-6 · f16 2e-2 · bf16 5e-2 · 8-bit and 4-bit floats 0.25
+// except f32 and c64 outputs of an instruction that asks for HIGHEST precision (no TF32):
+// kHighestF32Rtol, 1e-4 (CandidateRtol, applied by the profiler).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "kiln/hlo/shape.h"
+
+namespace kiln {
+class HloInstruction;
+}
 
 namespace kiln::autotune {
 
@@ -25,6 +31,19 @@ struct Tolerance {
 };
 
 Tolerance DefaultTolerance(PrimitiveType type);
+
+// f32 / c64 outputs of an instruction that asks for HIGHEST precision are not allowed TF32's
+// error: they are compared at this rtol, which a candidate with TF32 products (relative errors
+// ~5e-4 of the result's scale) fails and f32 summation-order differences (~sqrt(K) eps) pass.
+inline constexpr double kHighestF32Rtol = 1e-4;
+
+// Whether `instr` asks for HIGHEST precision: an operand_precision of highest (dot,
+// convolution), or a library call's backend_config naming "precision":"highest".
+bool AsksHighestPrecision(const HloInstruction& instr);
+
+// The rtol the profiler compares an output of `type` with: `rtol` when >= 0; else the type's
+// default, or kHighestF32Rtol for f32 / c64 when `highest` (AsksHighestPrecision).
+double CandidateRtol(PrimitiveType type, bool highest, double rtol);
 
 struct CompareResult {
   bool ok = true;

@@ -7,13 +7,51 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/hlo/computation.h"
 #include "kiln/hlo/float_types.h"
+#include "kiln/hlo/parser.h"
 #include "kiln/hlo/literal.h"
 
 namespace kiln::autotune {
 namespace {
 
 Shape F32(int64_t n) { return Shape::ArrayWithDefaultLayout(PrimitiveType::kF32, {n}); }
+
+// A HIGHEST-precision GEMM is held to f32 tolerance: an error of TF32's size (2^-11 relative
+// per product, here 5e-4 of the scale) that the default f32 rtol lets through fails it; f32
+// rounding noise passes.
+TEST(OutputCompareTest, HighestPrecisionGemmIsCheckedAtF32Tolerance) {
+  auto m = ParseHloModule(R"(
+HloModule m
+ENTRY e {
+  a = f32[8,16] parameter(0)  b = f32[16,4] parameter(1)
+  d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  h = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, operand_precision={highest,highest}
+  g = f32[8,4] custom-call(a, b), custom_call_target="__cublas$gemm", backend_config={"precision":"highest"}
+  ROOT t = (f32[8,4], f32[8,4], f32[8,4]) tuple(d, h, g)
+})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const HloInstruction* root = (*m)->entry_computation()->root_instruction();
+  EXPECT_FALSE(AsksHighestPrecision(*root->operand(0)));
+  EXPECT_TRUE(AsksHighestPrecision(*root->operand(1)));
+  EXPECT_TRUE(AsksHighestPrecision(*root->operand(2)));  // a library call's config
+  EXPECT_EQ(CandidateRtol(PrimitiveType::kF32, true, -1), kHighestF32Rtol);
+  EXPECT_EQ(CandidateRtol(PrimitiveType::kC64, true, -1), kHighestF32Rtol);
+  EXPECT_EQ(CandidateRtol(PrimitiveType::kF32, false, -1), DefaultTolerance(PrimitiveType::kF32).rtol);
+  EXPECT_EQ(CandidateRtol(PrimitiveType::kF64, true, -1), DefaultTolerance(PrimitiveType::kF64).rtol);
+  EXPECT_EQ(CandidateRtol(PrimitiveType::kF32, true, 0.5), 0.5);  // an explicit rtol wins
+  std::vector<float> expected(1000), tf32(1000), rounded(1000);
+  for (int i = 0; i < 1000; ++i) {
+    expected[i] = std::sin(0.37f * i);
+    tf32[i] = expected[i] + 5e-4f * (i % 2 ? 1 : -1);
+    rounded[i] = expected[i] * (1 + 1e-6f);
+  }
+  const double strict = CandidateRtol(PrimitiveType::kF32, true, -1);
+  const double loose = CandidateRtol(PrimitiveType::kF32, false, -1);
+  EXPECT_FALSE(CompareArrays(F32(1000), tf32.data(), expected.data(), strict).ok);
+  EXPECT_TRUE(CompareArrays(F32(1000), tf32.data(), expected.data(), loose).ok);
+  EXPECT_TRUE(CompareArrays(F32(1000), rounded.data(), expected.data(), strict).ok);
+}
 
 TEST(OutputCompareTest, IntegersAreExact) {
   std::vector<int32_t> a = {1, 2, 3}, b = {1, 2, 4};

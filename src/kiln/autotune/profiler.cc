@@ -148,11 +148,14 @@ Status Profiler::ReleaseBuffers() {
 Status Profiler::Prepare(const HloInstruction& instr) {
   std::vector<Shape> operands;
   for (const HloInstruction* op : instr.operands()) operands.push_back(op->shape());
-  return Prepare(operands, instr.shape());
+  KILN_RETURN_IF_ERROR(Prepare(operands, instr.shape()));
+  highest_ = AsksHighestPrecision(instr);  // f32 outputs then at kHighestF32Rtol
+  return OkStatus();
 }
 
 Status Profiler::Prepare(const std::vector<Shape>& operand_shapes, const Shape& result_shape) {
   KILN_RETURN_IF_ERROR(ReleaseBuffers());
+  highest_ = false;
   for (const Shape& s : operand_shapes) {
     KILN_ASSIGN_OR_RETURN(std::vector<Shape> leaves, ArrayLeaves(s));
     input_shapes_.insert(input_shapes_.end(), leaves.begin(), leaves.end());
@@ -235,7 +238,8 @@ void Profiler::CheckOutputs(Measurement& m, bool make_reference) {
   }
   for (size_t i = 0; i < outputs_.size(); ++i) {
     CompareResult c =
-        CompareArrays(output_shapes_[i], host[i].data(), reference_[i].data(), options_.rtol);
+        CompareArrays(output_shapes_[i], host[i].data(), reference_[i].data(),
+                      CandidateRtol(output_shapes_[i].element_type(), highest_, options_.rtol));
     if (!c.ok) {
       return Fail(m, Verdict::kWrongResult,
                   StrCat(outputs_.size() > 1 ? StrCat("output ", i, ": ") : std::string(),

@@ -136,6 +136,8 @@ class Profiler {
 
   runtime::Device& device_;
   ProfileOptions options_;
+  // The prepared instruction asks for HIGHEST precision (output_compare.h CandidateRtol).
+  bool highest_ = false;
   std::unique_ptr<runtime::Stream> stream_;
   std::unique_ptr<runtime::Event> start_, stop_;
   std::unique_ptr<RedzoneAllocator> redzones_;

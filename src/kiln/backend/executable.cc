@@ -233,7 +233,33 @@ std::vector<std::pair<std::string, double>> Executable::Metrics() const {
   const MemoryStats& m = report_.memory;
   return {{"argument_bytes", double(m.argument_bytes)}, {"output_bytes", double(m.output_bytes)},
           {"constant_bytes", double(m.constant_bytes)}, {"temp_bytes", double(m.temp_bytes)},
-          {"peak_bytes", double(m.peak_bytes)},         {"aliased_bytes", double(m.aliased_bytes)}};
+          {"peak_bytes", double(m.peak_bytes)},         {"aliased_bytes", double(m.aliased_bytes)},
+          {"host_fallbacks", double(HostFallbackCount(report_.host_fallbacks))}};
+}
+
+std::string HostFallbackKind(const HloInstruction& instr) {
+  if (instr.opcode() == HloOpcode::kCustomCall) return StrCat("custom-call ", instr.attrs().custom_call_target);
+  if (instr.opcode() == HloOpcode::kFusion && instr.fused_computation() != nullptr)
+    return StrCat("fusion(", HloOpcodeString(instr.fused_computation()->root_instruction()->opcode()), ")");
+  return std::string(HloOpcodeString(instr.opcode()));
+}
+
+int64_t HostFallbackCount(const std::vector<std::pair<std::string, int64_t>>& fallbacks) {
+  int64_t n = 0;
+  for (const auto& [kind, count] : fallbacks) n += count;
+  return n;
+}
+
+std::string HostFallbackLine(const std::vector<std::pair<std::string, int64_t>>& fallbacks) {
+  const int64_t n = HostFallbackCount(fallbacks);
+  if (n == 0) return "";
+  std::string s = StrCat("on the host (evaluator): ", n, n == 1 ? " instruction:" : " instructions:");
+  bool first = true;
+  for (const auto& [kind, count] : fallbacks) {
+    s += StrCat(first ? " " : ", ", kind, " x", count);
+    first = false;
+  }
+  return s + "\n";
 }
 
 namespace {

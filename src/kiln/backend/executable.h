@@ -36,6 +36,7 @@
 #include "kiln/passes/memory_stats.h"
 
 namespace kiln {
+class HloInstruction;
 class HloModule;
 }
 
@@ -58,14 +59,24 @@ struct CompileReport {
   std::string thunk_listing;
   // Memory plan of one run (all zero where the backend has none: the interpreter).
   MemoryStats memory;
-  // Instructions that run on the host evaluator instead of a native kernel, by kind, with
-  // counts ("custom-call:lapack_sgetrf_ffi" x2).
+  // Instructions that run on the host evaluator instead of a native kernel (the cpu backend's
+  // evaluator kernels, the cuda backend's host thunks), by kind (HostFallbackKind) with counts,
+  // sorted by kind: {"custom-call lapack_sgetrf_ffi", 2}, {"reduce-window", 1}.
   std::vector<std::pair<std::string, int64_t>> host_fallbacks;
   // The autotuning step's report, where one ran (null otherwise).
   std::shared_ptr<const autotune::AutotuneReport> autotune;
   // The module as compiled, choices applied (`kiln tune -o`); empty where not kept.
   std::string compiled_module_text;
 };
+
+// The kind an instruction that runs on the host evaluator is counted under: its opcode,
+// "custom-call TARGET" for a custom call, "fusion(ROOT-OPCODE)" for a fusion.
+std::string HostFallbackKind(const HloInstruction& instr);
+// The number of instructions in `fallbacks` (the sum of the counts).
+int64_t HostFallbackCount(const std::vector<std::pair<std::string, int64_t>>& fallbacks);
+// The one line `kiln compile` and `kiln run` print for them: "on the host (evaluator): 3
+// instructions: custom-call lapack_sgetrf_ffi x2, reduce-window x1\n"; empty for none.
+std::string HostFallbackLine(const std::vector<std::pair<std::string, int64_t>>& fallbacks);
 
 class Executable {
  public:

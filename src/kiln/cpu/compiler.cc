@@ -147,6 +147,7 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   parts.stats.fusion_summary = FusionSummary(*module);
   parts.stats.memory = assignment->stats();
   parts.stats.thunks = static_cast<int64_t>(thunks.all.size());
+  parts.stats.evaluator_fallbacks = thunks.evaluator_fallbacks;
   for (const Thunk* t : thunks.all) parts.stats.kernel_thunks += t->kind() == Thunk::Kind::kKernel;
   for (const Thunk* t : thunks.all)
     if (t->kind() == Thunk::Kind::kRowTiles) {

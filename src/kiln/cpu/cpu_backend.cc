@@ -215,11 +215,12 @@ class CpuBackend final : public HostBackend {
     report.target = StrCat("host (", exe->num_threads(), " threads)");
     report.compile_seconds = st.compile_seconds;
     report.memory = st.memory;
+    report.host_fallbacks.assign(st.evaluator_fallbacks.begin(), st.evaluator_fallbacks.end());
     report.details = st.ToString();
     report.thunk_listing = exe->ThunkListing();
     report.summary = StrCat("compiled ", module.name(), " in ", RoundTripDouble(std::round(st.compile_seconds * 1e5) / 100),
                             " ms: ", st.thunks, " thunks (", st.kernel_thunks, " kernels), ", st.threads, " threads\n",
-                            st.memory.ToString(), "\n");
+                            st.memory.ToString(), "\n", HostFallbackLine(report.host_fallbacks));
     if (replicas * partitions > 1)
       report.summary += StrCat("runs over ", replicas, " replicas x ", partitions,
                                " partitions: one thread per virtual device, one in-process communicator\n");

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 
+#include "kiln/backend/executable.h"
 #include "kiln/base/strings.h"
 #include "kiln/cpu/control_flow_thunks.h"
 #include "kiln/hlo/computation.h"
@@ -151,6 +152,7 @@ std::string CpuCompileStats::ToString() const {
                 static_cast<long long>(thunks), static_cast<long long>(kernel_thunks),
                 static_cast<long long>(row_tiled_chains), static_cast<long long>(threads), compile_seconds * 1e3);
   s += buf;
+  s += HostFallbackLine({evaluator_fallbacks.begin(), evaluator_fallbacks.end()});
   return s;
 }
 

@@ -30,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -69,6 +70,8 @@ struct CpuCompileStats {
   int64_t kernel_thunks = 0;      // kernels, row-tiled chains' members included
   int64_t row_tiled_chains = 0;   // RowTilesThunks (row_tiling.h)
   int64_t threads = 0;            // pool workers (1: no pool)
+  // Instructions run by the evaluator's kernel, by kind (EmittedThunks::evaluator_fallbacks).
+  std::map<std::string, int64_t> evaluator_fallbacks;
   std::string ToString() const;   // pass table, fusion summary, memory, thunk counts
 };
 

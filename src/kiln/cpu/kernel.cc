@@ -65,8 +65,15 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateFamilyKernel(const HloInstruction& in
       if (instr.attrs().custom_call_target == "TopK") return CreateTopKKernel(instr, options);
       if (IsAttentionCall(instr)) return CreateAttentionKernel(instr, options);
       if (IsAttentionBackwardCall(instr)) return CreateAttentionBackwardKernel(instr, options);
+      if (IsNativeLinalg(instr)) return CreateLinalgKernel(instr, options);
       return Unimplemented("no native kernel for custom-call ", instr.attrs().custom_call_target);
     case HloOpcode::kDynamicUpdateSlice: return CreateDynamicUpdateSliceKernel(instr, options);
+    case HloOpcode::kReduceWindow: return CreateReduceWindowKernel(instr, options);
+    case HloOpcode::kSelectAndScatter: return CreateSelectAndScatterKernel(instr, options);
+    case HloOpcode::kCholesky: case HloOpcode::kTriangularSolve: return CreateLinalgKernel(instr, options);
+    case HloOpcode::kBitcastConvert:
+      if (IsLoopOp(instr)) return CreateLoopKernel(instr, options);
+      return CreateBitcastConvertKernel(instr, options);
     case HloOpcode::kAllReduce: case HloOpcode::kAllReduceStart: case HloOpcode::kAllGather:
     case HloOpcode::kAllGatherStart: case HloOpcode::kReduceScatter: case HloOpcode::kAllToAll:
     case HloOpcode::kCollectivePermute: case HloOpcode::kCollectivePermuteStart:

@@ -24,7 +24,8 @@
 //   - kernels/kernels.h lists the native families (loop/DUS/reduce/transpose/dot/convolution/
 //     gather/scatter/sort/topk); CreateCpuKernel falls back to the evaluator kernel for any other
 //     opcode and for the forms a family does not cover (the kernel's name() then starts with
-//     "evaluator[").
+//     "evaluator[" and runs_evaluator() is true; the thunk emitter counts such instructions in
+//     CpuCompileStats::evaluator_fallbacks, reported as CompileReport::host_fallbacks).
 //   - Parallelism: Run splits work with ctx.pool->ParallelFor (and Eigen on the same pool).
 //     kiln's ParallelFor called from a worker of that same pool runs inline, so a kernel Run from
 //     inside a pool task is single-threaded: call Run from a thread outside ctx.pool (e.g. the
@@ -102,6 +103,9 @@ class CpuKernel {
   virtual std::string name() const = 0;
   virtual Status Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
                      const KernelContext& ctx) const = 0;
+  // True for the evaluator fallback kernel (CreateEvaluatorFallbackKernel): the instruction
+  // runs the reference evaluator's code, counted in CompileReport::host_fallbacks.
+  virtual bool runs_evaluator() const { return false; }
   // True if output i may be the same memory as input `operand` (in-place update).
   virtual bool SupportsInPlace(int64_t output, int64_t operand) const {
     (void)output;

@@ -1,5 +1,6 @@
 #include "kiln/cpu/thunk_emitter.h"
 
+#include "kiln/backend/executable.h"
 #include "kiln/base/strings.h"
 #include "kiln/cpu/control_flow_thunks.h"
 #include "kiln/cpu/kernel_thunk.h"
@@ -51,6 +52,7 @@ class Emitter {
   }
 
   std::vector<const Thunk*> all;
+  std::map<std::string, int64_t> evaluator_fallbacks;
 
  private:
   StatusOr<BufferSlice> Slice(const HloInstruction& instr, const ShapeIndex& index) {
@@ -109,7 +111,7 @@ class Emitter {
       StatusOr<std::unique_ptr<CpuKernel>> k = options_.kernel_factory(*tile_instr);
       if (!k.ok()) return k.status().WithContext(StrCat("cpu: cannot compile %", instr.name(), " for row tiles"));
       m.tile_kernel = std::move(*k);
-      if (m.tile_kernel->name().rfind("evaluator[", 0) == 0) return false;
+      if (m.tile_kernel->runs_evaluator()) return false;
       if (rest > 0) {
         KILN_ASSIGN_OR_RETURN(const HloInstruction* rest_instr, CloneForRows(instr, loc, rest, *clones));
         StatusOr<std::unique_ptr<CpuKernel>> rk = options_.kernel_factory(*rest_instr);
@@ -184,6 +186,7 @@ class Emitter {
     StatusOr<std::unique_ptr<CpuKernel>> kernel = options_.kernel_factory(instr);
     if (!kernel.ok())
       return kernel.status().WithContext(StrCat("cpu: cannot compile %", instr.name()));
+    if ((*kernel)->runs_evaluator()) ++evaluator_fallbacks[HostFallbackKind(instr)];
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<KernelThunk> thunk,
                           KernelThunk::Create(instr, std::move(*kernel), std::move(inputs),
                                               std::move(outputs), EstimateKernelCost(instr)));
@@ -285,6 +288,7 @@ StatusOr<EmittedThunks> EmitThunks(const HloModule& module, const BufferAssignme
   EmittedThunks out;
   out.entry = std::move(seq);
   out.all = std::move(e.all);
+  out.evaluator_fallbacks = std::move(e.evaluator_fallbacks);
   return out;
 }
 

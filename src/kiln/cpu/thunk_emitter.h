@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct EmittedThunks {
   ThunkSequence entry;
   // Every thunk, nested ones included, indexed by Thunk::id().
   std::vector<const Thunk*> all;
+  // The instructions whose kernel is the evaluator's (CpuKernel::runs_evaluator), by
+  // HostFallbackKind (backend/executable.h): each instruction once, however often it runs.
+  std::map<std::string, int64_t> evaluator_fallbacks;
 };
 
 StatusOr<EmittedThunks> EmitThunks(const HloModule& module, const BufferAssignment& assignment,

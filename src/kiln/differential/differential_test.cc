@@ -38,11 +38,14 @@
 // require cuda, so on a machine without a GPU they fail instead of running zero tests).
 // One test per (case, backend): a failure names both. Nothing is skipped: a case a backend
 // cannot run fails with the backend's error; only an absent data folder shows as a skip.
+// Host fallbacks: a case whose backend runs an instruction on the host evaluator fails unless
+// fallback_allowlist.txt names it (Note [Fallback allowlist]).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fnmatch.h>
 #include <fstream>
 #include <sstream>
 #include <stdlib.h>  // mkdtemp
@@ -151,6 +154,7 @@ enum class Inputs { kNpz, kRandom };
 
 struct Case {
   std::string name;  // [A-Za-z0-9_]
+  std::string suite;  // TestData, BenchSmall, BenchSmallOpt, XlaFuzz, Collectives
   fs::path module;   // the .hlo file
   fs::path npz;      // inputs in0.. (kNpz)
   Inputs inputs = Inputs::kNpz;
@@ -169,6 +173,61 @@ std::string TestName(std::string s) {
   return s;
 }
 
+// Note [Fallback allowlist]
+//   A backend that runs an instruction on the host evaluator instead of a native kernel (the
+//   cpu backend's evaluator kernels, the cuda backend's host thunks: CompileReport::
+//   host_fallbacks) compares the evaluator with itself there, so such a case fails unless
+//   src/kiln/differential/fallback_allowlist.txt names it: lines "BACKEND SUITE/CASE REASON",
+//   CASE a shell pattern (fnmatch: `linalg_eig*`), REASON a few words on why it is allowed.
+//   An entry without a pattern character whose case no longer falls back fails the case too,
+//   so the list only shrinks.
+struct AllowEntry {
+  std::string backend, pattern, reason;
+  bool exact = false;
+};
+
+const std::vector<AllowEntry>& FallbackAllowlist() {
+  static const std::vector<AllowEntry>* list = [] {
+    auto* v = new std::vector<AllowEntry>;
+    const char* src = std::getenv("KILN_SOURCE_DIR");
+    if (!src) return v;
+    std::ifstream in(fs::path(src) / "src" / "kiln" / "differential" / "fallback_allowlist.txt");
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream ls(line);
+      AllowEntry e;
+      if (!(ls >> e.backend) || e.backend[0] == '#' || !(ls >> e.pattern)) continue;
+      std::getline(ls, e.reason);
+      e.exact = e.pattern.find_first_of("*?[") == std::string::npos;
+      v->push_back(std::move(e));
+    }
+    return v;
+  }();
+  return *list;
+}
+
+// The allowlist entry for (backend, suite/case), or null.
+const AllowEntry* AllowedFallback(const std::string& backend, const std::string& suite, const std::string& name) {
+  const std::string key = suite + "/" + name;
+  for (const AllowEntry& e : FallbackAllowlist())
+    if (e.backend == backend && fnmatch(e.pattern.c_str(), key.c_str(), 0) == 0) return &e;
+  return nullptr;
+}
+
+// Fails the case when the backend fell back to the evaluator outside the allowlist, or when
+// an exact entry for it is no longer needed.
+void CheckFallbacks(const std::string& backend, const Case& c,
+                    const std::vector<std::pair<std::string, int64_t>>& fallbacks) {
+  const AllowEntry* allowed = AllowedFallback(backend, c.suite, c.name);
+  if (!fallbacks.empty() && allowed == nullptr)
+    ADD_FAILURE() << backend << " " << HostFallbackLine(fallbacks)
+                  << "  (not on src/kiln/differential/fallback_allowlist.txt, Note [Fallback allowlist]): "
+                  << c.suite << "/" << c.name;
+  if (fallbacks.empty() && allowed != nullptr && allowed->exact)
+    ADD_FAILURE() << backend << " runs " << c.suite << "/" << c.name
+                  << " without a fallback now: remove its entry from src/kiln/differential/fallback_allowlist.txt";
+}
+
 std::vector<Case> FindTestData() {
   std::vector<Case> v;
   const char* src = std::getenv("KILN_SOURCE_DIR");
@@ -182,7 +241,7 @@ std::vector<Case> FindTestData() {
     for (const auto& e : fs::directory_iterator(dir, ec)) {
       if (!e.is_directory()) continue;
       if (fs::exists(e.path() / "module.hlo") && fs::exists(e.path() / "case.npz"))
-        v.push_back({TestName(e.path().filename().string()), e.path() / "module.hlo", e.path() / "case.npz"});
+        v.push_back({TestName(e.path().filename().string()), "TestData", e.path() / "module.hlo", e.path() / "case.npz"});
     }
   }
   return v;
@@ -198,13 +257,14 @@ std::vector<Case> FindBenchSmall() {
   for (const auto& e : fs::directory_iterator(suite, ec))
     if (e.path().filename().string().ends_with("_small") && fs::exists(e.path() / "module.hlo") &&
         fs::exists(e.path() / "case.npz"))
-      v.push_back({TestName(e.path().filename().string()), e.path() / "module.hlo", e.path() / "case.npz"});
+      v.push_back({TestName(e.path().filename().string()), "BenchSmall", e.path() / "module.hlo", e.path() / "case.npz"});
   return v;
 }
 
 std::vector<Case> FindBenchSmallOptimized() {
   std::vector<Case> v;
   for (Case c : FindBenchSmall()) {
+    c.suite = "BenchSmallOpt";
     // module.opt.hlo; for the loop cases XLA's optimized module is xla-optimized.hlo (the
     // shared suite is read-only: it is read under that name).
     const fs::path dir = c.module.parent_path();
@@ -225,7 +285,7 @@ std::vector<Case> FindFuzz() {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return v;
   for (const auto& e : fs::directory_iterator(dir, ec))
-    if (e.path().extension() == ".hlo") v.push_back({TestName(e.path().stem().string()), e.path(), {}, Inputs::kRandom});
+    if (e.path().extension() == ".hlo") v.push_back({TestName(e.path().stem().string()), "XlaFuzz", e.path(), {}, Inputs::kRandom});
   return v;
 }
 
@@ -234,7 +294,7 @@ std::vector<Param> Params(std::vector<Case> cases, const std::string& missing) {
   std::sort(cases.begin(), cases.end(), [](const Case& a, const Case& b) { return a.name < b.name; });
   std::vector<Param> out;
   std::vector<std::string> backends = BackendsUnderTest();
-  if (cases.empty()) cases.push_back({"no_cases", missing, {}, Inputs::kNpz});
+  if (cases.empty()) cases.push_back({"no_cases", "", missing, {}, Inputs::kNpz});
   if (backends.empty()) backends.push_back("none");
   for (const Case& c : cases)
     for (const std::string& b : backends) out.push_back({c, b});
@@ -247,9 +307,11 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
 
 // Compiles the case's module for `device` through the public API and runs it on `args`.
 StatusOr<Literal> CompileAndRun(const HloModule& module, const std::string& device, const CompileOptions& options,
-                                std::span<const Literal> args, bool* tf32) {
+                                std::span<const Literal> args, bool* tf32,
+                                std::vector<std::pair<std::string, int64_t>>* fallbacks = nullptr) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, TheClient().Compile(module, device, options));
   if (tf32) *tf32 = exe->RunsF32ProductsInTf32();
+  if (fallbacks) *fallbacks = exe->compile_report().host_fallbacks;
   ExecuteOptions eo;
   eo.poison = true;  // an element no kernel writes comes back as NaN
   return exe->Run(args, eo);
@@ -292,8 +354,10 @@ void RunDifferential(const Param& p) {
   options.threads = 2;
   options.autotune = DifferentialAutotuneSettings();
   bool tf32 = false;
-  auto actual = CompileAndRun(**module, p.backend, options, args, &tf32);
+  std::vector<std::pair<std::string, int64_t>> fallbacks;
+  auto actual = CompileAndRun(**module, p.backend, options, args, &tf32, &fallbacks);
   ASSERT_TRUE(actual.ok()) << p.backend << ": " << actual.status().message();
+  CheckFallbacks(p.backend, p.c, fallbacks);
   CompareOptions co;
   co.backend_vs_evaluator = true;
   // Backends that run f32 products in TF32 (cuda, as XLA) are held to the TF32 tolerance there.
@@ -313,7 +377,7 @@ std::vector<Case> FindCollectives() {
   if (!fs::is_directory(dir, ec)) return v;
   for (const auto& e : fs::directory_iterator(dir, ec))
     if (e.is_directory() && fs::exists(e.path() / "module.hlo") && fs::exists(e.path() / "case.npz"))
-      v.push_back({TestName(e.path().filename().string()), e.path() / "module.hlo", e.path() / "case.npz"});
+      v.push_back({TestName(e.path().filename().string()), "Collectives", e.path() / "module.hlo", e.path() / "case.npz"});
   return v;
 }
 
@@ -370,9 +434,11 @@ void RunCollectiveCase(const Param& p) {
     }
   }
   bool tf32 = false;  // f32 products in TF32 (the cuda backend's default): judged as such
+  std::vector<std::pair<std::string, int64_t>> fallbacks;
   auto run = [&](const std::string& device, const CompileOptions& o) -> StatusOr<std::vector<Literal>> {
     KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, TheClient().Compile(**module, device, o));
     tf32 = exe->RunsF32ProductsInTf32();
+    fallbacks = exe->compile_report().host_fallbacks;
     if (exe->num_participants() != n)
       return Internal(device, " compiled ", exe->num_participants(), " participants, the module has ", n);
     ExecuteOptions eo;
@@ -430,6 +496,7 @@ void RunCollectiveCase(const Param& p) {
   options.autotune = DifferentialAutotuneSettings();
   auto actual = run(p.backend, options);
   ASSERT_TRUE(actual.ok()) << p.backend << ": " << actual.status().message();
+  CheckFallbacks(p.backend, p.c, fallbacks);
   CompareOptions co;
   co.backend_vs_evaluator = true;
   co.reference_tf32 = tf32;

@@ -129,6 +129,22 @@ check env_flags 0 'OK: 2 outputs match' -- \
 check flag_bad 2 "cpu_conv: expected auto or im2col, got 'x'" -- \
   "$KILN" compile "$DATA/small.hlo" --device cpu --flag cpu_conv=x
 
+# An input member no parameter takes is named in a warning.
+check npz_extra_member 0 'warning: .*inputs_extra.npz:bias is not an input of cli_small' -- \
+  "$KILN" run "$DATA/small.hlo" --device cpu --inputs "$DATA/inputs_extra.npz"
+
+# Stored outputs are never compared with a run on random inputs.
+check expected_without_inputs 2 'holds no inputs .* --inputs' -- "$KILN" compare "$DATA/small.hlo" --device cpu --expected "$DATA/expected.npz"
+
+# What runs on the host evaluator instead of a native kernel is counted, by kind (issue 16).
+check fallback_compile 0 'on the host \(evaluator\): 1 instruction: custom-call lapack_sgeev_ffi x1' -- \
+  "$KILN" compile "$DATA/host_fallback.hlo" --device cpu
+check fallback_stats 0 'on the host \(evaluator\): 1 instruction: custom-call lapack_sgeev_ffi x1' -- \
+  "$KILN" compile "$DATA/host_fallback.hlo" --device cpu --stats
+check fallback_run 0 'on the host \(evaluator\): 1 instruction: custom-call lapack_sgeev_ffi x1' -- \
+  "$KILN" run "$DATA/host_fallback.hlo" --device cpu
+check no_fallback 0 '' -- bash -c "! '$KILN' compile '$DATA/small.hlo' --device cpu --stats 2>&1 | grep -q 'on the host'"
+
 check info 0 'parameters \(2\)' -- "$KILN" info "$DATA/small.hlo"
 check info_bytes 0 'bytes: parameters 28 B, outputs 28 B' -- "$KILN" info "$DATA/small.hlo"
 

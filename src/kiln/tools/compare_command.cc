@@ -44,6 +44,19 @@ StatusOr<Literal> CompileAndRun(const Client& client, const HloModule& module, c
   return exe->Run(args, eo);
 }
 
+// Stored outputs cannot be reproduced from random inputs: --expected without --inputs, from an
+// .npz that holds no inputs either, is refused (exit 2) for a module with parameters.
+int RefuseRandomInputsForExpected(const CompareFlags& f, const HloModule& module,
+                                  const std::optional<LoadedNpz>& expected_npz, const InputOptions& io) {
+  if (!expected_npz || !f.inputs.empty() || io.npz != nullptr) return 0;
+  const HloComputation* entry = module.entry_computation();
+  if (!entry || entry->num_parameters() == 0) return 0;
+  PrintError(StrCat(f.expected, " holds no inputs (in0, ...) and --inputs was not given: the expected outputs "
+                    "cannot be compared with a run on random inputs; give the inputs they were made from with "
+                    "--inputs (or store them in the .npz as in0, in1, ...)"));
+  return kExitUsage;
+}
+
 // Several participants: every participant's outputs against the reference's (or against the
 // expected .npz's p<i>.out<j>), each within its type's tolerance.
 int CompareParticipants(const CompareFlags& f, const Client& client, const HloModule& module,
@@ -54,6 +67,7 @@ int CompareParticipants(const CompareFlags& f, const Client& client, const HloMo
   io.npz_path = f.inputs;
   if (f.inputs.empty() && expected_npz && (expected_npz->Has("in0") || expected_npz->Has("p0.in0")))
     io.npz = &*expected_npz;
+  if (int rc = RefuseRandomInputsForExpected(f, module, expected_npz, io)) return rc;
   io.seed = f.seed;
   io.allow_cast = f.cast;
   std::vector<std::string> notes;
@@ -219,6 +233,7 @@ int Compare(const CompareFlags& f, const Client& client) {
   InputOptions io;
   io.npz_path = f.inputs;
   if (f.inputs.empty() && expected_npz && expected_npz->Has("in0")) io.npz = &*expected_npz;
+  if (int rc = RefuseRandomInputsForExpected(f, **module, expected_npz, io)) return rc;
   io.seed = f.seed;
   io.allow_cast = f.cast;
   std::vector<std::string> notes;

@@ -48,6 +48,7 @@ int RunParticipants(const RunFlags& f, const Client& client, const HloModule& mo
   std::unique_ptr<Executable> compiled;
   if (int rc = CompileForParticipants(client, module, device, options, replicas, partitions, &compiled)) return rc;
   std::unique_ptr<Executable>* exe = &compiled;
+  std::cerr << HostFallbackLine((*exe)->compile_report().host_fallbacks);
   ExecuteOptions eo;
   eo.seed = f.seed;
   eo.poison = true;
@@ -121,6 +122,8 @@ int Run(const RunFlags& f, const Client& client) {
     return CompileErrorExitCode(exe.status());
   }
   if (const auto& tuned = (*exe)->compile_report().autotune) std::cerr << tuned->SummaryLine() << "\n";
+  // What ran on the evaluator instead of a native kernel (none on the interpreter: it is one).
+  std::cerr << HostFallbackLine((*exe)->compile_report().host_fallbacks);
   ExecuteOptions eo;
   eo.seed = f.seed;
   eo.poison = true;  // an element no kernel writes comes back as NaN, never as a lucky value

@@ -102,7 +102,8 @@ StatusOr<std::vector<Literal>> MakeInputs(const HloModule& module, const InputOp
   }
   for (size_t k = 0; k < names.size(); ++k)
     if (!used[k] && !StartsWith(names[k], "out") && notes)
-      notes->push_back(StrCat("note: ", path, ":", names[k], " is not an input of ", module.name()));
+      notes->push_back(StrCat("warning: ", path, ":", names[k], " is not an input of ", module.name(),
+                              " (no parameter takes it: members in0, in1, ... or the parameters' names)"));
   return args;
 }
 

@@ -22,6 +22,8 @@ class EvaluatorFallbackKernel final : public CpuKernel {
            ShapeText(instr_.shape()) + "]";
   }
 
+  bool runs_evaluator() const override { return true; }
+
   Status Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
              const KernelContext& ctx) const override {
     std::vector<Literal> operands;

@@ -39,6 +39,26 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateDynamicUpdateSliceKernel(const HloIns
 StatusOr<std::unique_ptr<CpuKernel>> CreateReduceKernel(const HloInstruction& instr,
                                                         const CpuKernelOptions& options);
 
+// reduce-window, standalone, any window and reducer that is a scalar computation
+// (kernels/reduce_window.cc, Note [Reduce-window kernel]).
+StatusOr<std::unique_ptr<CpuKernel>> CreateReduceWindowKernel(const HloInstruction& instr,
+                                                              const CpuKernelOptions& options);
+// select-and-scatter with scalar select and scatter computations (kernels/reduce_window.cc).
+StatusOr<std::unique_ptr<CpuKernel>> CreateSelectAndScatterKernel(const HloInstruction& instr,
+                                                                  const CpuKernelOptions& options);
+
+// bitcast-convert between element types of different widths (kernels/bitcast_convert.cc);
+// equal widths are loop kernels.
+StatusOr<std::unique_ptr<CpuKernel>> CreateBitcastConvertKernel(const HloInstruction& instr,
+                                                                const CpuKernelOptions& options);
+
+// cholesky, triangular-solve and JAX's LAPACK / cuSOLVER / hipSOLVER linear-algebra custom
+// calls on Eigen (kernels/linalg.cc, Note [Linear-algebra kernels]). IsNativeLinalg: the
+// custom-call targets (and ops) it takes.
+bool IsNativeLinalg(const HloInstruction& instr);
+StatusOr<std::unique_ptr<CpuKernel>> CreateLinalgKernel(const HloInstruction& instr,
+                                                        const CpuKernelOptions& options);
+
 // A standalone transpose (cache-blocked tiles).
 StatusOr<std::unique_ptr<CpuKernel>> CreateTransposeKernel(const HloInstruction& instr,
                                                            const CpuKernelOptions& options);

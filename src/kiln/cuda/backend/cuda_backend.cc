@@ -167,11 +167,9 @@ std::string Ms(double ms) {
   return buf;
 }
 
+// The neutral line (backend/executable.h), as the cpu backend prints it.
 std::string HostFallbackLine(const std::map<std::string, int64_t>& fallbacks) {
-  if (fallbacks.empty()) return "";
-  std::string s = "on the host (evaluator):";
-  for (const auto& [k, n] : fallbacks) s += StrCat(" ", k, " x", n);
-  return s + "\n";
+  return kiln::HostFallbackLine({fallbacks.begin(), fallbacks.end()});
 }
 
 class CudaExecutable final : public Executable {

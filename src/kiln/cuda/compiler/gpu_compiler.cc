@@ -111,9 +111,15 @@ std::string GpuCompileStats::ToString() const {
     first = false;
   }
   s += StrCat(")\nkernels: ", kernels, " generated, ", kernels_from_cache, " from the NVRTC cache\n");
-  if (!host_fallbacks.empty()) {
-    s += "on the host (evaluator):";
-    for (const auto& [k, n] : host_fallbacks) s += StrCat(" ", k, " x", n);
+  if (!host_fallbacks.empty()) {  // the form of backend/executable.h's HostFallbackLine
+    int64_t total = 0;
+    for (const auto& [k, n] : host_fallbacks) total += n;
+    s += StrCat("on the host (evaluator): ", total, total == 1 ? " instruction:" : " instructions:");
+    bool first = true;
+    for (const auto& [k, n] : host_fallbacks) {
+      s += StrCat(first ? " " : ", ", k, " x", n);
+      first = false;
+    }
     s += "\n";
   }
   if (autotune) s += autotune->SummaryLine() + "\n";
