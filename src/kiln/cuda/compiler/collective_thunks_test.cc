@@ -86,12 +86,11 @@ const Case kCases[] = {
   a = f32[4,6] all-to-all(x), dimensions={1}, replica_groups={}
   ROOT t = (f32[4,6], f32[4,6], f32[4,6]) tuple(g, r, a)
 })"},
-    {"all_to_all_tuple_broadcast", R"(ENTRY e {
+    {"all_to_all_broadcast", R"(ENTRY e {
   x = f32[5] parameter(0)
-  a = (f32[5]) all-to-all(x), replica_groups={}
+  a = f32[5] all-to-all(x), replica_groups={}
   b = f32[5] collective-broadcast(x), replica_groups={}
-  a0 = f32[5] get-tuple-element(a), index=0
-  ROOT t = (f32[5], f32[5]) tuple(a0, b)
+  ROOT t = (f32[5], f32[5]) tuple(a, b)
 })"},
     {"permute_ids", R"(ENTRY e {
   x = f32[7] parameter(0)
