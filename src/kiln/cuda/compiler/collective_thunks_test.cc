@@ -88,7 +88,7 @@ const Case kCases[] = {
 })"},
     {"all_to_all_broadcast", R"(ENTRY e {
   x = f32[5] parameter(0)
-  a = f32[5] all-to-all(x), replica_groups={}
+  a = f32[5] all-to-all(x), dimensions={0}, replica_groups={}
   b = f32[5] collective-broadcast(x), replica_groups={}
   ROOT t = (f32[5], f32[5]) tuple(a, b)
 })"},
