@@ -24,6 +24,9 @@ constexpr std::pair<std::string_view, std::string_view> kLegacyNames[] = {
     {"KILN_NVRTC_LIBRARY", "cuda_nvrtc_library"},       {"KILN_CUBLAS_LIBRARY", "cuda_cublas_library"},
     {"KILN_CUBLASLT_LIBRARY", "cuda_cublaslt_library"}, {"KILN_CUFFT_LIBRARY", "cuda_cufft_library"},
     {"KILN_CUDNN_LIBRARY", "cuda_cudnn_library"},       {"KILN_NCCL_LIBRARY", "cuda_nccl_library"},
+    // A process started by OpenMPI's mpirun: its place in the job (docs/collectives.md).
+    {"OMPI_COMM_WORLD_SIZE", "cuda_process_count"},     {"OMPI_COMM_WORLD_RANK", "cuda_process_index"},
+    {"OMPI_COMM_WORLD_LOCAL_RANK", "cuda_local_rank"},
 };
 
 }  // namespace

@@ -12,6 +12,9 @@
 //   KILN_CUDNN_LIBRARY, KILN_NCCL_LIBRARY
 //                        the older names of cuda_nvrtc_library, ... (KILN_CUDA_NVRTC_LIBRARY,
 //                        ... work too, and win where both are set).
+//   OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_LOCAL_RANK
+//                        (set by OpenMPI's mpirun) cuda_process_count, cuda_process_index,
+//                        cuda_local_rank: a run over several processes (docs/collectives.md).
 //   KILN_CACHE_DIR=DIR   root of kiln's on-disk caches (autotuning, NVRTC kernels):
 //                        runtime::DiskCache::SetDefaultRoot (default $XDG_CACHE_HOME/kiln, else
 //                        ~/.cache/kiln).

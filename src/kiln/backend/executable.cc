@@ -74,7 +74,7 @@ Executable::Executable(std::string platform, int ordinal, const HloModule& modul
   for (auto& [shape, path] : LeavesOf(result_shape_)) result_shapes_.push_back(std::move(shape));
 }
 
-Status Executable::CheckArguments(std::span<Buffer* const> arguments) const {
+Status Executable::CheckArguments(std::span<Buffer* const> arguments, bool any_device) const {
   if (arguments.size() != argument_shapes_.size())
     return InvalidArgument(module_name_, " takes ", argument_shapes_.size(), " argument buffer",
                            argument_shapes_.size() == 1 ? "" : "s", " (array leaves of ", num_parameters(),
@@ -88,7 +88,7 @@ Status Executable::CheckArguments(std::span<Buffer* const> arguments) const {
     if (!SameArray(b->shape(), argument_shapes_[i]))
       return InvalidArgument("argument ", i, " of ", module_name_, " is ", b->shape().ToString(false), ", expected ",
                              argument_shapes_[i].ToString(false));
-    if (b->platform() != platform_ || b->device_ordinal() != ordinal_)
+    if (b->platform() != platform_ || (!any_device && b->device_ordinal() != ordinal_))
       return InvalidArgument("argument ", i, " of ", module_name_, " lives on ", b->device_name(),
                              ", the executable runs on ", platform_, ":", ordinal_,
                              " (copy it there first: Backend::BufferFromHost)");
@@ -130,7 +130,8 @@ StatusOr<std::vector<std::vector<std::unique_ptr<Buffer>>>> Executable::ExecuteP
                            " replicas x ", num_partitions_, " partitions), got ", arguments.size(),
                            " argument sets");
   for (size_t i = 0; i < arguments.size(); ++i) {
-    Status s = CheckArguments(arguments[i]);
+    // A participant's arguments may live on any device of the platform (its own, typically).
+    Status s = CheckArguments(arguments[i], /*any_device=*/true);
     if (!s.ok()) return Status(s.code(), StrCat("participant ", i, ": ", s.message()));
     for (size_t j = 0; j < i; ++j)
       for (Buffer* a : arguments[i])
@@ -211,12 +212,25 @@ StatusOr<std::vector<Literal>> Executable::RunParticipants(std::span<const std::
   ExecuteOptions o = options;
   o.discard_results = false;
   KILN_ASSIGN_OR_RETURN(auto results, ExecuteParticipants(raw, o));
+  std::vector<bool> local(results.size(), false);
+  for (int64_t i : local_participants())
+    if (i >= 0 && i < static_cast<int64_t>(local.size())) local[i] = true;
   std::vector<Literal> out;
-  for (const auto& r : results) {
-    KILN_ASSIGN_OR_RETURN(Literal l, LiteralFromResults(r));
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!local[i] && results[i].empty()) {
+      out.emplace_back();  // run by another process
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(Literal l, LiteralFromResults(results[i]));
     out.push_back(std::move(l));
   }
   return out;
+}
+
+std::vector<int64_t> Executable::local_participants() const {
+  std::vector<int64_t> all(static_cast<size_t>(num_participants()));
+  for (int64_t i = 0; i < num_participants(); ++i) all[i] = i;
+  return all;
 }
 
 StatusOr<std::pair<int64_t, int64_t>> ParticipantsOf(const HloModule& module, const CompileOptions& options) {

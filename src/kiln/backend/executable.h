@@ -124,11 +124,18 @@ class Executable {
   int64_t num_partitions() const { return num_partitions_; }
   int64_t num_participants() const { return replica_count_ * num_partitions_; }
   // Runs every participant at once (threads meeting at the collectives). arguments[i]: the
-  // argument leaves of participant i, as Execute takes them (each checked the same way);
+  // argument leaves of participant i, as Execute takes them (each checked the same way, except
+  // that they may live on any device of the platform: the backend copies them where the
+  // participant runs);
   // returns each participant's result leaves. Execute itself runs an executable of one
   // participant only (InvalidArgument otherwise, pointing here).
   StatusOr<std::vector<std::vector<std::unique_ptr<Buffer>>>> ExecuteParticipants(
       std::span<const std::vector<Buffer*>> arguments, const ExecuteOptions& options = {});
+  // The participants this process runs (default: all of them). A backend that runs a
+  // program over several processes (cuda under `mpirun`) runs some: ExecuteParticipants still
+  // takes every participant's arguments but only reads the local ones', and returns no result
+  // leaves for the others (RunParticipants: an empty literal).
+  virtual std::vector<int64_t> local_participants() const;
   // Host convenience: arguments[i] holds participant i's literals (one per entry parameter);
   // one root value per participant.
   StatusOr<std::vector<Literal>> RunParticipants(std::span<const std::vector<Literal>> arguments,
@@ -180,8 +187,9 @@ class Executable {
   std::vector<int64_t> parameter_first_leaf_;
   CompileReport report_;
   int64_t replica_count_ = 1, num_partitions_ = 1;
-  // Execute's argument checks (count, null, deleted, shape, device, donated duplicates).
-  Status CheckArguments(std::span<Buffer* const> arguments) const;
+  // Execute's argument checks (count, null, deleted, shape, device -- any of the platform's with
+  // any_device --, donated duplicates).
+  Status CheckArguments(std::span<Buffer* const> arguments, bool any_device = false) const;
   // Run's conversion of parameter literals into argument buffers.
   Status BuffersFromLiterals(std::span<const Literal> arguments, std::vector<std::unique_ptr<Buffer>>& owned,
                              std::vector<Buffer*>& raw);

@@ -89,6 +89,7 @@ struct CudaLibraryPaths {
   std::string cufft;     // CufftApi
   std::string cudnn;     // CudnnApi
   std::string nccl;      // NcclApi
+  std::string mpi;       // MpiBootstrap's libmpi (runs over several processes)
   // Not a library: the toolkit include directory NVRTC compiles against (searched first,
   // FindToolkitIncludeDirs in nvrtc_compiler.h).
   std::string include_dir;

@@ -3,6 +3,7 @@
 #include <cuda.h>  // CUDA_VERSION
 
 #include "kiln/base/strings.h"
+#include "kiln/cuda/nccl_api.h"
 #include "kiln/cuda/nvrtc_api.h"
 
 namespace kiln::cuda {
@@ -30,12 +31,6 @@ Status LoadCufft(CufftApi& api) {
 #if defined(KILN_HAVE_CUDNN_HEADERS)
 Status LoadCudnn(CudnnApi& api) {
   KILN_CUDNN_FUNCTIONS(KILN_CUDA_LOAD_MEMBER)
-  return OkStatus();
-}
-#endif
-#if defined(KILN_HAVE_NCCL_HEADERS)
-Status LoadNccl(NcclApi& api) {
-  KILN_NCCL_FUNCTIONS(KILN_CUDA_LOAD_MEMBER)
   return OkStatus();
 }
 #endif
@@ -204,35 +199,6 @@ Status CudnnStatus(const CudnnApi& api, cudnnStatus_t result, std::string_view c
 }
 #endif
 
-#if defined(KILN_HAVE_NCCL_HEADERS)
-StatusOr<std::shared_ptr<const NcclApi>> NcclApi::Load(const std::string& library) {
-  return LoadApi<NcclApi>(
-      "nccl", Candidates(library, GetCudaLibraryPaths().nccl, {"libnccl.so.2", "libnccl.so"}),
-      LoadNccl);
-}
-StatusOr<std::shared_ptr<const NcclApi>> NcclApi::Default() {
-  static const auto* loaded = new StatusOr<std::shared_ptr<const NcclApi>>(Load());
-  return *loaded;
-}
-std::string NcclApi::Version() const {
-  int v = 0;
-  ncclGetVersion(&v);
-  return DottedVersion(static_cast<size_t>(v));
-}
-
-Status NcclStatus(const NcclApi& api, ncclResult_t result, std::string_view call) {
-  if (result == ncclSuccess) return OkStatus();
-  StatusCode mapped = StatusCode::kInternal;
-  if (result == ncclInvalidArgument || result == ncclInvalidUsage) {
-    mapped = StatusCode::kInvalidArgument;
-  }
-  if (result == ncclRemoteError || result == ncclSystemError) mapped = StatusCode::kUnavailable;
-  if (result == ncclInProgress) mapped = StatusCode::kFailedPrecondition;
-  const char* last = api.ncclGetLastError(nullptr);
-  return LibraryStatus("nccl", call, static_cast<int>(result), api.ncclGetErrorString(result),
-                       last != nullptr && *last != '\0' ? last : nullptr, mapped);
-}
-#endif
 
 std::vector<std::pair<std::string, std::string>> VendorLibraryVersions() {
   std::vector<std::pair<std::string, std::string>> out;
@@ -255,11 +221,7 @@ std::vector<std::pair<std::string, std::string>> VendorLibraryVersions() {
 #else
   out.emplace_back("cudnn", "not built (no cudnn.h beside the CUDA headers)");
 #endif
-#if defined(KILN_HAVE_NCCL_HEADERS)
   add("nccl", NcclApi::Default());
-#else
-  out.emplace_back("nccl", "not built (no nccl.h beside the CUDA headers)");
-#endif
   return out;
 }
 

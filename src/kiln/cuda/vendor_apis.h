@@ -1,7 +1,7 @@
-// cuBLAS, cuBLASLt, cuDNN, cuFFT and NCCL, loaded at run time (see library_loader.h for how the lists
+// cuBLAS, cuBLASLt, cuDNN and cuFFT, loaded at run time (see library_loader.h for how the lists
 // become typed members). Each list holds what kiln calls today; add names as backends need them.
-// cuDNN and NCCL are compiled in only when their headers are present beside the toolkit's
-// (KILN_HAVE_CUDNN_HEADERS / KILN_HAVE_NCCL_HEADERS below).
+// cuDNN is compiled in only when its headers are present beside the toolkit's
+// (KILN_HAVE_CUDNN_HEADERS below); NCCL needs no headers (nccl_api.h).
 #pragma once
 
 #include <cublasLt.h>
@@ -19,10 +19,6 @@
 #if __has_include(<cudnn.h>)
 #include <cudnn.h>
 #define KILN_HAVE_CUDNN_HEADERS 1
-#endif
-#if __has_include(<nccl.h>)
-#include <nccl.h>
-#define KILN_HAVE_NCCL_HEADERS 1
 #endif
 
 #define KILN_CUBLAS_FUNCTIONS(X)                                                          \
@@ -83,13 +79,6 @@
   X(cufftExecC2C) X(cufftExecR2C) X(cufftExecC2R) X(cufftExecZ2Z) X(cufftExecD2Z)        \
   X(cufftExecZ2D)
 
-#define KILN_NCCL_FUNCTIONS(X)                                                           \
-  X(ncclGetVersion) X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId)         \
-  X(ncclCommInitRank) X(ncclCommInitAll) X(ncclCommDestroy) X(ncclCommAbort)             \
-  X(ncclCommCount) X(ncclCommUserRank) X(ncclAllReduce) X(ncclBroadcast) X(ncclReduce)   \
-  X(ncclAllGather) X(ncclReduceScatter) X(ncclSend) X(ncclRecv) X(ncclGroupStart)        \
-  X(ncclGroupEnd)
-
 #define KILN_CUDA_DECLARE_MEMBER(name) decltype(&::name) name = nullptr;
 #define KILN_CUDA_DECLARE_TYPED_MEMBER(name, result, params) \
   decltype(static_cast<result(*) params>(&::name)) name = nullptr;
@@ -138,17 +127,7 @@ struct CudnnApi {
 Status CudnnStatus(const CudnnApi& api, cudnnStatus_t result, std::string_view call);
 #endif
 
-#if defined(KILN_HAVE_NCCL_HEADERS)
-struct NcclApi {
-  KILN_NCCL_FUNCTIONS(KILN_CUDA_DECLARE_MEMBER)
-  SharedLibrary library;
-  // `library`, else CudaLibraryPaths::nccl, else libnccl.so.2, libnccl.so.
-  static StatusOr<std::shared_ptr<const NcclApi>> Load(const std::string& library = "");
-  static StatusOr<std::shared_ptr<const NcclApi>> Default();
-  std::string Version() const;
-};
-Status NcclStatus(const NcclApi& api, ncclResult_t result, std::string_view call);
-#endif
+// NCCL: nccl_api.h (declared there, no headers needed).
 
 // OK on success, else "<library>: <call>: <status name> (<status text>)" with a mapped code.
 Status CublasStatus(const CublasApi& api, cublasStatus_t result, std::string_view call);

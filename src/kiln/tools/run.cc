@@ -58,13 +58,33 @@ int RunParticipants(const RunFlags& f, const Client& client, const HloModule& mo
     PrintError(StrCat(device.backend->name(), ": ", results.status().message()));
     return kExitFailure;
   }
-  auto named = ParticipantOutputs(module, replicas, partitions, *results);
+  // A run over several processes (cuda under mpirun): this process has its participants'
+  // results only, and writes them to <stem>.rank<R>.npz (docs/collectives.md).
+  const std::vector<int64_t> local = (*exe)->local_participants();
+  const bool partial = static_cast<int64_t>(local.size()) < replicas * partitions && !local.empty();
+  StatusOr<std::vector<std::pair<std::string, Literal>>> named =
+      partial ? StatusOr<std::vector<std::pair<std::string, Literal>>>(std::vector<std::pair<std::string, Literal>>{})
+              : ParticipantOutputs(module, replicas, partitions, *results);
   if (!named.ok()) {
     PrintError(named.status().message());
     return kExitFailure;
   }
+  std::string outputs = f.outputs;
+  if (partial) {
+    for (int64_t i : local) {
+      std::vector<Literal> leaves = FlattenLiteral((*results)[i]);
+      for (size_t j = 0; j < leaves.size(); ++j) named->emplace_back(StrCat("p", i, ".out", j), std::move(leaves[j]));
+    }
+    const int64_t rank = local[0] / static_cast<int64_t>(local.size());
+    if (!outputs.empty()) {
+      const size_t dot = outputs.rfind(".npz");
+      outputs = dot == std::string::npos ? StrCat(outputs, ".rank", rank) : StrCat(outputs.substr(0, dot), ".rank", rank, ".npz");
+    }
+  }
   std::cout << "module " << module.name() << ": " << replicas * partitions << " participants (" << replicas
-            << " replicas x " << partitions << " partitions), " << (*args)[0].size() << " parameter"
+            << " replicas x " << partitions << " partitions"
+            << (partial ? StrCat("; this process ran ", StrJoin(local, ","), "") : std::string()) << "), "
+            << (*args)[0].size() << " parameter"
             << ((*args)[0].size() == 1 ? "" : "s") << " each; ran on " << where << " in "
             << RoundTripDouble(std::round(ms * 1000) / 1000) << " ms\n";
   for (const std::string& n : notes) std::cout << "  " << n << "\n";
@@ -72,13 +92,13 @@ int RunParticipants(const RunFlags& f, const Client& client, const HloModule& mo
     std::cout << SummarizeArray(l, name) << "\n";
     if (f.print) std::cout << FormatArrayValues(l, f.print_limit) << "\n";
   }
-  if (!f.outputs.empty()) {
-    Status s = WriteNamedOutputs(f.outputs, *named, f.raw_bits);
+  if (!outputs.empty()) {
+    Status s = WriteNamedOutputs(outputs, *named, f.raw_bits);
     if (!s.ok()) {
       PrintError(s.message());
       return kExitFailure;
     }
-    std::cout << "wrote " << f.outputs << "\n";
+    std::cout << "wrote " << outputs << "\n";
   }
   return kExitOk;
 }

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <chrono>
 #include <mutex>
+#include <optional>
+#include <thread>
 
 #include "kiln/autotune/settings.h"
 #include "kiln/base/strings.h"
@@ -13,6 +16,9 @@
 #include "kiln/cuda/compiler/gpu_executable.h"
 #include "kiln/cuda/cuda_platform.h"
 #include "kiln/cuda/library_loader.h"
+#include "kiln/cuda/mpi_bootstrap.h"
+#include "kiln/cuda/nccl_api.h"
+#include "kiln/cuda/nccl_communicator.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/module_clone.h"
 #include "kiln/passes/send_recv_ordering.h"
@@ -41,6 +47,11 @@ constexpr FlagSpec kFlagSpecs[] = {
     {"cuda_cufft_library", "PATH  cuFFT to load (platform-level; default libcufft.so.<cuFFT major>)"},
     {"cuda_cudnn_library", "PATH  cuDNN to load (platform-level; default libcudnn.so.<cuDNN major>)"},
     {"cuda_nccl_library", "PATH  NCCL to load (platform-level; default libnccl.so.2)"},
+    {"cuda_mpi_library", "PATH  OpenMPI's libmpi for runs over several processes (platform-level; default libmpi.so.40)"},
+    // Runs over several processes (Note [Participants on GPUs]); the environment of mpirun sets them.
+    {"cuda_process_count", "N  processes of the run (default 1; OMPI_COMM_WORLD_SIZE under mpirun)"},
+    {"cuda_process_index", "I  this process's rank (default 0; OMPI_COMM_WORLD_RANK)"},
+    {"cuda_local_rank", "I  this process's rank on its host: its GPUs start at cuda:I*k (OMPI_COMM_WORLD_LOCAL_RANK)"},
     {"cuda_include_dir", "DIR  CUDA headers for NVRTC (platform-level; default $CUDA_HOME/include, /usr/local/cuda/include)"},
 };
 
@@ -50,6 +61,17 @@ StatusOr<bool> BoolFlag(const BackendFlags& flags, std::string_view name, bool f
   if (v == "0" || v == "off" || v == "false") return false;
   if (v == "1" || v == "on" || v == "true") return true;
   return InvalidArgument(name, ": expected 0 or 1, got '", v, "'");
+}
+
+StatusOr<int64_t> IntFlag(const BackendFlags& flags, std::string_view name, int64_t fallback) {
+  std::string_view v = FlagOr(flags, name, "");
+  if (v.empty()) return fallback;
+  int64_t x = 0;
+  for (char ch : v) {
+    if (ch < '0' || ch > '9' || x > (int64_t{1} << 40)) return InvalidArgument(name, ": expected a count, got '", v, "'");
+    x = x * 10 + (ch - '0');
+  }
+  return x;
 }
 
 // The process's CUDA platform, created on first use (the result, success or failure, is kept).
@@ -172,35 +194,54 @@ std::string HostFallbackLine(const std::map<std::string, int64_t>& fallbacks) {
   return kiln::HostFallbackLine({fallbacks.begin(), fallbacks.end()});
 }
 
+// Where the participants of a run live (Note [Participants on GPUs]).
+struct ParticipantPlan {
+  int64_t replicas = 1, partitions = 1;
+  int64_t process_count = 1, process_index = 0, local_rank = 0;
+  std::vector<int64_t> local;  // global ids this process runs
+  std::vector<int> ordinals;   // their devices
+  Status runnable;             // why the participants cannot run here, if they cannot
+  int64_t n() const { return replicas * partitions; }
+};
+
+// Note [Participants on GPUs]
+//   One process driving N GPUs: participant i runs on cuda:(first + i), first being the
+//   compile's device ordinal; every participant is local and the NCCL world is made with
+//   ncclCommInitAll. Several processes (`mpirun -np P kiln ...`; the environment names the
+//   process: cuda_process_count / cuda_process_index / cuda_local_rank, api/environment.h):
+//   process r runs participants [r * N / P, (r + 1) * N / P) on cuda:(local_rank * N / P + k);
+//   rank 0 makes the NCCL unique id and broadcasts it over MPI (mpi_bootstrap.h), and every
+//   process joins with ncclCommInitRank. Each participant has its own GpuExecutable (its own
+//   thunks, memory, streams and CUDA graph) on its device; arguments on another device are
+//   copied there, results come back on the participant's device.
 class CudaExecutable final : public Executable {
  public:
-  // `exe` null: compiled without a device (can_execute() is false).
-  CudaExecutable(const HloModule& module, int ordinal, std::unique_ptr<GpuExecutable> exe,
-                 std::shared_ptr<DeviceContext> context, CompileReport report, bool tf32)
+  // `exes` empty: compiled without a device (can_execute() is false). exes[k] runs
+  // plan.local[k] on contexts[k]'s device.
+  CudaExecutable(const HloModule& module, int ordinal, std::vector<std::unique_ptr<GpuExecutable>> exes,
+                 std::vector<std::shared_ptr<DeviceContext>> contexts, CompileReport report, bool tf32,
+                 ParticipantPlan plan, std::chrono::milliseconds timeout)
       : Executable(std::string(kPlatform), ordinal, module, std::move(report)),
-        exe_(std::move(exe)),
-        context_(std::move(context)),
-        tf32_(tf32) {}
+        exes_(std::move(exes)),
+        contexts_(std::move(contexts)),
+        tf32_(tf32),
+        plan_(std::move(plan)) {
+    set_participants(plan_.replicas, plan_.partitions);
+    (void)timeout;
+  }
 
-  bool can_execute() const override { return exe_ != nullptr; }
+  bool can_execute() const override { return !exes_.empty(); }
   bool RunsF32ProductsInTf32() const override { return tf32_; }
+  std::vector<int64_t> local_participants() const override { return plan_.local; }
 
   StatusOr<std::unique_ptr<Buffer>> BufferFromLiteral(const Literal& literal) override {
-    if (!context_) return FailedPrecondition("cuda: compiled without a device");
-    if (!literal.shape().IsArray()) return InvalidArgument("a buffer holds one array, not ", literal.shape().ToString(false));
-    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> a, Allocate(context_, literal.size_bytes(), "argument"));
-    {
-      std::lock_guard<std::mutex> lock(context_->mu);
-      if (literal.size_bytes() > 0)
-        KILN_RETURN_IF_ERROR(context_->stream->MemcpyHostToDevice(a->memory.get(), literal.untyped_data(), literal.size_bytes()));
-      KILN_RETURN_IF_ERROR(context_->stream->Synchronize());
-    }
-    void* ptr = a->memory.get().ptr;
-    return std::unique_ptr<Buffer>(new CudaBuffer(literal.shape(), device_ordinal(), ptr, std::move(a), context_));
+    if (contexts_.empty()) return FailedPrecondition("cuda: compiled without a device");
+    return Upload(contexts_[0], literal);
   }
 
   std::string RunReport() const override {
-    if (!exe_) return "compiled without a device: nothing ran\n";
+    if (exes_.empty()) return "compiled without a device: nothing ran\n";
+    const GpuExecutable* exe = exes_[0].get();
     std::string s;
     if (!device_ms_.empty()) {
       std::vector<double> v = device_ms_;
@@ -209,16 +250,18 @@ class CudaExecutable final : public Executable {
       s += StrCat("device time (events): median ", Ms(median), " ms  min ", Ms(v.front()), " ms  max ", Ms(v.back()),
                   " ms (all ", v.size(), " runs)\n");
     }
-    s += StrCat("cuda graph: ", exe_->graph_captured() ? "captured" : exe_->graph_eligible() ? "eligible, not yet" : "no",
-                exe_->graphs_captured() > 1 ? StrCat(" (", exe_->graphs_captured(), " captures: the arguments moved)") : "",
+    s += StrCat("cuda graph: ", exe->graph_captured() ? "captured" : exe->graph_eligible() ? "eligible, not yet" : "no",
+                exe->graphs_captured() > 1 ? StrCat(" (", exe->graphs_captured(), " captures: the arguments moved)") : "",
                 profiled_ ? " (profiling runs eagerly)" : "", "\n");
-    s += exe_->compiled().stats.memory.ToString() + "\n";
-    if (exe_->compiled().stats.autotune) s += exe_->compiled().stats.autotune->SummaryLine() + "\n";
-    s += HostFallbackLine(exe_->compiled().stats.host_fallbacks);
+    if (exe->has_collectives())
+      s += StrCat("collectives: ", nccl_line_.empty() ? "not run yet" : nccl_line_, "\n");
+    s += exe->compiled().stats.memory.ToString() + "\n";
+    if (exe->compiled().stats.autotune) s += exe->compiled().stats.autotune->SummaryLine() + "\n";
+    s += HostFallbackLine(exe->compiled().stats.host_fallbacks);
     if (profiled_) {
-      s += exe_->ProfileReport();
+      s += exe->ProfileReport();
       if (!trace_path_.empty()) {
-        Status t = exe_->WriteChromeTrace(trace_path_);
+        Status t = exe->WriteChromeTrace(trace_path_);
         s += t.ok() ? StrCat("chrome trace: ", trace_path_, "\n") : StrCat("chrome trace failed: ", t.message(), "\n");
       }
     }
@@ -228,9 +271,139 @@ class CudaExecutable final : public Executable {
  protected:
   StatusOr<std::vector<std::unique_ptr<Buffer>>> ExecuteImpl(std::span<Buffer* const> arguments,
                                                               const ExecuteOptions& options) override {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    KILN_RETURN_IF_ERROR(EnsureParticipants(options));
+    return RunLocal(0, arguments, options);
+  }
+
+  StatusOr<std::vector<std::vector<std::unique_ptr<Buffer>>>> ExecuteParticipantsImpl(
+      std::span<const std::vector<Buffer*>> arguments, const ExecuteOptions& options) override {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    KILN_RETURN_IF_ERROR(plan_.runnable);
+    KILN_RETURN_IF_ERROR(EnsureParticipants(options));
+    const size_t k_count = exes_.size();
+    std::vector<std::optional<StatusOr<std::vector<std::unique_ptr<Buffer>>>>> results(k_count);
+    auto run_one = [&](size_t k) {
+      const int64_t i = plan_.local[k];
+      std::vector<Buffer*> args(arguments[i].begin(), arguments[i].end());
+      auto r = RunLocal(k, args, options);
+      if (!r.ok() && world_) world_->Abort(Status(StatusCode::kAborted, StrCat("participant ", i, " failed: ", r.status().message())));
+      results[k] = std::move(r);
+    };
+    if (k_count == 1) {
+      run_one(0);
+    } else {
+      std::vector<std::thread> threads;
+      for (size_t k = 0; k < k_count; ++k) threads.emplace_back(run_one, k);
+      for (auto& t : threads) t.join();
+    }
+    std::optional<Status> first, first_abort;
+    for (size_t k = 0; k < k_count; ++k) {
+      if (results[k]->ok()) continue;
+      const int64_t i = plan_.local[k];
+      const Status& st = results[k]->status();
+      Status s(st.code(), StrCat("participant ", i, " (replica ", i / plan_.partitions, ", partition ", i % plan_.partitions,
+                                 ", cuda:", plan_.ordinals[k], "): ", st.message()));
+      if (st.code() == StatusCode::kAborted) {
+        if (!first_abort) first_abort = s;
+      } else if (!first) {
+        first = s;
+      }
+    }
+    if (first || first_abort) {
+      world_.reset();  // an aborted world is dead: the next run makes a new one
+      return first ? *first : *first_abort;
+    }
+    std::vector<std::vector<std::unique_ptr<Buffer>>> out(plan_.n());
+    for (size_t k = 0; k < k_count; ++k) out[plan_.local[k]] = std::move(*results[k]).value();
+    return out;
+  }
+
+ private:
+  static StatusOr<std::unique_ptr<Buffer>> Upload(const std::shared_ptr<DeviceContext>& c, const Literal& literal) {
+    if (!literal.shape().IsArray()) return InvalidArgument("a buffer holds one array, not ", literal.shape().ToString(false));
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> a, Allocate(c, literal.size_bytes(), "argument"));
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      if (literal.size_bytes() > 0)
+        KILN_RETURN_IF_ERROR(c->stream->MemcpyHostToDevice(a->memory.get(), literal.untyped_data(), literal.size_bytes()));
+      KILN_RETURN_IF_ERROR(c->stream->Synchronize());
+    }
+    void* ptr = a->memory.get().ptr;
+    return std::unique_ptr<Buffer>(new CudaBuffer(literal.shape(), c->device->ordinal(), ptr, std::move(a), c));
+  }
+
+  // The NCCL world of the run and each local participant's place in it, made on first use
+  // (again after a failed run). A module without collectives needs none; a run of one
+  // participant without NCCL runs its collectives as copies (collective_thunks.h).
+  Status EnsureParticipants(const ExecuteOptions& options) {
+    const auto timeout = std::chrono::milliseconds(std::max<int64_t>(options.collective_timeout_ms, 1));
+    if (exes_.empty() || !exes_[0]->has_collectives()) return OkStatus();
+    if (world_ && !world_->aborted() && !participants_.empty()) {
+      for (auto& p : participants_) p->timeout = timeout;
+      return OkStatus();
+    }
+    world_.reset();
+    StatusOr<std::shared_ptr<const NcclApi>> api = NcclApi::Default();
+    if (!api.ok() && plan_.n() > 1) return api.status();
+    if (api.ok()) {
+      std::vector<CudaDevice*> devices;
+      for (const auto& c : contexts_) devices.push_back(c->device);
+      if (plan_.process_count <= 1) {
+        KILN_ASSIGN_OR_RETURN(world_, NcclWorld::CreateInProcess(*api, devices));
+      } else {
+        KILN_ASSIGN_OR_RETURN(MpiBootstrap * mpi, MpiBootstrap::Get(GetCudaLibraryPaths().mpi));
+        if (mpi->size() != plan_.process_count || mpi->rank() != plan_.process_index)
+          return FailedPrecondition("cuda: MPI says rank ", mpi->rank(), " of ", mpi->size(), ", the environment ",
+                                    plan_.process_index, " of ", plan_.process_count);
+        nccl::ncclUniqueId id{};
+        if (mpi->rank() == 0) KILN_RETURN_IF_ERROR(NcclStatus(**api, (*api)->ncclGetUniqueId(&id), "ncclGetUniqueId"));
+        KILN_RETURN_IF_ERROR(mpi->Broadcast(&id, static_cast<int>(sizeof id), 0));
+        KILN_ASSIGN_OR_RETURN(world_, NcclWorld::CreateWithId(*api, id, plan_.n(), plan_.local, devices));
+      }
+      nccl_line_ = StrCat("NCCL ", (*api)->Version(), ", ", plan_.n(), " rank", plan_.n() == 1 ? "" : "s",
+                          plan_.process_count > 1 ? StrCat(" over ", plan_.process_count, " processes (MPI)") : " in this process");
+    } else {
+      nccl_line_ = StrCat("local copies (one participant; ", api.status().message(), ")");
+    }
+    participants_.clear();
+    for (size_t k = 0; k < exes_.size(); ++k) {
+      auto p = std::make_shared<GpuParticipant>();
+      p->grid = DeviceGrid{plan_.replicas, plan_.partitions};
+      p->device = plan_.local[k];
+      p->world = world_;
+      p->timeout = timeout;
+      exes_[k]->set_participant(p);
+      participants_.push_back(std::move(p));
+    }
+    return OkStatus();
+  }
+
+  // Local participant k's run: its arguments on its device (copied there when they live
+  // elsewhere), its results in fresh memory there.
+  StatusOr<std::vector<std::unique_ptr<Buffer>>> RunLocal(size_t k, std::span<Buffer* const> arguments,
+                                                          const ExecuteOptions& options) {
+    GpuExecutable& exe = *exes_[k];
+    const std::shared_ptr<DeviceContext>& context = contexts_[k];
+    const int ordinal = context->device->ordinal();
+    KILN_RETURN_IF_ERROR(context->device->Activate());
     std::vector<runtime::DeviceMemory> args(arguments.size());
-    for (size_t i = 0; i < arguments.size(); ++i) args[i] = {arguments[i]->opaque_pointer(), arguments[i]->size_bytes()};
-    const auto& placements = exe_->output_placements();
+    std::vector<std::shared_ptr<DeviceAllocation>> copies;
+    std::vector<bool> moved(arguments.size(), false);
+    for (size_t i = 0; i < arguments.size(); ++i) {
+      args[i] = {arguments[i]->opaque_pointer(), arguments[i]->size_bytes()};
+      if (arguments[i]->device_ordinal() == ordinal) continue;
+      KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> a, Allocate(context, arguments[i]->size_bytes(), "argument"));
+      {
+        std::lock_guard<std::mutex> lock(context->mu);
+        KILN_RETURN_IF_ERROR(context->stream->MemcpyDeviceToDevice(a->memory.get(), args[i], arguments[i]->size_bytes()));
+        KILN_RETURN_IF_ERROR(context->stream->Synchronize());
+      }
+      args[i] = a->memory.get();
+      moved[i] = true;
+      copies.push_back(std::move(a));
+    }
+    const auto& placements = exe.output_placements();
     // Each result gets its own memory, except one the module places in a donated argument,
     // which takes that argument's memory over.
     std::vector<runtime::DeviceMemory> dst(placements.size());
@@ -240,14 +413,14 @@ class CudaExecutable final : public Executable {
       for (size_t j = 0; j < placements.size(); ++j) {
         const GpuExecutable::OutputPlacement& o = placements[j];
         if (o.kind == GpuExecutable::OutputPlacement::Kind::kParameter && o.argument_leaf >= 0 &&
-            donated()[o.argument_leaf]) {
+            donated()[o.argument_leaf] && !moved[o.argument_leaf]) {
           Buffer* a = arguments[o.argument_leaf];
           owners[j] = a->memory_owner();
           pointers[j] = static_cast<char*>(a->opaque_pointer()) + o.offset;
           continue;
         }
         KILN_ASSIGN_OR_RETURN(uint64_t bytes, BufferBytes(result_shapes()[j]));
-        KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> a, Allocate(context_, bytes, "result"));
+        KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceAllocation> a, Allocate(context, bytes, "result"));
         dst[j] = a->memory.get();
         pointers[j] = dst[j].ptr;
         owners[j] = std::move(a);
@@ -257,24 +430,29 @@ class CudaExecutable final : public Executable {
     ro.profile = options.profile;
     ro.poison = options.poison;
     ro.seed = options.seed;
-    profiled_ |= options.profile;
-    if (!options.trace_path.empty()) trace_path_ = options.trace_path;
-    KILN_RETURN_IF_ERROR(exe_->ExecuteBound(args, dst, ro));
-    device_ms_.push_back(exe_->last_device_ms());
+    if (k == 0) {
+      profiled_ |= options.profile;
+      if (!options.trace_path.empty()) trace_path_ = options.trace_path;
+    }
+    KILN_RETURN_IF_ERROR(exe.ExecuteBound(args, dst, ro));
+    if (k == 0) device_ms_.push_back(exe.last_device_ms());
     for (size_t i = 0; i < arguments.size(); ++i)
       if (donated()[i]) arguments[i]->MarkDonated(StrCat("donated to ", module_name()));
     std::vector<std::unique_ptr<Buffer>> out;
     if (options.discard_results) return out;
     for (size_t j = 0; j < placements.size(); ++j)
-      out.push_back(std::make_unique<CudaBuffer>(result_shapes()[j], device_ordinal(), pointers[j], std::move(owners[j]),
-                                                 context_));
+      out.push_back(std::make_unique<CudaBuffer>(result_shapes()[j], ordinal, pointers[j], std::move(owners[j]), context));
     return out;
   }
 
- private:
-  std::unique_ptr<GpuExecutable> exe_;
-  std::shared_ptr<DeviceContext> context_;
+  std::vector<std::unique_ptr<GpuExecutable>> exes_;
+  std::vector<std::shared_ptr<DeviceContext>> contexts_;
   bool tf32_ = false;
+  ParticipantPlan plan_;
+  std::mutex run_mu_;
+  std::shared_ptr<NcclWorld> world_;
+  std::vector<std::shared_ptr<GpuParticipant>> participants_;
+  std::string nccl_line_;
   bool profiled_ = false;
   std::string trace_path_;
   std::vector<double> device_ms_;
@@ -302,20 +480,44 @@ class CudaBackend final : public Backend {
   }
 
   StatusOr<std::unique_ptr<Executable>> Compile(const HloModule& module, const CompileOptions& options) override {
+    KILN_ASSIGN_OR_RETURN(ParticipantPlan plan, PlanParticipants(module, options));
     KILN_ASSIGN_OR_RETURN(Compiled c, CompileModule(module, options));
-    std::unique_ptr<GpuExecutable> exe;
-    std::shared_ptr<DeviceContext> context;
+    std::vector<std::unique_ptr<GpuExecutable>> exes;
+    std::vector<std::shared_ptr<DeviceContext>> contexts;
     if (c.device != nullptr) {
-      KILN_ASSIGN_OR_RETURN(context, contexts_.Get(options.device_ordinal));
       GpuExecutableOptions eo;
       KILN_ASSIGN_OR_RETURN(eo.use_cuda_graph, BoolFlag(options.flags, "cuda_graph", true));
       KILN_ASSIGN_OR_RETURN(eo.use_side_stream, BoolFlag(options.flags, "cuda_side_stream", true));
       KILN_ASSIGN_OR_RETURN(eo.use_graph_conditionals, BoolFlag(options.flags, "cuda_graph_conditionals", true));
-      KILN_ASSIGN_OR_RETURN(exe, GpuExecutable::Create(std::move(c.compiled), *c.device, eo));
+      // Note [Participants on GPUs]: one executable per local participant, each compiled for
+      // and loaded on its device (the first one is this compile's).
+      const bool runnable = plan.runnable.ok();
+      const size_t count = runnable ? plan.local.size() : 1;
+      for (size_t k = 0; k < count; ++k) {
+        const int ordinal = runnable ? plan.ordinals[k] : options.device_ordinal;
+        KILN_ASSIGN_OR_RETURN(std::shared_ptr<DeviceContext> context, contexts_.Get(ordinal));
+        std::unique_ptr<CompiledGpuModule> compiled;
+        if (k == 0 && ordinal == options.device_ordinal) {
+          compiled = std::move(c.compiled);
+        } else {
+          CompileOptions o = options;
+          o.device_ordinal = ordinal;
+          KILN_ASSIGN_OR_RETURN(Compiled again, CompileModule(module, o));
+          compiled = std::move(again.compiled);
+        }
+        KILN_RETURN_IF_ERROR(context->device->Activate());
+        KILN_ASSIGN_OR_RETURN(std::unique_ptr<GpuExecutable> exe, GpuExecutable::Create(std::move(compiled), *context->device, eo));
+        exes.push_back(std::move(exe));
+        contexts.push_back(std::move(context));
+      }
+      if (!runnable) {
+        plan.local = {0};
+        plan.ordinals = {options.device_ordinal};
+      }
     }
-    return std::unique_ptr<Executable>(
-        new CudaExecutable(module, options.device_ordinal, std::move(exe), std::move(context), std::move(c.report),
-                           RunsF32InTf32(module)));
+    return std::unique_ptr<Executable>(new CudaExecutable(module, options.device_ordinal, std::move(exes), std::move(contexts),
+                                                          std::move(c.report), RunsF32InTf32(module), std::move(plan),
+                                                          std::chrono::milliseconds(60000)));
   }
 
   StatusOr<CompileReport> Tune(const HloModule& module, const CompileOptions& options) override {
@@ -358,6 +560,35 @@ class CudaBackend final : public Backend {
     CudaDevice* device = nullptr;  // null: compiled for the preset
     CompileReport report;
   };
+
+  // Note [Participants on GPUs]: the grid, this process's participants and their devices.
+  StatusOr<ParticipantPlan> PlanParticipants(const HloModule& module, const CompileOptions& options) {
+    ParticipantPlan plan;
+    KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(module, options));
+    plan.replicas = grid.first;
+    plan.partitions = grid.second;
+    KILN_ASSIGN_OR_RETURN(plan.process_count, IntFlag(options.flags, "cuda_process_count", 1));
+    KILN_ASSIGN_OR_RETURN(plan.process_index, IntFlag(options.flags, "cuda_process_index", 0));
+    KILN_ASSIGN_OR_RETURN(plan.local_rank, IntFlag(options.flags, "cuda_local_rank", plan.process_index));
+    const int64_t n = plan.n();
+    if (plan.process_count < 1 || plan.process_index < 0 || plan.process_index >= plan.process_count)
+      return InvalidArgument("cuda: process ", plan.process_index, " of ", plan.process_count);
+    if (n % plan.process_count != 0)
+      return InvalidArgument("cuda: ", n, " participants do not split evenly over ", plan.process_count, " processes");
+    const int64_t per = n / plan.process_count;
+    int devices = 0;
+    if (auto p = Platform(); p.ok()) devices = (*p)->device_count();
+    const int64_t first = plan.process_count > 1 ? plan.local_rank * per : options.device_ordinal;
+    for (int64_t k = 0; k < per; ++k) {
+      plan.local.push_back(plan.process_index * per + k);
+      plan.ordinals.push_back(static_cast<int>(first + k));
+    }
+    if (first + per > devices)
+      plan.runnable = FailedPrecondition("cuda: ", per, " participant", per == 1 ? "" : "s", " from cuda:", first,
+                                         " need ", first + per, " GPU", first + per == 1 ? "" : "s", " (NCCL runs one rank per GPU); this machine has ",
+                                         devices);
+    return plan;
+  }
 
   // The GPU compiler on `module` for the device (or the sm_90 preset without one), with the
   // autotuning step where the settings and a device allow it.
@@ -435,6 +666,7 @@ std::unique_ptr<Backend> CreateCudaBackend(const BackendFlags& flags) {
       {"cuda_cublas_library", &paths.cublas}, {"cuda_cublaslt_library", &paths.cublaslt},
       {"cuda_cufft_library", &paths.cufft},   {"cuda_cudnn_library", &paths.cudnn},
       {"cuda_nccl_library", &paths.nccl},     {"cuda_include_dir", &paths.include_dir},
+      {"cuda_mpi_library", &paths.mpi},
   };
   bool given = false;
   for (const auto& [name, field] : fields)

@@ -111,6 +111,13 @@ Status GpuExecutable::Initialize() {
     workspace_ = m.get();
     owned_.push_back(std::move(m));
   }
+  for (const GpuThunk* t : compiled_->entry.Flatten()) {
+    if (t->kind() != GpuThunk::Kind::kCollective) continue;
+    has_collectives_ = true;
+    if (!collective_stream_ && static_cast<const CollectiveThunk*>(t)->async()) {
+      KILN_ASSIGN_OR_RETURN(collective_stream_, device_.CreateStream({}));
+    }
+  }
   if (options_.use_side_stream) {
     side_pairs_ = compiled_->entry.PlanSideStream();
     if (side_pairs_ > 0) {
@@ -225,7 +232,31 @@ Status GpuExecutable::ExecuteBound(std::span<const runtime::DeviceMemory> argume
   return OkStatus();
 }
 
+void GpuExecutable::set_participant(std::shared_ptr<GpuParticipant> participant) {
+  std::lock_guard<std::mutex> lock(mu_);
+  participant_ = std::move(participant);
+}
+
+Status GpuExecutable::WaitForRun() {
+  if (!participant_ || !participant_->world) return stream_->Synchronize();
+  runtime::Stream* s = stream_.get();
+  runtime::Stream* c = collective_stream_.get();
+  return participant_->world->Wait(
+      participant_->device,
+      [s, c]() -> StatusOr<bool> {
+        KILN_ASSIGN_OR_RETURN(bool idle, s->IsIdle());
+        if (idle && c != nullptr) {
+          KILN_ASSIGN_OR_RETURN(idle, c->IsIdle());
+        }
+        return idle;
+      },
+      participant_->timeout);
+}
+
 void GpuExecutable::SetSideStream(ThunkExecuteParams& p) const {
+  p.participant = participant_.get();
+  p.collective_stream = collective_stream_.get();
+  if (participant_) participant_->pending_sends.clear();
   if (!side_stream_) return;
   p.side_stream = side_stream_.get();
   p.fork = fork_.get();
@@ -323,7 +354,7 @@ Status GpuExecutable::ExecuteLocked(const GpuRunOptions& options) {
     ++eager_runs_;
   }
   KILN_RETURN_IF_ERROR(stream_->RecordEvent(*stop_));
-  KILN_RETURN_IF_ERROR(stream_->Synchronize());
+  KILN_RETURN_IF_ERROR(WaitForRun());
   KILN_ASSIGN_OR_RETURN(float ms, stop_->ElapsedMillisSince(*start_));
   last_device_ms_ = ms;
   if (options.profile) KILN_RETURN_IF_ERROR(profiler_->Collect());

@@ -46,6 +46,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/cuda/compiler/collective_thunks.h"
 #include "kiln/cuda/compiler/gpu_compiler.h"
 #include "kiln/cuda/cuda_device.h"
 #include "kiln/hlo/literal.h"
@@ -123,6 +124,13 @@ class GpuExecutable {
   int64_t side_stream_pairs() const { return side_pairs_; }
   bool graph_eligible() const { return graph_eligible_; }
 
+  // Collectives (collective_thunks.h): whether the module has any, and the participant this
+  // executable runs as (null: alone, without NCCL). A run with a participant whose world is
+  // set ends with NcclWorld::Wait instead of a plain synchronize (Note [Never a hang on NCCL]).
+  bool has_collectives() const { return has_collectives_; }
+  void set_participant(std::shared_ptr<GpuParticipant> participant);
+  const std::shared_ptr<GpuParticipant>& participant() const { return participant_; }
+
   const CompiledGpuModule& compiled() const { return *compiled_; }
   CudaDevice& device() const { return device_; }
 
@@ -152,6 +160,10 @@ class GpuExecutable {
   std::unique_ptr<runtime::Event> fork_, join_;
   int64_t side_pairs_ = 0;
   void SetSideStream(ThunkExecuteParams& p) const;
+  bool has_collectives_ = false;
+  std::unique_ptr<runtime::Stream> collective_stream_;  // null: no asynchronous collective
+  std::shared_ptr<GpuParticipant> participant_;
+  Status WaitForRun();
   std::vector<runtime::OwnedDeviceMemory> owned_;  // constants, parameters, arena, workspace
   BufferAllocations buffers_;
   runtime::DeviceMemory workspace_;

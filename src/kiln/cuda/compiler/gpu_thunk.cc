@@ -21,6 +21,7 @@ std::string_view ThunkKindName(GpuThunk::Kind kind) {
     case GpuThunk::Kind::kWhile: return "while";
     case GpuThunk::Kind::kConditional: return "conditional";
     case GpuThunk::Kind::kAttention: return "attention";
+    case GpuThunk::Kind::kCollective: return "collective";
   }
   return "?";
 }

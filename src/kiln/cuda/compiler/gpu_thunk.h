@@ -1,9 +1,10 @@
 // GpuThunk: one unit of device work of a GPU executable -- a generated kernel, a library call
-// (GEMM, convolution, sort, FFT), a copy, a loop, a branch, or (rarely) an op the device cannot
+// (GEMM, convolution, sort, FFT), a copy, a loop, a branch, a collective (NCCL), or (rarely) an op the device cannot
 // run, evaluated on the host.
 //
 // An executable is a ThunkSequence per sequential computation, run in schedule order on one
-// stream. Control-flow thunks own the sequences of their computations.
+// stream (asynchronous collectives on a second one: collective_thunks.h). Control-flow thunks
+// own the sequences of their computations.
 //
 // Stages (Note [Objects in stages] in ../shared/design/STYLE.md):
 //   construction  by the thunk emitter at compile time: slices resolved, kernels generated and
@@ -36,6 +37,7 @@ namespace kiln::cuda {
 
 class CudaDevice;
 class ThunkProfiler;
+struct GpuParticipant;  // collective_thunks.h
 
 // Where each allocation of a BufferAssignment lives during one run.
 struct BufferAllocations {
@@ -77,11 +79,16 @@ struct ThunkExecuteParams {
   // The run is being captured into a CUDA graph (GpuExecutable::Capture): loops of device-side
   // trip count and conditionals build conditional nodes instead of reading their predicate.
   bool capturing = false;
+  // This participant of the run (collective_thunks.h); null: a run of one without NCCL.
+  GpuParticipant* participant = nullptr;
+  // Note [Collective streams] (collective_thunks.h): where asynchronous collectives run; null:
+  // on `stream`.
+  runtime::Stream* collective_stream = nullptr;
 };
 
 class GpuThunk {
  public:
-  enum class Kind : uint8_t { kKernel, kGemm, kConv, kCopy, kSort, kFft, kHost, kWhile, kConditional, kAttention };
+  enum class Kind : uint8_t { kKernel, kGemm, kConv, kCopy, kSort, kFft, kHost, kWhile, kConditional, kAttention, kCollective };
 
   virtual ~GpuThunk() = default;
   GpuThunk(const GpuThunk&) = delete;

@@ -6,6 +6,7 @@
 #include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
 #include "kiln/codegen/emitters.h"
+#include "kiln/cuda/compiler/collective_thunks.h"
 #include "kiln/cuda/compiler/control_flow_thunks.h"
 #include "kiln/cuda/compiler/conv_config.h"
 #include "kiln/cuda/compiler/gemm_config.h"
@@ -47,7 +48,7 @@ codegen::ScatterMode ScatterModeFor(const HloInstruction& scatter) {
   return codegen::ScatterMode::kSerialized;
 }
 
-enum class How { kNone, kKernel, kGemm, kConv, kAttention, kAttentionBackward, kSort, kFft, kCopy, kWhile, kConditional, kCall, kHost };
+enum class How { kNone, kCollective, kCollectiveDone, kKernel, kGemm, kConv, kAttention, kAttentionBackward, kSort, kFft, kCopy, kWhile, kConditional, kCall, kHost };
 
 bool RowMajor(const Shape& s) { return !s.has_layout() || s.layout().IsDefaultFor(s.rank()); }
 
@@ -106,6 +107,9 @@ class Emitter {
   StatusOr<bool> IsView(const HloInstruction& instr) { return IsBufferView(assignment_, instr); }
 
   StatusOr<How> Classify(const HloInstruction& instr) {
+    // Collectives on NCCL (collective_thunks.h); host transfers stay errors below.
+    if (IsCollectiveThunkOp(instr)) return How::kCollective;
+    if (IsCollectiveDoneOp(instr)) return How::kCollectiveDone;
     switch (instr.opcode()) {
       case HloOpcode::kParameter: case HloOpcode::kConstant: case HloOpcode::kTuple:
       case HloOpcode::kGetTupleElement: case HloOpcode::kBitcast: case HloOpcode::kOptimizationBarrier:
@@ -299,6 +303,10 @@ class Emitter {
     switch (how) {
       case How::kNone:
         return OkStatus();
+      case How::kCollective:
+        return EmitCollective(instr, out);
+      case How::kCollectiveDone:
+        return EmitCollectiveDone(instr, out);
       case How::kHost:
         return AddHost(instr, "no device implementation", out);
       case How::kKernel: {
@@ -459,6 +467,65 @@ class Emitter {
     return Internal("unreachable");
   }
 
+  // A collective on NCCL, or on the host evaluator (one-member groups only) where no NCCL call
+  // does it (collective_thunks.h).
+  Status EmitCollective(const HloInstruction& instr, std::vector<std::unique_ptr<GpuThunk>>& out) {
+    if (Status applies = CollectiveThunkApplies(instr); !applies.ok()) return AddHost(instr, applies.message(), out);
+    std::vector<BufferSlice> ops;
+    if (instr.opcode() == HloOpcode::kAsyncStart) {
+      // The wrapped collective's operands are the wrapper's parameters.
+      const HloInstruction* root = instr.called_computations()[0]->root_instruction();
+      for (const HloInstruction* o : root->operands()) {
+        if (!o->shape().IsArray()) continue;
+        if (o->opcode() != HloOpcode::kParameter || o->parameter_number() >= instr.operand_count())
+          return AddHost(instr, "an async-start whose collective does not take the wrapper's parameters", out);
+        KILN_ASSIGN_OR_RETURN(BufferSlice sl, Slice(*instr.operand(o->parameter_number())));
+        ops.push_back(sl);
+      }
+    } else {
+      for (const HloInstruction* o : instr.operands()) {
+        if (!o->shape().IsArray()) continue;
+        KILN_ASSIGN_OR_RETURN(BufferSlice sl, Slice(*o));
+        ops.push_back(sl);
+      }
+    }
+    KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> leaves, Leaves(instr));
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CollectiveThunk> t, CollectiveThunk::Create(instr, std::move(ops), std::move(leaves)));
+    collective_starts_[&instr] = t.get();
+    out.push_back(std::move(t));
+    return OkStatus();
+  }
+
+  Status EmitCollectiveDone(const HloInstruction& instr, std::vector<std::unique_ptr<GpuThunk>>& out) {
+    KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> leaves, Leaves(instr));
+    const HloOpcode op = instr.opcode();
+    if (op == HloOpcode::kSendDone || op == HloOpcode::kRecvDone) {
+      out.push_back(std::make_unique<CollectiveDoneThunk>(instr, nullptr, std::vector<BufferSlice>{}, std::move(leaves)));
+      return OkStatus();
+    }
+    const HloInstruction* start = instr.operand(0);
+    while (start->opcode() == HloOpcode::kAsyncUpdate && start->operand_count() == 1) start = start->operand(0);
+    auto it = collective_starts_.find(start);
+    if (it == collective_starts_.end()) return AddHost(instr, "its start runs on the host", out);
+    std::vector<BufferSlice> sources;
+    const Shape& ss = instr.operand(0)->shape();
+    if (op == HloOpcode::kAsyncUpdate || Shape::Equal(ss, instr.shape(), false)) {
+      KILN_ASSIGN_OR_RETURN(sources, Leaves(*instr.operand(0)));
+    } else {
+      for (const ShapeIndex& leaf : ArrayLeafIndices(ss)) {
+        if (leaf.empty() || leaf[0] != 1) continue;
+        KILN_ASSIGN_OR_RETURN(BufferSlice sl, Slice(*instr.operand(0), leaf));
+        sources.push_back(sl);
+      }
+    }
+    if (sources.size() != leaves.size())
+      return Internal(HloOpcodeString(op), " %", instr.name(), ": ", leaves.size(), " leaves for ", sources.size(),
+                      " results of its start");
+    out.push_back(std::make_unique<CollectiveDoneThunk>(instr, it->second, std::move(sources), std::move(leaves)));
+    return OkStatus();
+  }
+
+  std::unordered_map<const HloInstruction*, const CollectiveThunk*> collective_starts_;
   const HloModule& module_;
   const BufferAssignment& assignment_;
   const HloSchedule& schedule_;

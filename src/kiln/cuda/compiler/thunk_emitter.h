@@ -14,9 +14,12 @@
 //                 scatters whose combiner depends on the order of updates (replace, general
 //                 computations) without unique_indices use the serialized mode, which applies
 //                 overlapping windows in the evaluator's order;
+//   CollectiveThunk / CollectiveDoneThunk  collectives, their -start/-done and async-start
+//                 forms, send/recv between devices, replica-id, partition-id, on NCCL
+//                 (collective_thunks.h); other reductions and ragged-all-to-all run on the host;
 //   HostThunk     anything else (rng, reduce-window, LAPACK-like custom calls,
 //                 dots and convolutions no library runs, ...): evaluated on the host, with a
-//                 warning per opcode. infeed/outfeed/send/recv are errors.
+//                 warning per opcode. infeed/outfeed and host transfers are errors.
 // Kernels are generated first for the whole module and compiled in parallel (NVRTC, disk
 // cached); a kernel the emitters or NVRTC turn down becomes a HostThunk too (warned).
 #pragma once

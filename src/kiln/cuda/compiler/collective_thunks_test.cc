@@ -1,0 +1,215 @@
+// The collective thunks (collective_thunks.h). Everywhere (label cpu): which collectives the
+// emitter puts on NCCL (none on the host), and the NCCL loader's message without the library.
+// On a GPU (label gpu, skipped without one): every op, its -start/-done and async-start forms
+// over one participant against the evaluator, through a 1-rank NCCL communicator (the real
+// NCCL path; skipped without libnccl) and alone without NCCL (copies), eagerly and replayed
+// as a CUDA graph.
+#include "kiln/cuda/compiler/collective_thunks.h"
+
+#include <gtest/gtest.h>
+
+#include "kiln/base/strings.h"
+#include "kiln/cuda/compiler/gpu_executable.h"
+#include "kiln/cuda/cuda_platform.h"
+#include "kiln/cuda/nccl_api.h"
+#include "kiln/eval/compare.h"
+#include "kiln/eval/evaluator.h"
+#include "kiln/hlo/computation.h"
+#include "kiln/hlo/parser.h"
+#include "kiln/hlo/random_literal.h"
+
+namespace kiln::cuda {
+namespace {
+
+constexpr const char* kSum = R"(HloModule m
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+smax {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT s = s32[] maximum(a, b)
+}
+pand {
+  a = pred[] parameter(0)
+  b = pred[] parameter(1)
+  ROOT s = pred[] and(a, b)
+}
+rs_body {
+  p = f32[4,6] parameter(0)
+  ROOT rs = f32[4,6] reduce-scatter(p), dimensions={1}, replica_groups={}, to_apply=sum
+}
+)";
+
+struct Case {
+  const char* name;
+  const char* entry;
+};
+
+const Case kCases[] = {
+    {"all_reduce", R"(ENTRY e {
+  x = f32[64] parameter(0)
+  y = s32[3,5] parameter(1)
+  a = f32[64] all-reduce(x), replica_groups={}, to_apply=sum
+  b = s32[3,5] all-reduce(y), replica_groups={{0}}, to_apply=smax
+  ROOT t = (f32[64], s32[3,5]) tuple(a, b)
+})"},
+    {"all_reduce_tuple_pred", R"(ENTRY e {
+  x = f32[16] parameter(0)
+  y = f32[8] parameter(1)
+  z = pred[8] parameter(2)
+  a = (f32[16], f32[8]) all-reduce(x, y), replica_groups={}, to_apply=sum
+  p = pred[8] all-reduce(z), replica_groups={}, to_apply=pand
+  a0 = f32[16] get-tuple-element(a), index=0
+  a1 = f32[8] get-tuple-element(a), index=1
+  ROOT t = (f32[16], f32[8], pred[8]) tuple(a0, a1, p)
+})"},
+    {"async_forms", R"(ENTRY e {
+  x = f32[4,6] parameter(0)
+  ars = f32[4,6] all-reduce-start(x), replica_groups={}, to_apply=sum
+  n = f32[4,6] negate(x)
+  ard = f32[4,6] all-reduce-done(ars)
+  ags = (f32[4,6], f32[4,6]) all-gather-start(ard), dimensions={0}, replica_groups={}
+  agd = f32[4,6] all-gather-done(ags)
+  cps = (f32[4,6], f32[4,6], u32[], u32[]) collective-permute-start(agd), source_target_pairs={{0,0}}
+  cpd = f32[4,6] collective-permute-done(cps)
+  as = ((f32[4,6]), f32[4,6], s32[]) async-start(n), calls=rs_body
+  ad = f32[4,6] async-done(as)
+  ROOT t = (f32[4,6], f32[4,6]) tuple(cpd, ad)
+})"},
+    {"minor_dimensions", R"(ENTRY e {
+  x = f32[4,6] parameter(0)
+  g = f32[4,6] all-gather(x), dimensions={1}, replica_groups={}
+  r = f32[4,6] reduce-scatter(x), dimensions={1}, replica_groups={}, to_apply=sum
+  a = f32[4,6] all-to-all(x), dimensions={1}, replica_groups={}
+  ROOT t = (f32[4,6], f32[4,6], f32[4,6]) tuple(g, r, a)
+})"},
+    {"all_to_all_broadcast", R"(ENTRY e {
+  x = f32[5] parameter(0)
+  a = f32[5] all-to-all(x), dimensions={0}, replica_groups={}
+  b = f32[5] collective-broadcast(x), replica_groups={}
+  ROOT t = (f32[5], f32[5]) tuple(a, b)
+})"},
+    {"permute_ids", R"(ENTRY e {
+  x = f32[7] parameter(0)
+  p = f32[7] collective-permute(x), source_target_pairs={{0,0}}
+  q = f32[7] collective-permute(x), source_target_pairs={}
+  r = u32[] replica-id()
+  s = u32[] partition-id()
+  ROOT t = (f32[7], f32[7], u32[], u32[]) tuple(p, q, r, s)
+})"},
+    {"send_recv", R"(ENTRY e {
+  x = f32[4] parameter(0)
+  tok = token[] after-all()
+  rv = (f32[4], u32[], token[]) recv(tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sd = (f32[4], u32[], token[]) send(x, tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  rd = (f32[4], token[]) recv-done(rv), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sdd = token[] send-done(sd), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  ROOT g = f32[4] get-tuple-element(rd), index=0
+})"},
+};
+
+StatusOr<std::unique_ptr<CompiledGpuModule>> CompileForPreset(const std::string& text) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> m, ParseHloModule(text));
+  GpuCompileOptions o;
+  KILN_ASSIGN_OR_RETURN(o.device, codegen::DeviceSpec::FromPreset("sm_90"));
+  return GpuCompiler::Compile(std::move(m), o);
+}
+
+TEST(CollectiveThunks, EveryCaseCompilesToNcclThunksWithoutHostFallbacks) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.name);
+    auto compiled = CompileForPreset(StrCat(kSum, c.entry));
+    if (!compiled.ok() && compiled.status().message().find("nvrtc") != std::string::npos)
+      GTEST_SKIP() << "no NVRTC: " << compiled.status().ToString();
+    ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+    EXPECT_TRUE((*compiled)->stats.host_fallbacks.empty()) << (*compiled)->ThunkListing();
+    EXPECT_NE((*compiled)->ThunkListing().find("collective %"), std::string::npos) << (*compiled)->ThunkListing();
+  }
+}
+
+TEST(CollectiveThunks, AnotherReductionRunsOnTheHostSayingWhy) {
+  auto compiled = CompileForPreset(R"(HloModule m
+odd {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  s = f32[] add(a, b)
+  ROOT t = f32[] multiply(s, b)
+}
+ENTRY e {
+  x = f32[8] parameter(0)
+  ROOT a = f32[8] all-reduce(x), replica_groups={}, to_apply=odd
+})");
+  if (!compiled.ok() && compiled.status().message().find("nvrtc") != std::string::npos) GTEST_SKIP();
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  EXPECT_EQ((*compiled)->stats.host_fallbacks.count("all-reduce"), 1u) << (*compiled)->ThunkListing();
+}
+
+TEST(CollectiveThunks, MissingNcclIsAClearError) {
+  auto api = NcclApi::Load("/nonexistent/libnccl.so.2");
+  ASSERT_FALSE(api.ok());
+  EXPECT_NE(api.status().message().find("NCCL not found"), std::string::npos) << api.status().ToString();
+}
+
+CudaDevice* TheDevice() {
+  static runtime::Platform* platform = [] {
+    auto p = CreateCudaPlatform();
+    return p.ok() ? p->release() : nullptr;
+  }();
+  if (!platform || platform->device_count() == 0) return nullptr;
+  auto d = platform->GetDevice(0);
+  return d.ok() ? static_cast<CudaDevice*>(*d) : nullptr;
+}
+
+// Runs every case on the device (twice: eager, then the CUDA graph) against the evaluator.
+void RunCases(bool with_nccl) {
+  CudaDevice* device = TheDevice();
+  if (device == nullptr) GTEST_SKIP() << "no CUDA device";
+  std::shared_ptr<NcclWorld> world;
+  if (with_nccl) {
+    auto api = NcclApi::Default();
+    if (!api.ok()) GTEST_SKIP() << api.status().ToString();
+    auto w = NcclWorld::CreateInProcess(*api, {device});
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    world = *w;
+  }
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(c.name);
+    auto m = ParseHloModule(StrCat(kSum, c.entry));
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    std::vector<Shape> shapes;
+    for (const HloInstruction* p : (*m)->entry_computation()->parameter_instructions()) shapes.push_back(p->shape());
+    std::vector<Literal> args = MakeRandomArguments(shapes, 7);
+    auto expected = EvaluateModule(**m, args);
+    ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+    GpuCompileOptions o;
+    o.device = codegen::DeviceSpec::FromDescription(device->description());
+    auto compiled = GpuCompiler::Compile(std::move(*m), o);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+    auto exe = GpuExecutable::Create(std::move(*compiled), *device);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    EXPECT_TRUE((*exe)->has_collectives());
+    auto participant = std::make_shared<GpuParticipant>();
+    participant->world = world;
+    (*exe)->set_participant(participant);
+    GpuRunOptions ro;
+    ro.poison = true;
+    for (int run = 0; run < 3; ++run) {
+      auto got = (*exe)->Run(args, ro);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      CompareOptions co;
+      co.backend_vs_evaluator = true;
+      Comparison cmp = CompareLiterals(*got, *expected, co);
+      EXPECT_TRUE(cmp.ok()) << "run " << run << ": " << cmp.ToString() << "\n" << (*exe)->compiled().ThunkListing();
+    }
+    EXPECT_TRUE((*exe)->graph_captured()) << c.name;
+  }
+}
+
+TEST(CollectiveThunksGpu, OneRankNccl) { RunCases(true); }
+TEST(CollectiveThunksGpu, AloneWithoutNccl) { RunCases(false); }
+
+}  // namespace
+}  // namespace kiln::cuda
