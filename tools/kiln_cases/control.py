@@ -28,6 +28,17 @@ def _lstm(params, xs, h0, c0):
   return h, c, hs
 
 
+def _rnn_mixed(h0, xs, w, u, b):
+  # A mixed-precision RNN: the closed-over f32 weights are cast to bf16 inside every step, and
+  # u is used transposed (loop-invariant code motion moves both out of the loop).
+  def step(h, x):
+    z = jnp.dot(x.astype(jnp.bfloat16), w.astype(jnp.bfloat16), preferred_element_type=jnp.float32)
+    z = z + jnp.dot(h.astype(jnp.bfloat16), u.T.astype(jnp.bfloat16), preferred_element_type=jnp.float32)
+    h = jnp.tanh(z + b * 2.0)
+    return h, h
+  return lax.scan(step, h0, xs)
+
+
 def _collatz_steps(n):
   def cond(s):
     return s[0] != 1
@@ -56,6 +67,11 @@ def register(add):
       F((4,), 'f16', 0.5, 2.0), V(True, 'pred'))
   add('cf_scan_rnn_f32', _rnn, F((2, 16), lo=-0.5, hi=0.5), F((8, 2, 8)), F((8, 16), lo=-0.3, hi=0.3),
       F((16, 16), lo=-0.3, hi=0.3), F((16,), lo=-0.1, hi=0.1))
+  add('cf_scan_rnn_invariant_weights_f32', _rnn_mixed, F((2, 16), lo=-0.5, hi=0.5), F((8, 2, 8)),
+      F((8, 16), lo=-0.3, hi=0.3), F((16, 16), lo=-0.3, hi=0.3), F((16,), lo=-0.1, hi=0.1))
+  add('cf_fori_invariant_transpose_f32', lambda x, w: lax.fori_loop(
+      0, 4, lambda i, a: jnp.tanh(a @ (w.T @ w) * 0.5) + jnp.exp(w[0, 0]), x),
+      F((3, 8), lo=-0.5, hi=0.5), F((8, 8), lo=-0.4, hi=0.4))
   add('cf_scan_lstm_f32', lambda wx, wh, b, xs, h0, c0: _lstm((wx, wh, b), xs, h0, c0),
       F((4, 32), lo=-0.4, hi=0.4), F((8, 32), lo=-0.4, hi=0.4), F((32,), lo=-0.1, hi=0.1),
       F((6, 2, 4)), F((2, 8), lo=-0.5, hi=0.5), F((2, 8), lo=-0.5, hi=0.5))

@@ -94,6 +94,7 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   pipeline.AddPass<DivideByBroadcastToMultiply>();
   SimplificationOptions so;
   so.hoist_scan_dots = true;
+  so.hoist_loop_invariants = options.hoist_loop_invariants;
   so.canonicalize_dots = options.canonicalize_dots;
   if (options.fused_attention) {
     AttentionRewriterOptions ao;

@@ -65,6 +65,9 @@ struct CpuCompileOptions {
   // f32 attention found in the HLO (passes/attention_rewriter.h) runs as one fused kernel
   // (kernels/attention.cc); off: the dots and the softmax as written (flag cpu_attention=off).
   bool fused_attention = true;
+  // Loop-invariant code motion (Note [Loop-invariant code motion] in
+  // passes/loop_invariant_code_motion.h). Flag cpu_loop_invariants.
+  bool hoist_loop_invariants = true;
   // A while body's state leaf computed elementwise from its old value is computed in place, with
   // no copy per iteration (BufferAssignmentOptions::elementwise_state_updates; the loop kernels
   // handle outputs that overlap inputs: Note [In-place loop kernels]). Flag cpu_in_place_state.

@@ -32,6 +32,7 @@ constexpr FlagSpec kFlagSpecs[] = {
     {"cpu_expr_chains", "on|off  fuse chains of elementwise ops into one block op (default on)"},
     {"cpu_attention", "on|off  f32 attention found in the HLO runs as one fused kernel (default on)"},
     {"cpu_in_place_state", "on|off  loop state computed elementwise from its old value is updated in place (default on)"},
+    {"cpu_loop_invariants", "on|off  values a loop body computes from its unchanged state computed once before the loop (default on)"},
     {"cpu_conv", "auto|im2col  f32 convolutions without im2col where that pays, or all im2col + GEMM (default auto)"},
 };
 
@@ -292,6 +293,7 @@ Status ApplyCpuFlags(const BackendFlags& flags, CpuCompileOptions* options) {
       {"cpu_conv", "auto", "im2col", &ko.conv_indirect, true},
       {"cpu_attention", "on", "off", &options->fused_attention, true},
       {"cpu_in_place_state", "on", "off", &options->elementwise_state_updates, true},
+      {"cpu_loop_invariants", "on", "off", &options->hoist_loop_invariants, true},
   };
   for (const Choice& c : choices) {
     std::string_view v = FlagOr(flags, c.flag, "");

@@ -8,7 +8,10 @@
 //     while-loop-simplifier
 //   scan-dot-hoisting, while-loop-simplifier, tuple-simplifier, dce  (only with hoist_scan_dots)
 //   attention-rewriter, dce                        (only with attention)
+//   loop-invariant-code-motion, scan-dot-hoisting (with hoist_scan_dots), while-loop-simplifier,
+//     tuple-simplifier, dce                        (only with hoist_loop_invariants)
 //   dot-canonicalizer, algebraic-simplifier, cse, dce  (only with canonicalize_dots)
+//     then loop-invariant-code-motion, dce         (with hoist_loop_invariants too)
 //
 // Every pass preserves the values the module computes exactly (see each pass's header; the
 // hoisted scan dots compute the same sums of products in one GEMM), so a
@@ -40,6 +43,9 @@ struct SimplificationOptions {
   // before the loop (Note [Scan dot hoisting] in scan_dot_hoisting.h), then one more round of
   // loop simplification to drop the state that fed them.
   bool hoist_scan_dots = false;
+  // Values a while body computes from pass-through state and constants computed once before
+  // the loop (Note [Loop-invariant code motion] in loop_invariant_code_motion.h).
+  bool hoist_loop_invariants = false;
   // After that (before the dots are canonicalized): attention found and outlined into
   // __kiln$attention calls where options.supported says the backend runs them fused
   // (Note [Attention matching] in attention_rewriter.h). Unset: not matched.

@@ -39,6 +39,7 @@ constexpr FlagSpec kFlagSpecs[] = {
     {"cuda_fused_attention", "0|1  attention found in the HLO runs as one fused flash-attention kernel (default 1)"},
     {"cuda_graph_conditionals", "0|1  conditionals and loops of device-side trip count as CUDA graph conditional nodes (default 1)"},
     {"cuda_side_stream", "0|1  run independent library call / kernel pairs on two streams (default 1)"},
+    {"cuda_loop_invariants", "0|1  values a loop body computes from its unchanged state computed once before the loop (default 1)"},
     // Platform-level (ClientOptions::flags, read when the backend is created; see CreateCudaBackend).
     {"cuda_driver_library", "PATH  the CUDA driver to load (platform-level; default libcuda.so.1)"},
     {"cuda_nvrtc_library", "PATH  NVRTC to load (platform-level; default libnvrtc.so.<CUDA major>)"},
@@ -611,6 +612,7 @@ class CudaBackend final : public Backend {
     o.kernel_dump_dir = options.kernel_dump_dir;
     KILN_ASSIGN_OR_RETURN(o.gemm.fuse_epilogues, BoolFlag(options.flags, "cuda_gemm_epilogue", true));
     KILN_ASSIGN_OR_RETURN(o.fused_attention, BoolFlag(options.flags, "cuda_fused_attention", true));
+    KILN_ASSIGN_OR_RETURN(o.hoist_loop_invariants, BoolFlag(options.flags, "cuda_loop_invariants", true));
     KILN_ASSIGN_OR_RETURN(o.conv.fuse_epilogues, BoolFlag(options.flags, "cuda_conv_epilogue", true));
     KILN_ASSIGN_OR_RETURN(o.conv.backward_convolutions, BoolFlag(options.flags, "cuda_conv_backward", true));
     // The autotuning step: with a device, and settings that ask for tuning. The cache must

@@ -153,6 +153,7 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   pipeline.AddPass<LayoutNormalization>();
   SimplificationOptions so;
   so.hoist_scan_dots = true;
+  so.hoist_loop_invariants = options.hoist_loop_invariants;
   so.canonicalize_dots = true;
   if (options.fused_attention) {
     AttentionRewriterOptions ao;

@@ -76,6 +76,9 @@ struct GpuCompileOptions {
   // Attention found in the HLO (passes/attention_rewriter.h) that the flash-attention kernel
   // runs becomes one fused call (off: the dots and the softmax run as written).
   bool fused_attention = true;
+  // Loop-invariant code motion (Note [Loop-invariant code motion] in
+  // passes/loop_invariant_code_motion.h). Flag cuda_loop_invariants.
+  bool hoist_loop_invariants = true;
   GemmRewriterOptions gemm;
   ConvRewriterOptions conv;
   GpuFusionOptions fusion_options = GpuFusionPolicy::DefaultOptions();

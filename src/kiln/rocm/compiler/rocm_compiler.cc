@@ -221,6 +221,7 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   pipeline.AddPass<LayoutNormalization>();
   SimplificationOptions so;
   so.hoist_scan_dots = true;
+  so.hoist_loop_invariants = true;
   so.canonicalize_dots = true;
   AddSimplificationPasses(pipeline, so);
   pipeline.AddPass<AlgebraicSimplifier>();
