@@ -155,6 +155,32 @@ StatusOr<bool> TupleSimplifier::Run(HloModule& module) {
   return changed;
 }
 
+StatusOr<HloInstruction*> InlineComputation(HloComputation* into, const HloComputation& callee,
+                                            std::span<HloInstruction* const> operands,
+                                            std::string_view suffix) {
+  std::unordered_map<const HloInstruction*, HloInstruction*> map;
+  std::vector<HloInstruction*> ops;
+  for (HloInstruction* instr : callee.MakeInstructionPostOrder()) {
+    if (instr->opcode() == HloOpcode::kParameter) {
+      if (instr->parameter_number() < 0 || instr->parameter_number() >= static_cast<int64_t>(operands.size()))
+        return InvalidArgument("inlining ", callee.name(), ": parameter ", instr->parameter_number(), " of ",
+                               operands.size(), " operands");
+      map[instr] = operands[instr->parameter_number()];
+      continue;
+    }
+    ops.clear();
+    for (HloInstruction* op : instr->operands()) ops.push_back(map.at(op));
+    auto clone = CloneInstruction(*instr, instr->shape(), ops, StrCat(instr->name(), ".", suffix));
+    map[instr] = into->AddInstruction(std::move(clone));
+  }
+  for (HloInstruction* instr : callee.instructions())
+    for (HloInstruction* succ : instr->control_successors())
+      if (map.count(instr) && map.count(succ) && instr->opcode() != HloOpcode::kParameter &&
+          succ->opcode() != HloOpcode::kParameter)
+        map.at(instr)->AddControlDependencyTo(map.at(succ));
+  return map.at(callee.root_instruction());
+}
+
 StatusOr<bool> CallInliner::Run(HloModule& module) {
   bool changed = false;
   // Callers after callees: inlining a callee that itself had calls already inlined.
@@ -163,25 +189,8 @@ StatusOr<bool> CallInliner::Run(HloModule& module) {
       if (call->opcode() != HloOpcode::kCall || !call->to_apply()) continue;
       if (!call->control_predecessors().empty() || !call->control_successors().empty()) continue;
       const HloComputation* callee = call->to_apply();
-      std::unordered_map<const HloInstruction*, HloInstruction*> map;
-      std::vector<HloInstruction*> ops;
-      for (HloInstruction* instr : callee->MakeInstructionPostOrder()) {
-        if (instr->opcode() == HloOpcode::kParameter) {
-          map[instr] = call->operand(instr->parameter_number());
-          continue;
-        }
-        ops.clear();
-        for (HloInstruction* op : instr->operands()) ops.push_back(map.at(op));
-        auto clone = CloneInstruction(*instr, instr->shape(), ops,
-                                      StrCat(instr->name(), ".", call->name()));
-        map[instr] = c->AddInstruction(std::move(clone));
-      }
-      for (HloInstruction* instr : callee->instructions())
-        for (HloInstruction* succ : instr->control_successors())
-          if (map.count(instr) && map.count(succ) && instr->opcode() != HloOpcode::kParameter &&
-              succ->opcode() != HloOpcode::kParameter)
-            map.at(instr)->AddControlDependencyTo(map.at(succ));
-      call->ReplaceAllUsesWith(map.at(callee->root_instruction()));
+      KILN_ASSIGN_OR_RETURN(HloInstruction * root, InlineComputation(c, *callee, call->operands(), call->name()));
+      call->ReplaceAllUsesWith(root);
       KILN_RETURN_IF_ERROR(c->RemoveInstruction(call));
       changed = true;
     }

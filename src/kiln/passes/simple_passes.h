@@ -2,6 +2,9 @@
 // simplification, call inlining.
 #pragma once
 
+#include <span>
+#include <string_view>
+
 #include "kiln/passes/pass.h"
 
 namespace kiln {
@@ -35,6 +38,13 @@ class TupleSimplifier : public HloPass {
   std::string_view name() const override { return "tuple-simplifier"; }
   StatusOr<bool> Run(HloModule& module) override;
 };
+
+// Copies `callee`'s instructions into `into`, its parameters replaced by `operands` (clone
+// names get ".<suffix>"; control edges between the callee's instructions are kept), and returns
+// the copy of its root. The callee is left as it is.
+StatusOr<HloInstruction*> InlineComputation(HloComputation* into, const HloComputation& callee,
+                                            std::span<HloInstruction* const> operands,
+                                            std::string_view suffix);
 
 // Replaces every `call` with the body of the computation it calls (composite calls too: they
 // mean the same thing), then drops computations no longer reachable.

@@ -14,6 +14,7 @@
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
+#include "kiln/passes/async_inliner.h"
 #include "kiln/passes/algebraic_simplifier.h"
 #include "kiln/passes/compile_tail.h"
 #include "kiln/passes/call_graph.h"
@@ -149,6 +150,7 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   po.dump_dir = options.dump_dir;
   if (options.verify_between_passes) po.verifier = [](const HloModule& m) { return VerifyModule(m); };
   HloPassPipeline pipeline("gpu", po);
+  pipeline.AddPass<AsyncInliner>();  // Note [Async wrappers]
   pipeline.AddPass<UnfuseAll>();
   pipeline.AddPass<LayoutNormalization>();
   SimplificationOptions so;

@@ -13,6 +13,7 @@
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
+#include "kiln/passes/async_inliner.h"
 #include "kiln/passes/algebraic_simplifier.h"
 #include "kiln/passes/call_graph.h"
 #include "kiln/passes/compile_summary.h"
@@ -217,6 +218,7 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   PipelineOptions po;
   po.dump_dir = options.dump_dir;
   HloPassPipeline pipeline("rocm", po);
+  pipeline.AddPass<AsyncInliner>();  // Note [Async wrappers]
   pipeline.AddPass<UnfuseAll>();
   pipeline.AddPass<LayoutNormalization>();
   SimplificationOptions so;
