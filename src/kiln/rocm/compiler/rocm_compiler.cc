@@ -185,6 +185,11 @@ std::string RocmCompileStats::ToString() const {
   }
   s += StrCat("\nkernels: ", kernels, " generated (", kernels_from_cache, " from the hsaco cache), compiled by ", compiler,
               " in ", Ms(kernel_compile_seconds), " ms\n");
+  if (min_waves_per_simd > 0) {
+    s += StrCat("occupancy: lowest ", min_waves_per_simd, " waves/SIMD (", min_occupancy_kernel, "); limited by");
+    for (const auto& [k, n] : occupancy_limiters) s += StrCat(" ", k, " x", n);
+    s += "\n";
+  }
   s += StrCat("compile time: ", Ms(compile_seconds), " ms\n");
   return s;
 }
@@ -335,6 +340,10 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   for (const Status& s : errors) KILN_RETURN_IF_ERROR(s);
   out->stats.kernel_compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - kstart).count();
   timer.Done("kernel-compilation");
+  // Targets without known CU limits (RDNA...) get the launch-bound check only.
+  StatusOr<CuLimits> known_limits = CuLimitsFor(options.device.gfx_arch);
+  const bool plan_occupancy = known_limits.ok();
+  const CuLimits limits = plan_occupancy ? *known_limits : CuLimits{};
   for (size_t r = 0; r < ranges.size(); ++r) {
     const CompiledHsaco& co = out->code_objects[r];
     if (!co.log.empty()) {
@@ -346,6 +355,31 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
       out->kernel_code_object.push_back(static_cast<int>(r));
       for (const std::string& e : out->kernels[k].Entries())
         if (info.Find(e) == nullptr) return Internal("rocm: entry ", e, " is missing from code object ", r);
+      // Every launch must fit its entry's launch bounds and be resident (Note [CDNA occupancy]).
+      KernelOccupancy lowest;
+      for (const codegen::KernelLaunch& l : out->kernels[k].launches) {
+        const runtime::Dim3& b = l.dims.block;
+        const KernelMetadata& meta = *info.Find(l.entry);
+        const int64_t threads = int64_t{b.x} * b.y * b.z;
+        if (!plan_occupancy) {
+          if (meta.max_flat_workgroup_size > 0 && threads > meta.max_flat_workgroup_size)
+            return Internal("rocm: kernel ", l.entry, " is launched with workgroups of ", threads,
+                            " work-items; its code object allows at most ", meta.max_flat_workgroup_size);
+          continue;
+        }
+        // An impossible launch is a compiler bug (the emitters choose the block sizes).
+        StatusOr<KernelOccupancy> occ = ComputeOccupancy(meta, threads, limits);
+        if (!occ.ok()) return Internal(occ.status().message());
+        if (lowest.waves_per_simd == 0 || occ->waves_per_simd < lowest.waves_per_simd) lowest = *occ;
+      }
+      out->kernel_occupancy.push_back(lowest);
+      if (lowest.waves_per_simd > 0) {
+        ++out->stats.occupancy_limiters[lowest.limiter];
+        if (out->stats.min_waves_per_simd == 0 || lowest.waves_per_simd < out->stats.min_waves_per_simd) {
+          out->stats.min_waves_per_simd = lowest.waves_per_simd;
+          out->stats.min_occupancy_kernel = out->kernels[k].name;
+        }
+      }
     }
     if (co.from_cache) out->stats.kernels_from_cache += static_cast<int64_t>(ranges[r].second - ranges[r].first);
     out->stats.compiler = co.compiler;
@@ -361,6 +395,9 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
       if (!f) return Internal("rocm: cannot write ", options.kernel_dump_dir, "/", name);
       KILN_ASSIGN_OR_RETURN(CodeObjectInfo info, InspectCodeObject(out->code_objects[r].image));
       index += StrCat("== ", name, " (", out->code_objects[r].compiler, ")\n", info.ToString());
+      for (size_t k = 0; k < out->kernels.size(); ++k)
+        if (out->kernel_code_object[k] == static_cast<int>(r) && out->kernel_occupancy[k].waves_per_simd > 0)
+          index += StrCat("  occupancy of ", out->kernels[k].name, ": ", out->kernel_occupancy[k].ToString(), "\n");
     }
     std::ofstream(options.kernel_dump_dir + "/code_objects.txt") << index;
   }

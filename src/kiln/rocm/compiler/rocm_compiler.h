@@ -36,6 +36,7 @@
 #include "kiln/passes/memory_stats.h"
 #include "kiln/passes/pipeline.h"
 #include "kiln/rocm/hsaco_compiler.h"
+#include "kiln/rocm/occupancy.h"
 
 namespace kiln::rocm {
 
@@ -76,6 +77,11 @@ struct RocmCompileStats {
   double compile_seconds = 0;
   double kernel_compile_seconds = 0;  // hipRTC / clang, wall
   std::string compiler;               // "hiprtc 9.0 (...)" / "clang 19.1.7 (...)"
+  // Occupancy from the code objects' metadata (rocm/occupancy.h): the lowest waves per SIMD of
+  // any kernel's launches, which kernel, and how many kernels each resource limits.
+  int min_waves_per_simd = 0;
+  std::string min_occupancy_kernel;
+  std::map<std::string, int64_t> occupancy_limiters;
   std::string ToString() const;
 };
 
@@ -85,6 +91,7 @@ struct RocmCompiledModule {
   std::unique_ptr<BufferAssignment> assignment;
   std::vector<codegen::KernelSpec> kernels;
   std::vector<int> kernel_code_object;  // per kernel: its index in code_objects
+  std::vector<KernelOccupancy> kernel_occupancy;  // per kernel: its launches' lowest occupancy
   std::vector<CompiledHsaco> code_objects;
   std::vector<RocmThunk> thunks;
   RocmCompileStats stats;

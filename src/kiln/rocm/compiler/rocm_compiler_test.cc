@@ -89,6 +89,15 @@ TEST(RocmCompiler, ModuleToGfx942CodeObjectsAndLibraryCalls) {
   EXPECT_GE(c->kernels.size(), 2u);  // the softmax and the loop body's tanh at least
   for (const codegen::KernelSpec& k : c->kernels)
     for (const std::string& e : k.Entries()) EXPECT_NE(info.Find(e), nullptr) << e;
+  // Every kernel's launches were planned from its metadata (Note [CDNA occupancy]).
+  ASSERT_EQ(c->kernel_occupancy.size(), c->kernels.size());
+  for (const KernelOccupancy& occ : c->kernel_occupancy) {
+    EXPECT_GE(occ.waves_per_simd, 1);
+    EXPECT_LE(occ.waves_per_simd, 8);
+    EXPECT_FALSE(occ.limiter.empty());
+  }
+  EXPECT_GE(c->stats.min_waves_per_simd, 1);
+  EXPECT_NE(c->stats.ToString().find("occupancy: lowest"), std::string::npos) << c->stats.ToString();
   EXPECT_EQ(c->stats.thunks_by_kind["gemm"], 1);
   EXPECT_EQ(c->stats.thunks_by_kind["convolution"], 1);
   EXPECT_EQ(c->stats.thunks_by_kind["while"], 1);
