@@ -31,7 +31,15 @@
 //   scaling in the Schur basis, then ?lartg's rotation (PairPhase). A failed iteration (30 n
 //   steps on one eigenvalue, or a non-finite input) sets info to the 1-based index of the last
 //   eigenvalue not found and every float result of that matrix to NaN.
-//   Arithmetic is double precision, complex only where the input or T is complex.
+//   Arithmetic is double precision, complex only where the input or T is complex, in the
+//   evaluator's operation order. That matters beyond the order: a complex Schur form is unique
+//   only up to the phases of Z's columns, and the iteration picks them by scaling with the
+//   phase of subdiagonal elements that have converged to rounding noise -- so gees' T and Z
+//   (and any near-tie in a deflation test) match the evaluator's only where every rounding
+//   does. Hence this file is built without fused multiply-adds (-ffp-contract=off -mno-fma in
+//   src/kiln/cpu/CMakeLists.txt: -march=native alone fuses std::complex products), as the
+//   evaluator is; a reference built with FMA (another compiler default, an arm64 build) would
+//   give gees results that differ by those phases.
 #include <algorithm>
 #include <cmath>
 #include <limits>

@@ -237,5 +237,21 @@ TEST(LinalgEigKernelTest, GeesComplexAndReal) {
         }
 }
 
+// Larger matrices and more seeds: the eigenvalue order, T and Z must still be the evaluator's
+// (Note [Eigenvalue order] in kernels/linalg_eig.cc).
+TEST(LinalgEigKernelTest, GeevAndGeesSweep) {
+  for (const std::string& t : kTypes)
+    for (int64_t n : {4, 7, 12, 17, 25})
+      for (uint64_t seed = 1; seed <= 12; ++seed) {
+        Check(GeevBody(t, {2}, n, true, true, false), {}, seed * 101);
+        const bool complex = t[0] == 'c';
+        const std::string a = Type(t, {2}, {n, n}), w = Type(t, {2}, {n});
+        const std::string values = complex ? w : StrCat(w, ", ", w);
+        Check(StrCat("a = ", a, " parameter(0)\n  ROOT r = (", a, ", ", a, ", ", values, ", s32[2], s32[2]) custom-call(a), "
+                     "custom_call_target=\"lapack_", Prefix(t), "gees_ffi\", api_version=API_VERSION_TYPED_FFI, "
+                     "backend_config={mode = 86 : ui8, sort = 78 : ui8}"), {}, seed * 101);
+      }
+}
+
 }  // namespace
 }  // namespace kiln::cpu
