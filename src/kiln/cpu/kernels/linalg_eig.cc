@@ -36,10 +36,11 @@
 //   only up to the phases of Z's columns, and the iteration picks them by scaling with the
 //   phase of subdiagonal elements that have converged to rounding noise -- so gees' T and Z
 //   (and any near-tie in a deflation test) match the evaluator's only where every rounding
-//   does. Hence this file is built without fused multiply-adds (-ffp-contract=off -mno-fma in
-//   src/kiln/cpu/CMakeLists.txt: -march=native alone fuses std::complex products), as the
-//   evaluator is; a reference built with FMA (another compiler default, an arm64 build) would
-//   give gees results that differ by those phases.
+//   does. Hence this file is built without fused multiply-adds on x86 (-mno-fma in
+//   src/kiln/cpu/CMakeLists.txt, which -march=native would otherwise enable: GCC then fuses
+//   std::complex products even under -ffp-contract=off), as the evaluator is built; elsewhere
+//   both get the compiler's default contraction. A reference that rounds differently gives
+//   gees results that differ by those phases.
 #include <algorithm>
 #include <cmath>
 #include <limits>
