@@ -1,7 +1,8 @@
 // Dense linear algebra on Eigen: the HLO ops cholesky and triangular-solve, and the
-// linear-algebra custom calls JAX emits -- the LAPACK targets of its CPU lowering and the
-// cuSOLVER / hipSOLVER names of its GPU lowerings (a module dumped on a GPU machine, run on the
-// cpu backend).
+// factorizations among the linear-algebra custom calls JAX emits -- the LAPACK targets of its
+// CPU lowering and the cuSOLVER / hipSOLVER names of its GPU lowerings (a module dumped on a GPU
+// machine, run on the cpu backend). IsNativeLinalg / CreateLinalgKernel also route the calls of
+// linalg_reduce.cc and linalg_eig.cc.
 //
 // Note [Linear-algebra kernels]
 //   Contracts are the evaluator's (eval/linalg.cc, eval/lapack.cc, eval/lapack_eig.cc,
@@ -31,9 +32,12 @@
 //   first within a relative 1e-9 of it) is real and positive, u_j by the same factor. Vectors of
 //   degenerate values, of zero singular values and a full U's completion are Eigen's: only
 //   invariants (reconstructions, projectors) of those are comparable.
-//   Everything else (LAPACK's gtsv, whose modified diagonals are results too, sytrd, gehrd,
-//   geqp3, geev, gees, syrk, cholesky_update, ...) is declined and runs on the evaluator's
-//   kernel.
+//   The reductions and updates whose results are unique given LAPACK's conventions (sytrd /
+//   hetrd, gehrd, geqp3, LAPACK's gtsv with its modified diagonals, cholesky_update, syrk) are
+//   kernels/linalg_reduce.cc's, on the evaluator's algorithms; the general eigenproblem and the
+//   Schur forms (geev, cuhybrid_eig, gees), whose eigenvalue order and Schur form are whatever
+//   the QR iteration leaves, are kernels/linalg_eig.cc's, running the evaluator's (LAPACK's)
+//   iteration step by step (Note [Eigenvalue order] there). Shared helpers: linalg_util.h.
 #include <Eigen/Cholesky>
 #include <Eigen/Dense>
 #include <Eigen/Householder>
@@ -46,12 +50,23 @@
 #include "kiln/base/strings.h"
 #include "kiln/cpu/kernels/common.h"
 #include "kiln/cpu/kernels/kernels.h"
+#include "kiln/cpu/kernels/linalg_util.h"
 #include "kiln/eval/lapack_internal.h"  // BackendInt: the FFI backend_config reader
 
 namespace kiln::cpu::internal {
 namespace {
 
-using cd = std::complex<double>;
+using linalg::cd;
+using linalg::Get;
+using linalg::GetInt;
+using linalg::IsComplex;
+using linalg::IsLinalgType;
+using linalg::LapackTarget;
+using linalg::Put;
+using linalg::PutInt;
+using linalg::Unvendored;
+using Dims = linalg::MatrixDims;
+using linalg::MatrixDimsOf;
 template <class S>
 using Mat = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -69,60 +84,6 @@ enum class Op {
 };
 enum class SvdLayout { kUVt, kVtU, kUV };
 
-bool IsComplex(PrimitiveType t) { return t == PrimitiveType::kC64 || t == PrimitiveType::kC128; }
-bool IsLinalgType(PrimitiveType t) {
-  return t == PrimitiveType::kF32 || t == PrimitiveType::kF64 || IsComplex(t);
-}
-
-// Element i of a view as S.
-template <class S>
-S Get(const ArrayView& v, int64_t i) {
-  switch (v.shape.element_type()) {
-    case PrimitiveType::kF32: return S(static_cast<double>(v.as<const float>()[i]));
-    case PrimitiveType::kF64: return S(v.as<const double>()[i]);
-    case PrimitiveType::kC64: {
-      const std::complex<float> z = v.as<const std::complex<float>>()[i];
-      if constexpr (std::is_same_v<S, cd>) return cd(z.real(), z.imag());
-      else return z.real();
-    }
-    case PrimitiveType::kC128: {
-      const cd z = v.as<const cd>()[i];
-      if constexpr (std::is_same_v<S, cd>) return z;
-      else return z.real();
-    }
-    default: return S(0);
-  }
-}
-
-template <class S>
-void Put(const ArrayView& v, int64_t i, S x) {
-  cd z;
-  if constexpr (std::is_same_v<S, cd>) z = x;
-  else z = cd(x, 0);
-  switch (v.shape.element_type()) {
-    case PrimitiveType::kF32: v.as<float>()[i] = static_cast<float>(z.real()); break;
-    case PrimitiveType::kF64: v.as<double>()[i] = z.real(); break;
-    case PrimitiveType::kC64: v.as<std::complex<float>>()[i] = std::complex<float>(float(z.real()), float(z.imag())); break;
-    case PrimitiveType::kC128: v.as<cd>()[i] = z; break;
-    default: break;
-  }
-}
-
-void PutInt(const ArrayView& v, int64_t i, int64_t x) {
-  switch (v.shape.element_type()) {
-    case PrimitiveType::kS32: v.as<int32_t>()[i] = static_cast<int32_t>(x); break;
-    case PrimitiveType::kS64: v.as<int64_t>()[i] = x; break;
-    default: break;
-  }
-}
-int64_t GetInt(const ArrayView& v, int64_t i) {
-  switch (v.shape.element_type()) {
-    case PrimitiveType::kS32: return v.as<const int32_t>()[i];
-    case PrimitiveType::kS64: return v.as<const int64_t>()[i];
-    default: return 0;
-  }
-}
-
 template <class S>
 Mat<S> Load(const ArrayView& v, int64_t batch, int64_t rows, int64_t cols) {
   Mat<S> m(rows, cols);
@@ -136,20 +97,6 @@ void Store(const ArrayView& v, int64_t batch, const M& m) {
   const int64_t rows = m.rows(), cols = m.cols(), base = batch * rows * cols;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) Put(v, base + r * cols + c, m(r, c));
-}
-
-struct Dims {
-  int64_t batch = 1, m = 0, n = 0;
-};
-StatusOr<Dims> MatrixDimsOf(const HloInstruction& instr, const Shape& s) {
-  if (!s.IsArray() || s.rank() < 2)
-    return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(), ": operand ", ShapeText(s),
-                           " is not a (batched) matrix");
-  Dims d;
-  d.m = s.dimensions(s.rank() - 2);
-  d.n = s.dimensions(s.rank() - 1);
-  for (int64_t i = 0; i + 2 < s.rank(); ++i) d.batch *= s.dimensions(i);
-  return d;
 }
 
 // The evaluator's vector convention: x scaled by the unit factor that makes its component of
@@ -448,24 +395,12 @@ class LinalgKernel final : public CpuKernel {
   }
 };
 
-// lapack_<s|d|c|z><op>_ffi.
-bool LapackTarget(std::string_view t, std::string_view op) {
-  if (t.size() != op.size() + 12 || !t.starts_with("lapack_") || !t.ends_with("_ffi")) return false;
-  const char p = t[7];
-  return (p == 's' || p == 'd' || p == 'c' || p == 'z') && t.substr(8, op.size()) == op;
-}
-// "cusolver_getrf_ffi" / "hipsolver_getrf_ffi" -> "solver_getrf_ffi"; empty for other names.
-std::string_view Unvendored(std::string_view t) {
-  if (t.starts_with("cu")) return t.substr(2);
-  if (t.starts_with("hip")) return t.substr(3);
-  return {};
-}
-
 }  // namespace
 
 bool IsNativeLinalg(const HloInstruction& instr) {
   if (instr.opcode() == HloOpcode::kCholesky || instr.opcode() == HloOpcode::kTriangularSolve) return true;
   if (instr.opcode() != HloOpcode::kCustomCall) return false;
+  if (linalg::IsNativeLinalgReduce(instr) || linalg::IsNativeLinalgEig(instr)) return true;
   const std::string& t = instr.attrs().custom_call_target;
   for (std::string_view op : {"potrf", "getrf", "trsm", "geqrf", "orgqr", "ungqr", "syevd", "heevd", "gesdd", "gesvd"})
     if (LapackTarget(t, op)) return true;
@@ -477,6 +412,8 @@ bool IsNativeLinalg(const HloInstruction& instr) {
 
 StatusOr<std::unique_ptr<CpuKernel>> CreateLinalgKernel(const HloInstruction& instr, const CpuKernelOptions&) {
   if (!IsNativeLinalg(instr)) return Unimplemented("no native linear-algebra kernel for %", instr.name());
+  if (linalg::IsNativeLinalgReduce(instr)) return linalg::CreateLinalgReduceKernel(instr);
+  if (linalg::IsNativeLinalgEig(instr)) return linalg::CreateLinalgEigKernel(instr);
   auto k = std::make_unique<LinalgKernel>();
   const std::string& t = instr.attrs().custom_call_target;
   const std::string what = StrCat(t.empty() ? std::string(HloOpcodeString(instr.opcode())) : t, " %", instr.name());
@@ -669,4 +606,73 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateLinalgKernel(const HloInstruction& in
   return std::unique_ptr<CpuKernel>(std::move(k));
 }
 
+namespace linalg {
+
+StatusOr<MatrixDims> MatrixDimsOf(const HloInstruction& instr, const Shape& s) {
+  if (!s.IsArray() || s.rank() < 2)
+    return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(), ": operand ", ShapeText(s),
+                           " is not a (batched) matrix");
+  MatrixDims d;
+  d.m = s.dimensions(s.rank() - 2);
+  d.n = s.dimensions(s.rank() - 1);
+  for (int64_t i = 0; i + 2 < s.rank(); ++i) d.batch *= s.dimensions(i);
+  return d;
+}
+
+Status InitLinalgKernel(BatchedLinalgKernel& k, const HloInstruction& instr, int operands, int results) {
+  const std::string& t = instr.attrs().custom_call_target;
+  const std::string what = StrCat(t, " %", instr.name());
+  if (instr.operand_count() != operands)
+    return InvalidArgument(what, ": takes ", operands, " operand", operands == 1 ? "" : "s");
+  auto type_ok = [](const Shape& s) {
+    const PrimitiveType p = s.element_type();
+    return IsLinalgType(p) || p == PrimitiveType::kS32 || p == PrimitiveType::kS64;
+  };
+  for (const HloInstruction* o : instr.operands()) {
+    if (!o->shape().IsArray()) return InvalidArgument(what, ": operands must be arrays");
+    if (!type_ok(o->shape()))
+      return Unimplemented(what, ": no native linear algebra on ", PrimitiveTypeName(o->shape().element_type()));
+    k.in_shapes_.push_back(o->shape());
+  }
+  if (instr.shape().IsTuple()) {
+    for (const Shape& s : instr.shape().tuple_shapes()) k.out_shapes_.push_back(s);
+  } else {
+    k.out_shapes_.push_back(instr.shape());
+  }
+  if (static_cast<int>(k.out_shapes_.size()) != results)
+    return InvalidArgument(what, ": must return ", results == 1 ? "an array" : StrCat("a tuple of ", results));
+  for (const Shape& s : k.out_shapes_) {
+    if (!s.IsArray()) return InvalidArgument(what, ": results must be arrays");
+    if (!type_ok(s))
+      return Unimplemented(what, ": no native linear algebra with a ", PrimitiveTypeName(s.element_type()), " result");
+  }
+  const PrimitiveType type = k.in_shapes_[0].element_type();
+  if (!IsLinalgType(type)) return Unimplemented(what, ": no native linear algebra on ", PrimitiveTypeName(type));
+  k.complex_ = IsComplex(type);
+  k.name_ = StrCat("linalg[", t, " ", ShapeText(k.in_shapes_[0]), "]");
+  return OkStatus();
+}
+
+Status BatchedLinalgKernel::Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
+                                const KernelContext& ctx) const {
+  if (inputs.size() != in_shapes_.size() || outputs.size() != out_shapes_.size())
+    return InvalidArgument(name_, ": got ", inputs.size(), " inputs and ", outputs.size(), " outputs");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].shape.dimensions() != in_shapes_[i].dimensions() ||
+        inputs[i].shape.element_type() != in_shapes_[i].element_type())
+      return InvalidArgument(name_, ": input ", i, " does not match");
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].shape.dimensions() != out_shapes_[i].dimensions() ||
+        outputs[i].shape.element_type() != out_shapes_[i].element_type())
+      return InvalidArgument(name_, ": output ", i, " does not match");
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(work_, 1));
+  ParallelFor(ctx, batch_, chunk, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) RunBatch(i, inputs, outputs);
+  });
+  return OkStatus();
+}
+
+}  // namespace linalg
+
 }  // namespace kiln::cpu::internal
+
