@@ -137,11 +137,11 @@ check npz_extra_member 0 'warning: .*inputs_extra.npz:bias is not an input of cl
 check expected_without_inputs 2 'holds no inputs .* --inputs' -- "$KILN" compare "$DATA/small.hlo" --device cpu --expected "$DATA/expected.npz"
 
 # What runs on the host evaluator instead of a native kernel is counted, by kind (issue 16).
-check fallback_compile 0 'on the host \(evaluator\): 1 instruction: custom-call lapack_sgeev_ffi x1' -- \
+check fallback_compile 0 'on the host \(evaluator\): 1 instruction: stochastic-convert x1' -- \
   "$KILN" compile "$DATA/host_fallback.hlo" --device cpu
-check fallback_stats 0 'on the host \(evaluator\): 1 instruction: custom-call lapack_sgeev_ffi x1' -- \
+check fallback_stats 0 'on the host \(evaluator\): 1 instruction: stochastic-convert x1' -- \
   "$KILN" compile "$DATA/host_fallback.hlo" --device cpu --stats
-check fallback_run 0 'on the host \(evaluator\): 1 instruction: custom-call lapack_sgeev_ffi x1' -- \
+check fallback_run 0 'on the host \(evaluator\): 1 instruction: stochastic-convert x1' -- \
   "$KILN" run "$DATA/host_fallback.hlo" --device cpu
 check no_fallback 0 '' -- bash -c "! '$KILN' compile '$DATA/small.hlo' --device cpu --stats 2>&1 | grep -q 'on the host'"
 

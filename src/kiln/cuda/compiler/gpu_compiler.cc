@@ -15,6 +15,7 @@
 #include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/async_inliner.h"
+#include "kiln/passes/batch_norm_expander.h"
 #include "kiln/passes/algebraic_simplifier.h"
 #include "kiln/passes/compile_tail.h"
 #include "kiln/passes/call_graph.h"
@@ -151,6 +152,7 @@ StatusOr<std::unique_ptr<CompiledGpuModule>> GpuCompiler::Compile(std::unique_pt
   if (options.verify_between_passes) po.verifier = [](const HloModule& m) { return VerifyModule(m); };
   HloPassPipeline pipeline("gpu", po);
   pipeline.AddPass<AsyncInliner>();  // Note [Async wrappers]
+  pipeline.AddPass<BatchNormExpander>();  // Note [Batch norm expansion]
   pipeline.AddPass<UnfuseAll>();
   pipeline.AddPass<LayoutNormalization>();
   SimplificationOptions so;

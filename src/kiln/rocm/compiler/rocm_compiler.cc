@@ -14,6 +14,7 @@
 #include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/async_inliner.h"
+#include "kiln/passes/batch_norm_expander.h"
 #include "kiln/passes/algebraic_simplifier.h"
 #include "kiln/passes/call_graph.h"
 #include "kiln/passes/compile_summary.h"
@@ -224,6 +225,7 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   po.dump_dir = options.dump_dir;
   HloPassPipeline pipeline("rocm", po);
   pipeline.AddPass<AsyncInliner>();  // Note [Async wrappers]
+  pipeline.AddPass<BatchNormExpander>();  // Note [Batch norm expansion]
   pipeline.AddPass<UnfuseAll>();
   pipeline.AddPass<LayoutNormalization>();
   SimplificationOptions so;
