@@ -118,6 +118,13 @@ Status Grouped(const NcclWorld& w, Body body) {
   return s.ok() ? end : s;
 }
 
+// The channel of a send / recv(-done): its own channel_id, else its operand's.
+int64_t ChannelOf(const HloInstruction& instr) {
+  if (instr.attrs().channel_id) return *instr.attrs().channel_id;
+  if (instr.operand_count() > 0 && instr.operand(0)->attrs().channel_id) return *instr.operand(0)->attrs().channel_id;
+  return 0;
+}
+
 std::string Where(const HloInstruction& instr) { return StrCat(HloOpcodeString(instr.opcode()), " %", instr.name()); }
 
 // Everything a thunk needs from the driver, per device.
@@ -522,7 +529,8 @@ Status CollectiveThunk::Run(const ThunkExecuteParams& params, runtime::Stream& s
         if (a != dom.my_id) continue;
         if (b < 0 || b >= static_cast<int64_t>(dom.devices.size()))
           return InvalidArgument(Where(instr_), ": target ", b, " outside the ", dom.devices.size(), " ids of the run");
-        p->pending_sends.push_back({Ptr(params, staged_[0]), static_cast<uint64_t>(staged_[0].size), dom.devices[b]});
+        p->pending_sends.push_back({Ptr(params, staged_[0]), static_cast<uint64_t>(staged_[0].size), dom.devices[b],
+                                    ChannelOf(instr_)});
       }
       return OkStatus();
     }
@@ -650,7 +658,8 @@ Status CollectiveThunk::RunAlone(const ThunkExecuteParams& params, runtime::Stre
       KILN_ASSIGN_OR_RETURN(auto pairs, PairsOf(op_instr_));
       for (const auto& [a, b] : pairs)
         if (a == 0 && b == 0 && params.participant != nullptr)
-          params.participant->pending_sends.push_back({Ptr(params, staged_[0]), static_cast<uint64_t>(staged_[0].size), 0});
+          params.participant->pending_sends.push_back(
+              {Ptr(params, staged_[0]), static_cast<uint64_t>(staged_[0].size), 0, ChannelOf(instr_)});
       return OkStatus();
     }
     case HloOpcode::kRecv:
@@ -681,8 +690,14 @@ Status CollectiveDoneThunk::Execute(const ThunkExecuteParams& params) const {
   const HloOpcode op = instr_.opcode();
   if (op == HloOpcode::kSendDone || op == HloOpcode::kRecvDone) {
     // Note [Send and recv on NCCL]
+    // This channel's queued sends go out now; the others wait for their own channel's done.
     std::vector<GpuParticipant::PendingSend> sends;
-    if (p != nullptr) sends.swap(p->pending_sends);
+    if (p != nullptr) {
+      const int64_t channel = ChannelOf(instr_);
+      std::vector<GpuParticipant::PendingSend> others;
+      for (const auto& snd : p->pending_sends) (snd.channel == channel ? sends : others).push_back(snd);
+      p->pending_sends.swap(others);
+    }
     std::optional<int64_t> source;
     if (op == HloOpcode::kRecvDone) {
       KILN_ASSIGN_OR_RETURN(auto pairs, PairsOf(instr_));

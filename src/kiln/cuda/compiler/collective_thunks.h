@@ -29,9 +29,13 @@
 // Note [Send and recv on NCCL]
 //   A send stages its data in its own result (live until send-done) and queues the transfer on
 //   the participant; the transfers are issued, in one NCCL group with the receive, at the next
-//   recv-done (or at the send-done, when no recv-done comes first). Every participant thus posts
-//   its sends and its receive together, so two participants that send to each other before
-//   receiving do not wait for each other.
+//   recv-done of the same channel (or at the channel's send-done, when no recv-done comes
+//   first). Every participant thus posts a channel's sends and its receive together, so two
+//   participants that send to each other before receiving do not wait for each other; a
+//   channel's transfers never go out with another channel's, whose receive may come later
+//   (NCCL matches the messages between two ranks in order). Every participant runs the
+//   channels' chains in its schedule's order, which passes/send_recv_ordering.h makes send ->
+//   recv-done -> send-done per channel.
 #pragma once
 
 #include <chrono>
@@ -64,6 +68,7 @@ struct GpuParticipant {
     const void* data = nullptr;
     uint64_t bytes = 0;
     int64_t peer = 0;  // world rank
+    int64_t channel = 0;
   };
   std::vector<PendingSend> pending_sends;
 };

@@ -139,6 +139,24 @@ const Case kCases[] = {
   rs = s32[1] constant({3})
   ROOT r = f32[8,4] ragged-all-to-all(x, o, io, ss, oo, rs), replica_groups={{0}}
 })"},
+    // Two channels' sends queued before either recv-done: each recv-done takes its own
+    // channel's (Note [Send and recv on NCCL]).
+    {"send_recv_two_channels", R"(ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] negate(x)
+  tok = token[] after-all()
+  sa = (f32[4], u32[], token[]) send(x, tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sb = (f32[4], u32[], token[]) send(y, tok), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  ra = (f32[4], u32[], token[]) recv(tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  rb = (f32[4], u32[], token[]) recv(tok), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  rdb = (f32[4], token[]) recv-done(rb), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  rda = (f32[4], token[]) recv-done(ra), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sdda = token[] send-done(sa), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sddb = token[] send-done(sb), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  a = f32[4] get-tuple-element(rda), index=0
+  b = f32[4] get-tuple-element(rdb), index=0
+  ROOT t = (f32[4], f32[4]) tuple(a, b)
+})"},
     {"send_recv", R"(ENTRY e {
   x = f32[4] parameter(0)
   tok = token[] after-all()
@@ -281,7 +299,7 @@ void RunRecvBeforeItsSelfSend(bool with_nccl) {
   v = f32[4] get-tuple-element(rd), index=0
   sd = (f32[4], u32[], token[]) send(v, tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
   sdd = token[] send-done(sd), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
-  ROOT t = (f32[4], token[]) tuple(v, sdd)
+  ROOT r = f32[4] get-tuple-element(rd), index=0
 })"));
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   GpuCompileOptions o;
