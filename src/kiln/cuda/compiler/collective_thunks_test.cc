@@ -229,18 +229,21 @@ CudaDevice* TheDevice() {
   return d.ok() ? static_cast<CudaDevice*>(*d) : nullptr;
 }
 
+// A 1-rank NCCL world on `device` (null without with_nccl); NotFound without libnccl.
+StatusOr<std::shared_ptr<NcclWorld>> OneRankWorld(CudaDevice& device, bool with_nccl) {
+  if (!with_nccl) return std::shared_ptr<NcclWorld>();
+  auto api = NcclApi::Default();
+  if (!api.ok()) return NotFound(api.status().ToString());
+  return NcclWorld::CreateInProcess(*api, {&device});
+}
+
 // Runs every case on the device (twice: eager, then the CUDA graph) against the evaluator.
 void RunCases(bool with_nccl) {
   CudaDevice* device = TheDevice();
   if (device == nullptr) GTEST_SKIP() << "no CUDA device";
-  std::shared_ptr<NcclWorld> world;
-  if (with_nccl) {
-    auto api = NcclApi::Default();
-    if (!api.ok()) GTEST_SKIP() << api.status().ToString();
-    auto w = NcclWorld::CreateInProcess(*api, {device});
-    ASSERT_TRUE(w.ok()) << w.status().ToString();
-    world = *w;
-  }
+  auto world = OneRankWorld(*device, with_nccl);
+  if (!world.ok() && world.status().code() == StatusCode::kNotFound) GTEST_SKIP() << world.status().ToString();
+  ASSERT_TRUE(world.ok()) << world.status().ToString();
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
     auto m = ParseForPipeline(StrCat(kSum, c.entry));
@@ -258,7 +261,7 @@ void RunCases(bool with_nccl) {
     ASSERT_TRUE(exe.ok()) << exe.status().ToString();
     EXPECT_TRUE((*exe)->has_collectives());
     auto participant = std::make_shared<GpuParticipant>();
-    participant->world = world;
+    participant->world = *world;
     (*exe)->set_participant(participant);
     GpuRunOptions ro;
     ro.poison = true;
@@ -283,14 +286,9 @@ TEST(CollectiveThunksGpu, AloneWithoutNccl) { RunCases(false); }
 void RunRecvBeforeItsSelfSend(bool with_nccl) {
   CudaDevice* device = TheDevice();
   if (device == nullptr) GTEST_SKIP() << "no CUDA device";
-  std::shared_ptr<NcclWorld> world;
-  if (with_nccl) {
-    auto api = NcclApi::Default();
-    if (!api.ok()) GTEST_SKIP() << api.status().ToString();
-    auto w = NcclWorld::CreateInProcess(*api, {device});
-    ASSERT_TRUE(w.ok()) << w.status().ToString();
-    world = *w;
-  }
+  auto world = OneRankWorld(*device, with_nccl);
+  if (!world.ok() && world.status().code() == StatusCode::kNotFound) GTEST_SKIP() << world.status().ToString();
+  ASSERT_TRUE(world.ok()) << world.status().ToString();
   auto m = ParseForPipeline(StrCat(kSum, R"(ENTRY e {
   x = f32[4] parameter(0)
   tok = token[] after-all()
@@ -309,7 +307,7 @@ void RunRecvBeforeItsSelfSend(bool with_nccl) {
   auto exe = GpuExecutable::Create(std::move(*compiled), *device);
   ASSERT_TRUE(exe.ok()) << exe.status().ToString();
   auto participant = std::make_shared<GpuParticipant>();
-  participant->world = world;
+  participant->world = *world;
   (*exe)->set_participant(participant);
   std::vector<Literal> args = MakeRandomArguments({Shape::Array(PrimitiveType::kF32, {4})}, 7);
   auto got = (*exe)->Run(args, GpuRunOptions{});
