@@ -24,6 +24,18 @@ const HloInstruction& UnwrapAsyncCollective(const HloInstruction& instr) {
   return instr;
 }
 
+bool IsInPlaceCollectivePermute(const HloInstruction& instr) {
+  const HloInstruction& op = UnwrapAsyncCollective(instr);
+  if (CollectiveSyncOpcode(op.opcode()) != HloOpcode::kCollectivePermute) return false;
+  // A -start's result is element 1 of its (operands, results, contexts...) tuple.
+  const Shape& s = instr.opcode() == HloOpcode::kCollectivePermuteStart && instr.shape().IsTuple() &&
+                           instr.shape().tuple_shapes_size() >= 2
+                       ? instr.shape().tuple_shapes(1)
+                       : op.shape();
+  const int64_t results = s.IsTuple() ? s.tuple_shapes_size() : 1;
+  return results != op.operand_count();
+}
+
 int64_t CollectiveDimension(const HloInstruction& instr) {
   return instr.attrs().dimensions.empty() ? 0 : instr.attrs().dimensions[0];
 }

@@ -24,6 +24,11 @@ HloOpcode CollectiveSyncOpcode(HloOpcode op);
 // The collective an async-start wraps (its computation's root); `instr` itself otherwise.
 const HloInstruction& UnwrapAsyncCollective(const HloInstruction& instr);
 
+// Whether a collective-permute (or its -start, or an async-start wrapping one) is XLA's in-place
+// form, with output buffers and slice offsets among its operands (more operands than results),
+// which kiln refuses.
+bool IsInPlaceCollectivePermute(const HloInstruction& instr);
+
 // The dimension an all-gather / reduce-scatter / array all-to-all chunks (dimensions={d}); 0
 // when the op has none.
 int64_t CollectiveDimension(const HloInstruction& instr);

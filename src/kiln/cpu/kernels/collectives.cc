@@ -449,16 +449,9 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateCollectiveKernel(const HloInstruction
     case HloOpcode::kRaggedAllToAll:
       if (instr.operand_count() != 6) return InvalidArgument("ragged-all-to-all %", instr.name(), " takes 6 operands");
       return std::unique_ptr<CpuKernel>(new RaggedAllToAllKernel(instr));
-    case HloOpcode::kCollectivePermute: {
-      // The simple forms: one result per operand.
-      const Shape& s = instr.opcode() == HloOpcode::kCollectivePermuteStart && instr.shape().IsTuple() &&
-                               instr.shape().tuple_shapes_size() >= 2
-                           ? instr.shape().tuple_shapes(1)
-                           : instr.shape();
-      const int64_t results = s.IsTuple() ? s.tuple_shapes_size() : 1;
-      if (results != instr.operand_count()) return Unimplemented("the in-place collective-permute");
+    case HloOpcode::kCollectivePermute:
+      if (IsInPlaceCollectivePermute(instr)) return Unimplemented("the in-place collective-permute");
       break;
-    }
     case HloOpcode::kAllReduce:
     case HloOpcode::kReduceScatter: {
       KILN_ASSIGN_OR_RETURN(reduction, ReductionOf(instr));

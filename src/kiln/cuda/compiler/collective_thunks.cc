@@ -183,14 +183,7 @@ Status CollectiveThunkApplies(const HloInstruction& instr) {
   if ((op == HloOpcode::kAllReduce || op == HloOpcode::kReduceScatter) && op_instr.called_computations().empty())
     return Unimplemented("no reduction computation");
   if (op == HloOpcode::kRaggedAllToAll && op_instr.operand_count() != 6) return Unimplemented("a malformed ragged-all-to-all");
-  if (op == HloOpcode::kCollectivePermute) {
-    const Shape& s = instr.opcode() == HloOpcode::kCollectivePermuteStart && instr.shape().IsTuple() &&
-                             instr.shape().tuple_shapes_size() >= 2
-                         ? instr.shape().tuple_shapes(1)
-                         : op_instr.shape();
-    const int64_t results = s.IsTuple() ? s.tuple_shapes_size() : 1;
-    if (results != op_instr.operand_count()) return Unimplemented("the in-place collective-permute");
-  }
+  if (IsInPlaceCollectivePermute(instr)) return Unimplemented("the in-place collective-permute");
   return OkStatus();
 }
 
