@@ -50,6 +50,45 @@ def _tp_matmul(x, w1, w2):
   return jax.lax.psum(h @ w2, 'b')
 
 
+def _const(a):
+  """An argument maker for a fixed array (offsets and sizes that must agree across devices)."""
+  return lambda rng: np.array(a)
+
+
+def _ragged_plan(n):
+  """ragged_all_to_all offsets over n devices: device i sends s[i][j] = (i + j) % 2 + 1 rows to j,
+  packed in j order in its input; j stores what i sends after what devices < i send it. Global
+  arrays of n * n entries, device i's row its own (sharded P('x'))."""
+  s = np.array([[(i + j) % 2 + 1 for j in range(n)] for i in range(n)], np.int32)
+  in_off = np.zeros((n, n), np.int32)
+  out_off = np.zeros((n, n), np.int32)
+  for i in range(n):
+    for j in range(n):
+      in_off[i, j] = s[i, :j].sum()
+      out_off[i, j] = s[:i, j].sum()
+  return [a.reshape(-1) for a in (in_off, s, out_off, s.T.copy())]
+
+
+def _ragged(x, out, io, ss, oo, rs):
+  return jax.lax.ragged_all_to_all(x, out, io, ss, oo, rs, axis_name='x')
+
+
+def _ragged_reference(n):
+  """XLA's ragged_all_to_all semantics over n devices, on the global arrays (one update per
+  member): device j's output rows oo_i[j].. get device i's rows io_i[j]..+ss_i[j]."""
+  def ref(x, out, io, ss, oo, rs):
+    rows = x.shape[0] // n
+    xs, outs = np.split(x, n), [o.copy() for o in np.split(out, n)]
+    io, ss, oo = (a.reshape(n, n) for a in (io, ss, oo))
+    for j in range(n):
+      for i in range(n):
+        size = int(ss[i, j])
+        outs[j][oo[i, j]:oo[i, j] + size] = xs[i][io[i, j]:io[i, j] + size]
+    assert rows >= 1
+    return [np.concatenate(outs)]
+  return ref
+
+
 def _mesh2d(n):
   return {1: (1, 1), 2: (1, 2), 4: (2, 2), 8: (2, 4)}[n]
 
@@ -83,6 +122,11 @@ def register(add):
         F((8, 2)), **kw)
     add(f'coll_dp_gradient_n{n}', _smap(_dp_grad, (n,), ('d',), (P(), P('d'), P('d')), (P(), P())),
         F((6, 3), lo=-0.5, hi=0.5), F((16, 6)), F((16, 3), lo=-0.5, hi=0.5), **kw)
+    # Every device sends 1 or 2 rows to each (rows 2n per device); rows nobody writes keep `out`.
+    add(f'coll_ragged_all_to_all_n{n}',
+        _smap(_ragged, (n,), ('x',), (x,) * 6, x),
+        F((n * 2 * n, 4)), F((n * 2 * n, 4)), *[_const(a) for a in _ragged_plan(n)],
+        reference=_ragged_reference(n), allow_zero=True, **kw)
     a, b = _mesh2d(n)
     add(f'coll_tp_matmul_n{n}',
         _smap(_tp_matmul, (a, b), ('a', 'b'), (P('a', None), P(None, 'b'), P('b', None)), P('a', None)),

@@ -215,6 +215,9 @@ class Case:
   subdir: str = ''           # '', '_custom_call' or 'collectives'
   platform: str = ''         # lower for this platform instead of the CPU (module.hlo only)
   allow_zero: bool = False   # an input may legitimately be all zeros (e.g. a scalar index 0)
+  # numpy reference, inputs -> list of outputs, for modules XLA's CPU backend cannot run
+  # (ragged-all-to-all): the outputs come from it instead of from running the jitted function.
+  reference: object = None
   note: str = ''
 
   @property

@@ -46,6 +46,11 @@ sumbf {
   b = bf16[] parameter(1)
   ROOT c = bf16[] add(a, b)
 }
+xors {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = s32[] xor(a, b)
+}
 mins {
   a = s8[] parameter(0)
   b = s8[] parameter(1)
@@ -92,6 +97,12 @@ const Case kCases[] = {
     {"all_reduce_tuple", "y = f32[8,4] negate(x)\n  ROOT r = (f32[8,4], f32[8,4]) all-reduce(x, y), replica_groups={}, to_apply=mx"},
     {"all_reduce_bf16", "b = bf16[8,4] convert(x)\n  ROOT r = bf16[8,4] all-reduce(b), replica_groups={}, to_apply=sumbf"},
     {"reduce_scatter_s8_min", "b = s8[8,4] convert(x)\n  ROOT r = s8[8/N,4] reduce-scatter(b), dimensions={0}, replica_groups={}, to_apply=mins"},
+    // Reductions the communicator does not compute: gathered and folded by the computation.
+    {"reduce_scatter_other_reduction_dim1_n_divides_4", "ROOT r = f32[8,4/N] reduce-scatter(x), dimensions={1}, replica_groups={}, to_apply=odd"},
+    {"reduce_scatter_other_reduction_dim0", "ROOT r = f32[8/N,4] reduce-scatter(x), dimensions={0}, replica_groups={}, to_apply=odd"},
+    {"all_reduce_xor_s32", "b = s32[8,4] convert(x)\n  ROOT r = s32[8,4] all-reduce(b), replica_groups={}, to_apply=xors"},
+    {"all_gather_two_operands_dim1", "y = f32[8,4] negate(x)\n  ROOT r = (f32[8,4N], f32[8,4N]) all-gather(x, y), dimensions={1}, replica_groups={}"},
+    {"broadcast_two_operands", "y = f32[8,4] negate(x)\n  ROOT r = (f32[8,4], f32[8,4]) collective-broadcast(x, y), replica_groups={}"},
     {"all_reduce_in_loop", "z = s32[] constant(0)\n  t = (s32[], f32[8,4]) tuple(z, x)\n  w = (s32[], f32[8,4]) while(t), condition=cond, body=body\n  ROOT r = f32[8,4] get-tuple-element(w), index=1"},
 };
 
@@ -134,6 +145,9 @@ TEST_F(Participants, EveryCaseOnInterpreterAndCpuWith1248) {
         auto exe = client_->CompileText(text, device);
         ASSERT_TRUE(exe.ok()) << exe.status().ToString();
         ASSERT_EQ((*exe)->num_participants(), n);
+        // Every collective has a native cpu kernel (kernels/collectives.cc).
+        if (std::string_view(device) == "cpu")
+          EXPECT_TRUE((*exe)->compile_report().host_fallbacks.empty()) << (*exe)->compile_report().thunk_listing;
         auto got = (*exe)->RunParticipants(args);
         ASSERT_TRUE(got.ok()) << got.status().ToString();
         ASSERT_EQ(static_cast<int64_t>(got->size()), n);
@@ -180,7 +194,7 @@ TEST_F(Participants, GroupModesOn2x2Grid) {
 }
 
 TEST_F(Participants, SendRecvAndRaggedAllToAllOnCpu) {
-  // The evaluator kernel's collectives on the cpu: they meet at the run's rendezvous too.
+  // Native kernels at the run's rendezvous (no evaluator kernel).
   const char* kRing = R"(HloModule m, num_partitions=3
 ENTRY e {
   x = f32[8,4] parameter(0)
@@ -193,6 +207,7 @@ ENTRY e {
 })";
   auto exe = client_->CompileText(kRing, "cpu");
   ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  EXPECT_TRUE((*exe)->compile_report().host_fallbacks.empty()) << (*exe)->compile_report().thunk_listing;
   std::vector<std::vector<Literal>> args(3);
   for (int64_t i = 0; i < 3; ++i) args[i].push_back(Ramp(i, {8, 4}));
   auto got = (*exe)->RunParticipants(args);
@@ -222,6 +237,8 @@ ENTRY e {
   for (const char* device : {"interpreter", "cpu"}) {
     auto e = client_->Compile(**module, device);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
+    if (std::string_view(device) == "cpu")
+      EXPECT_TRUE((*e)->compile_report().host_fallbacks.empty()) << (*e)->compile_report().thunk_listing;
     auto r = (*e)->RunParticipants(rargs);
     ASSERT_TRUE(r.ok()) << device << ": " << r.status().ToString();
     if (want.empty()) {
@@ -229,6 +246,33 @@ ENTRY e {
       continue;
     }
     for (int64_t i = 0; i < 2; ++i) EXPECT_TRUE((*r)[i].BitwiseEquals(want[i])) << "participant " << i;
+  }
+}
+
+// One participant sending to itself, in a plain Run: the executable's own rendezvous carries the
+// data; the send is ordered before the recv-done written above it (passes/send_recv_ordering.h).
+TEST_F(Participants, SelfSendInAPlainRunOnCpu) {
+  const char* kSelf = R"(HloModule m
+ENTRY e {
+  x = f32[8,4] parameter(0)
+  tok = token[] after-all()
+  rv = (f32[8,4], u32[], token[]) recv(tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  rd = (f32[8,4], token[]) recv-done(rv), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sd = (f32[8,4], u32[], token[]) send(x, tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sdd = token[] send-done(sd), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  ROOT g = f32[8,4] get-tuple-element(rd), index=0
+})";
+  for (const char* device : {"interpreter", "cpu"}) {
+    SCOPED_TRACE(device);
+    auto exe = client_->CompileText(kSelf, device);
+    ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+    if (std::string_view(device) == "cpu")
+      EXPECT_TRUE((*exe)->compile_report().host_fallbacks.empty()) << (*exe)->compile_report().thunk_listing;
+    std::vector<Literal> one;
+    one.push_back(Ramp(3, {8, 4}));
+    auto got = (*exe)->Run(one);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_TRUE(got->BitwiseEquals(Ramp(3, {8, 4}))) << got->ToShortString();
   }
 }
 

@@ -1,10 +1,10 @@
 // CollectiveContext: who one run of a CPU executable is in a multi-participant run -- its
-// place in the grid, the communicator its collective kernels call, the rendezvous the evaluator
-// fallback meets at (ops without a native kernel: ragged-all-to-all, collective-broadcast,
-// send/recv, async-start wrappers) -- and the run's occurrence counters (the k-th execution of
-// an op on one participant meets the k-th on the others). One per participant per run; the
-// CPU backend's ExecuteParticipants makes them (docs/collectives.md). Without one a run is a
-// participant alone (a group with another member is an error).
+// place in the grid, the communicator its collective kernels call, the rendezvous its send /
+// recv-done kernels post and take messages at (kernels/collectives.cc) -- and the run's
+// occurrence counters (the k-th execution of an op on one participant meets the k-th on the
+// others). One per participant per run; the CPU backend's ExecuteParticipants makes them
+// (docs/collectives.md). Without one a run is a participant alone (a group with another member
+// is an error); a module that sends gets one of its own per run from the executable.
 #pragma once
 
 #include <cstdint>

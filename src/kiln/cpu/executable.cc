@@ -7,6 +7,7 @@
 
 #include "kiln/backend/executable.h"
 #include "kiln/base/strings.h"
+#include "kiln/cpu/collective_context.h"
 #include "kiln/cpu/control_flow_thunks.h"
 #include "kiln/hlo/computation.h"
 
@@ -171,6 +172,10 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuExecutable::Create(Parts parts) {
   std::unique_ptr<CpuExecutable> exe(new CpuExecutable(std::move(parts)));
   const Parts& p = exe->parts_;
   const HloComputation* entry = p.module->entry_computation();
+  for (const HloComputation* c : p.module->computations())
+    for (const HloInstruction* i : c->instructions())
+      if ((i->opcode() == HloOpcode::kSend || i->opcode() == HloOpcode::kRecvDone) && !i->attrs().is_host_transfer)
+        exe->point_to_point_ = true;
   const auto& allocs = p.assignment->allocations();
   // Arguments: one per entry parameter leaf.
   for (int64_t n = 0; n < entry->num_parameters(); ++n) {
@@ -308,6 +313,15 @@ StatusOr<ExecutionOutput> CpuExecutable::ExecuteImpl(std::span<void* const> argu
   ExecuteParams params;
   params.rng_state = &rng_state;
   params.collectives = options.collectives;
+  std::unique_ptr<CollectiveContext> alone;
+  std::unique_ptr<InProcessCommunicator> alone_communicator;
+  if (params.collectives == nullptr && point_to_point_) {
+    alone = std::make_unique<CollectiveContext>();
+    alone->rendezvous = std::make_shared<Rendezvous>(1);
+    alone_communicator = std::make_unique<InProcessCommunicator>(alone->rendezvous);
+    alone->communicator = alone_communicator.get();
+    params.collectives = alone.get();
+  }
   params.buffers = &buffers;
   params.pool = parts_.pool.get();
   params.profile = options.profile ? &profile_ : nullptr;

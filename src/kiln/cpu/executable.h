@@ -184,6 +184,10 @@ class CpuExecutable {
   AlignedBlock constants_;
   std::vector<int64_t> constant_offset_;      // per allocation (-1: not a constant)
   int64_t arena_size_ = 0;
+  // The module sends or receives between devices: a run without CpuRunOptions::collectives
+  // gets a context of its own (one participant), whose rendezvous carries its sends to its
+  // recv-dones.
+  bool point_to_point_ = false;
   std::shared_ptr<ArenaPool> arenas_ = std::make_shared<ArenaPool>();
   mutable ThunkProfile profile_;
 };

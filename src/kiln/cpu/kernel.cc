@@ -77,7 +77,10 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateFamilyKernel(const HloInstruction& in
     case HloOpcode::kAllReduce: case HloOpcode::kAllReduceStart: case HloOpcode::kAllGather:
     case HloOpcode::kAllGatherStart: case HloOpcode::kReduceScatter: case HloOpcode::kAllToAll:
     case HloOpcode::kCollectivePermute: case HloOpcode::kCollectivePermuteStart:
-    case HloOpcode::kReplicaId: case HloOpcode::kPartitionId:
+    case HloOpcode::kReplicaId: case HloOpcode::kPartitionId: case HloOpcode::kCollectiveBroadcast:
+    case HloOpcode::kRaggedAllToAll: case HloOpcode::kSend: case HloOpcode::kRecv: case HloOpcode::kSendDone:
+    case HloOpcode::kRecvDone: case HloOpcode::kAllReduceDone: case HloOpcode::kAllGatherDone:
+    case HloOpcode::kCollectivePermuteDone:
       return CreateCollectiveKernel(instr, options);
     default:
       if (IsLoopOp(instr)) return CreateLoopKernel(instr, options);

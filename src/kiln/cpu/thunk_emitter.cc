@@ -146,7 +146,8 @@ class Emitter {
       case HloOpcode::kSendDone:
       case HloOpcode::kRecv:
       case HloOpcode::kRecvDone:
-        // Between devices (docs/collectives.md): the evaluator kernel, at the run's rendezvous.
+        // Between devices (docs/collectives.md): native kernels at the run's rendezvous
+        // (kernels/collectives.cc).
         if (!instr.attrs().is_host_transfer) break;
         [[fallthrough]];
       case HloOpcode::kInfeed:

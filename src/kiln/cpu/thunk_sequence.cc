@@ -51,6 +51,19 @@ ThunkSequence::ThunkSequence(std::vector<std::unique_ptr<Thunk>> thunks, const E
   uses.reserve(thunks_.size());
   for (const auto& t : thunks_) uses.push_back(t->uses());
   predecessors_ = ComputeThunkDependencies(uses);
+  // Thunks that run on the calling thread (cost INT64_MAX: control flow, and the kernels that
+  // meet other participants -- collectives, send / recv) keep their schedule order among
+  // themselves: every participant then meets its peers in the same order, and a recv-done
+  // never blocks the calling thread before the send the schedule put ahead of it
+  // (passes/send_recv_ordering.h) has run.
+  int32_t last_inline = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(thunks_.size()); ++i) {
+    if (thunks_[i]->cost() != INT64_MAX) continue;
+    std::vector<int32_t>& d = predecessors_[i];
+    if (last_inline >= 0 && std::find(d.begin(), d.end(), last_inline) == d.end())
+      d.insert(std::upper_bound(d.begin(), d.end(), last_inline), last_inline);
+    last_inline = i;
+  }
   successors_.resize(thunks_.size());
   for (size_t i = 0; i < thunks_.size(); ++i)
     for (int32_t p : predecessors_[i]) successors_[p].push_back(static_cast<int32_t>(i));

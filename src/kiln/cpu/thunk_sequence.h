@@ -4,7 +4,9 @@
 // Dependencies come from buffer slices alone (ComputeThunkDependencies): thunk B depends on an
 // earlier thunk A when their slices overlap and at least one of them writes -- read after
 // write, write after read (the arena reuses bytes once a value is dead), write after write.
-// Any order that respects those edges computes what schedule order computes.
+// Any order that respects those edges computes what schedule order computes. The thunks that
+// always run on the calling thread (cost INT64_MAX: control flow, collectives, send / recv)
+// also keep their schedule order among themselves, so participants meet in the same order.
 //
 // Note [Nested parallelism]
 //   kiln::ThreadPool::ParallelFor called from one of the pool's own workers runs its whole

@@ -44,6 +44,7 @@
 
 #include "kiln/base/strings.h"
 #include "kiln/eval/collective_groups.h"
+#include "kiln/eval/collective_ops.h"
 #include "kiln/eval/kernels.h"
 #include "kiln/eval/misc_internal.h"
 #include "kiln/eval/rendezvous.h"
@@ -134,24 +135,6 @@ Status ExpectArrays(const HloInstruction& instr, Operands ops) {
   return OkStatus();
 }
 
-// Bytes of one row-major "slab" below dimension d, and the number of slabs above it.
-struct Slabs {
-  int64_t outer = 1;       // product of dims[0..d)
-  int64_t inner_bytes = 0;  // dims[d..] * width
-};
-Slabs SlabsOf(const Shape& s, int64_t d) {
-  Slabs out;
-  int64_t inner = PrimitiveByteWidth(s.element_type());
-  for (int64_t i = 0; i < s.rank(); ++i) {
-    if (i < d)
-      out.outer *= s.dimensions(i);
-    else
-      inner *= s.dimensions(i);
-  }
-  out.inner_bytes = inner;
-  return out;
-}
-
 // Concatenates same-shaped arrays along d.
 Literal Concat(std::span<const Literal* const> parts, int64_t d) {
   Shape s = parts[0]->shape();
@@ -234,14 +217,10 @@ StatusOr<Literal> AllReduce(const HloInstruction& instr, Operands ops, Evaluator
   return ResultOf(std::move(parts));
 }
 
-int64_t CollectiveDim(const HloInstruction& instr) {
-  return instr.attrs().dimensions.empty() ? 0 : instr.attrs().dimensions[0];
-}
-
 StatusOr<Literal> AllGather(const HloInstruction& instr, Operands ops, Evaluator& e) {
   KILN_RETURN_IF_ERROR(ExpectArrays(instr, ops));
   KILN_ASSIGN_OR_RETURN(Group g, GroupOf(instr, e));
-  const int64_t d = CollectiveDim(instr);
+  const int64_t d = CollectiveDimension(instr);
   for (const Literal* l : ops) KILN_RETURN_IF_ERROR(ExpectDivisible(instr, *l, d, 1));
   std::vector<Literal> parts;
   KILN_RETURN_IF_ERROR(Meet(instr, e, g, ops, [&](std::span<const Operands* const> all) -> Status {
@@ -262,7 +241,7 @@ StatusOr<Literal> AllGather(const HloInstruction& instr, Operands ops, Evaluator
 StatusOr<Literal> ReduceScatter(const HloInstruction& instr, Operands ops, Evaluator& e) {
   KILN_RETURN_IF_ERROR(ExpectArrays(instr, ops));
   KILN_ASSIGN_OR_RETURN(Group g, GroupOf(instr, e));
-  const int64_t d = CollectiveDim(instr), n = static_cast<int64_t>(g.devices.size());
+  const int64_t d = CollectiveDimension(instr), n = static_cast<int64_t>(g.devices.size());
   for (const Literal* l : ops) KILN_RETURN_IF_ERROR(ExpectDivisible(instr, *l, d, n));
   std::vector<Literal> parts;
   KILN_RETURN_IF_ERROR(Meet(instr, e, g, ops, [&](std::span<const Operands* const> all) -> Status {
@@ -280,7 +259,7 @@ StatusOr<Literal> AllToAll(const HloInstruction& instr, Operands ops, Evaluator&
   KILN_ASSIGN_OR_RETURN(Group g, GroupOf(instr, e));
   const int64_t n = static_cast<int64_t>(g.devices.size());
   const bool array_form = !instr.attrs().dimensions.empty();
-  const int64_t d = CollectiveDim(instr);
+  const int64_t d = CollectiveDimension(instr);
   if (array_form) {
     for (const Literal* l : ops) KILN_RETURN_IF_ERROR(ExpectDivisible(instr, *l, d, n));
   } else if (static_cast<int64_t>(ops.size()) != n) {
@@ -366,22 +345,24 @@ StatusOr<Literal> CollectivePermute(const HloInstruction& instr, Operands ops, c
   KILN_RETURN_IF_ERROR(ExpectArrays(instr, ops));
   KILN_ASSIGN_OR_RETURN(PermuteDomain dom, PermuteDomainOf(instr, GridOf(e), DeviceOf(e)));
   const int64_t space = static_cast<int64_t>(dom.devices.size());
+  const auto& pairs = instr.attrs().source_target_pairs;
   std::optional<int64_t> source;
-  for (const auto& [s, t] : instr.attrs().source_target_pairs) {
-    if (t != dom.my_id) continue;
-    if (source)
-      return InvalidArgument("collective-permute %", instr.name(), ": two pairs target ", t);
-    source = s;
+  if (e.options().rendezvous) {
+    KILN_ASSIGN_OR_RETURN(PeerPairs peers, PeersOf(instr, pairs, dom.my_id, space));
+    source = peers.source;
+  } else {
+    // Alone: pairs among other participants' ids do not concern this one.
+    for (const auto& [s, t] : pairs) {
+      if (t != dom.my_id) continue;
+      if (source)
+        return InvalidArgument("collective-permute %", instr.name(), ": two pairs target ", t);
+      source = s;
+    }
+    if (source && *source != dom.my_id)
+      return UnsupportedInstruction(instr, "collective-permute from another participant (this "
+                                           "evaluator runs alone; run the module over several: "
+                                           "kiln run --replicas N --partitions M)");
   }
-  if (source && *source != dom.my_id && !e.options().rendezvous)
-    return UnsupportedInstruction(instr, "collective-permute from another participant (this "
-                                         "evaluator runs alone; run the module over several: "
-                                         "kiln run --replicas N --partitions M)");
-  if (e.options().rendezvous)
-    for (const auto& [s, t] : instr.attrs().source_target_pairs)
-      if (s < 0 || s >= space || t < 0 || t >= space)
-        return InvalidArgument("collective-permute %", instr.name(), ": pair {", s, ",", t,
-                               "} outside the ", space, " ids of the run");
   Group g{dom.devices, dom.my_id};
   std::vector<Literal> parts;
   KILN_RETURN_IF_ERROR(Meet(instr, e, g, ops, [&](std::span<const Operands* const> all) -> Status {
@@ -427,19 +408,6 @@ StatusOr<Literal> RunCollective(const HloInstruction& instr, HloOpcode op, Opera
   return r;
 }
 
-HloOpcode SyncOpcode(HloOpcode op) {
-  switch (op) {
-    case HloOpcode::kAllReduceStart:
-      return HloOpcode::kAllReduce;
-    case HloOpcode::kAllGatherStart:
-      return HloOpcode::kAllGather;
-    case HloOpcode::kCollectivePermuteStart:
-      return HloOpcode::kCollectivePermute;
-    default:
-      return op;
-  }
-}
-
 StatusOr<Literal> EvalCollective(const HloInstruction& instr, Operands ops, Evaluator& e) {
   if (ops.empty())
     return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(), " has no operands");
@@ -450,7 +418,7 @@ StatusOr<Literal> EvalCollectiveStart(const HloInstruction& instr, Operands ops,
   if (ops.empty())
     return InvalidArgument(HloOpcodeString(instr.opcode()), " %", instr.name(), " has no operands");
   const Shape& s = instr.shape();
-  const HloOpcode op = SyncOpcode(instr.opcode());
+  const HloOpcode op = CollectiveSyncOpcode(instr.opcode());
   // The start's own shape is the result (all-reduce-start).
   Literal operands = OperandsValue(ops);
   if (op == HloOpcode::kAllReduce || !s.IsTuple() || s.tuple_shapes_size() < 2)
@@ -494,34 +462,17 @@ Status ExpectDeviceTransfer(const HloInstruction& instr) {
   return OkStatus();
 }
 
-// The pairs of a send/recv(-done): its own frontend attribute, else its operand's (recv-done
-// of a recv).
-StatusOr<std::vector<std::pair<int64_t, int64_t>>> PairsOf(const HloInstruction& instr) {
-  StatusOr<std::vector<std::pair<int64_t, int64_t>>> p = SendRecvPairs(instr);
-  if (p.ok() || instr.operand_count() == 0) return p;
-  const HloInstruction* op = instr.operand(0);
-  if (op->opcode() == HloOpcode::kRecv || op->opcode() == HloOpcode::kSend) {
-    auto q = SendRecvPairs(*op);
-    if (q.ok()) return q;
-  }
-  return p;
-}
-
 StatusOr<Literal> EvalSend(const HloInstruction& instr, Operands ops, Evaluator& e) {
   KILN_RETURN_IF_ERROR(ExpectDeviceTransfer(instr));
   if (ops.size() != 2) return InvalidArgument("send %", instr.name(), " takes (data, token)");
-  KILN_ASSIGN_OR_RETURN(auto pairs, PairsOf(instr));
+  KILN_ASSIGN_OR_RETURN(auto pairs, SendRecvPairsOf(instr));
   KILN_ASSIGN_OR_RETURN(PermuteDomain dom, PermuteDomainOf(instr, GridOf(e), DeviceOf(e)));
+  KILN_ASSIGN_OR_RETURN(PeerPairs peers, PeersOf(instr, pairs, dom.my_id, static_cast<int64_t>(dom.devices.size())));
   const int64_t occurrence = e.NextOccurrence(instr);
-  for (const auto& [s, t] : pairs) {
-    if (s != dom.my_id) continue;
-    if (t < 0 || t >= static_cast<int64_t>(dom.devices.size()))
-      return InvalidArgument("send %", instr.name(), ": target ", t, " outside the ",
-                             dom.devices.size(), " ids of the run");
+  for (int64_t t : peers.targets)
     KILN_RETURN_IF_ERROR(e.rendezvous().Post(
-        MessageKey(instr, dom.devices[s], dom.devices[t], occurrence),
+        MessageKey(instr, dom.devices[dom.my_id], dom.devices[t], occurrence),
         std::make_shared<const Literal>(*ops[0])));
-  }
   std::vector<Literal> parts;
   parts.push_back(*ops[0]);
   parts.emplace_back(Shape::Scalar(PrimitiveType::kU32));
@@ -543,19 +494,15 @@ StatusOr<Literal> EvalRecvDone(const HloInstruction& instr, Operands, Evaluator&
   const Shape& s = instr.shape();
   if (!s.IsTuple() || s.tuple_shapes_size() != 2)
     return InvalidArgument("recv-done %", instr.name(), " must be (data, token)");
-  KILN_ASSIGN_OR_RETURN(auto pairs, PairsOf(instr));
+  KILN_ASSIGN_OR_RETURN(auto pairs, SendRecvPairsOf(instr));
   KILN_ASSIGN_OR_RETURN(PermuteDomain dom, PermuteDomainOf(instr, GridOf(e), DeviceOf(e)));
+  KILN_ASSIGN_OR_RETURN(PeerPairs peers, PeersOf(instr, pairs, dom.my_id, static_cast<int64_t>(dom.devices.size())));
   const int64_t occurrence = e.NextOccurrence(instr);
-  std::optional<int64_t> source;
-  for (const auto& [src, t] : pairs)
-    if (t == dom.my_id) source = src;
+  const std::optional<int64_t> source = peers.source;
   std::vector<Literal> parts;
   if (!source) {
     parts.emplace_back(s.tuple_shapes(0));
   } else {
-    if (*source < 0 || *source >= static_cast<int64_t>(dom.devices.size()))
-      return InvalidArgument("recv-done %", instr.name(), ": source ", *source, " outside the ",
-                             dom.devices.size(), " ids of the run");
     const int64_t from = dom.devices[*source];
     KILN_ASSIGN_OR_RETURN(std::shared_ptr<const void> v,
                           e.rendezvous().Take(MessageKey(instr, from, DeviceOf(e), occurrence), from));

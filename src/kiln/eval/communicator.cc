@@ -191,4 +191,36 @@ Status InProcessCommunicator::Broadcast(const CollectiveCall& call, const void* 
   return Permute(call, send, recv, bytes, root);
 }
 
+Status InProcessCommunicator::AllToAllV(const CollectiveCall& call, const void* send,
+                                        std::span<const BufferPiece> send_pieces, void* recv,
+                                        std::span<const BufferPiece> recv_pieces) {
+  struct Offer {
+    const uint8_t* data;
+    std::span<const BufferPiece> pieces;
+  };
+  const int64_t n = static_cast<int64_t>(call.group.size());
+  if (n == 0 || send_pieces.size() % n != 0 || recv_pieces.size() != send_pieces.size())
+    return InvalidArgument(call.key, ": ", send_pieces.size(), " send and ", recv_pieces.size(),
+                           " receive pieces for a group of ", n);
+  const int64_t k = static_cast<int64_t>(send_pieces.size()) / n;
+  const Offer mine{static_cast<const uint8_t*>(send), send_pieces};
+  // Members read only the others' send buffers, so each writes its own recv in the meeting.
+  return rendezvous_->Exchange(call.key, call.group, call.rank, &mine, [&](std::span<const void* const> ptrs) -> Status {
+    for (int64_t j = 0; j < n; ++j) {
+      const Offer& from = *static_cast<const Offer*>(ptrs[j]);
+      if (static_cast<int64_t>(from.pieces.size()) != n * k)
+        return InvalidArgument(call.key, ": member ", j, " sends ", from.pieces.size(), " pieces, expected ", n * k);
+      for (int64_t u = 0; u < k; ++u) {
+        const BufferPiece& in = from.pieces[call.rank * k + u];
+        const BufferPiece& out = recv_pieces[j * k + u];
+        if (in.bytes != out.bytes)
+          return InvalidArgument(call.key, ": member ", j, " sends ", in.bytes, " bytes as piece ", u, ", ", out.bytes,
+                                 " expected");
+        if (in.bytes > 0) std::memcpy(static_cast<uint8_t*>(recv) + out.offset, from.data + in.offset, in.bytes);
+      }
+    }
+    return OkStatus();
+  });
+}
+
 }  // namespace kiln

@@ -35,6 +35,12 @@ std::string_view ReductionKindString(ReductionKind k);  // "sum", ...
 // then reduces another way).
 std::optional<ReductionKind> MatchReduction(const HloComputation& computation);
 
+// A piece of a buffer: `bytes` bytes from byte `offset`.
+struct BufferPiece {
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
 struct CollectiveCall {
   std::string key;               // the op instance; the same on every member
   std::span<const int64_t> group;  // global device ids, rank order
@@ -64,6 +70,14 @@ class Communicator {
   // recv = member `root`'s send (`bytes`).
   virtual Status Broadcast(const CollectiveCall& call, const void* send, void* recv, int64_t bytes,
                            int64_t root) = 0;
+  // Pieces of different sizes to every member (ragged-all-to-all): with k = pieces per member
+  // (send_pieces.size() / n), send_pieces[j * k + u] of `send` goes to member j as its piece u,
+  // and member j's piece u lands at recv_pieces[j * k + u] of `recv`, member by member in rank
+  // order; each side says the same size for a piece (the caller exchanged the sizes first;
+  // InvalidArgument otherwise). `recv` must not be any member's `send`.
+  virtual Status AllToAllV(const CollectiveCall& call, const void* send,
+                           std::span<const BufferPiece> send_pieces, void* recv,
+                           std::span<const BufferPiece> recv_pieces) = 0;
 };
 
 class InProcessCommunicator final : public Communicator {
@@ -82,6 +96,8 @@ class InProcessCommunicator final : public Communicator {
                  std::optional<int64_t> source) override;
   Status Broadcast(const CollectiveCall& call, const void* send, void* recv, int64_t bytes,
                    int64_t root) override;
+  Status AllToAllV(const CollectiveCall& call, const void* send, std::span<const BufferPiece> send_pieces,
+                   void* recv, std::span<const BufferPiece> recv_pieces) override;
 
  private:
   std::shared_ptr<Rendezvous> rendezvous_;

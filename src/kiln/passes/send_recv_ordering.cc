@@ -23,23 +23,31 @@ bool Reaches(const HloInstruction* from, const HloInstruction* to) {
   return false;
 }
 
+// Adds before -> after unless either already reaches the other.
+bool Order(HloInstruction* before, HloInstruction* after) {
+  if (Reaches(before, after) || Reaches(after, before)) return false;
+  before->AddControlDependencyTo(after);
+  return true;
+}
+
 }  // namespace
 
 StatusOr<bool> OrderSendsBeforeRecvDones(HloModule& module) {
   bool changed = false;
   for (HloComputation* c : module.computations()) {
-    std::vector<HloInstruction*> sends, recv_dones;
+    std::vector<HloInstruction*> sends, send_dones, recv_dones;
     for (HloInstruction* i : c->instructions()) {
       if (i->attrs().is_host_transfer) continue;
       if (i->opcode() == HloOpcode::kSend) sends.push_back(i);
+      if (i->opcode() == HloOpcode::kSendDone) send_dones.push_back(i);
       if (i->opcode() == HloOpcode::kRecvDone) recv_dones.push_back(i);
     }
-    for (HloInstruction* r : recv_dones)
-      for (HloInstruction* s : sends) {
-        if (s->attrs().channel_id != r->attrs().channel_id || Reaches(s, r) || Reaches(r, s)) continue;
-        s->AddControlDependencyTo(r);
-        changed = true;
-      }
+    for (HloInstruction* r : recv_dones) {
+      for (HloInstruction* s : sends)
+        if (s->attrs().channel_id == r->attrs().channel_id) changed |= Order(s, r);
+      for (HloInstruction* d : send_dones)
+        if (d->attrs().channel_id == r->attrs().channel_id) changed |= Order(r, d);
+    }
   }
   return changed;
 }

@@ -632,6 +632,11 @@ class CudaBackend final : public Backend {
     std::unique_ptr<HloModule> lowered = CloneModule(module);
     KILN_RETURN_IF_ERROR(LowerShardMap(*lowered).status());
     KILN_RETURN_IF_ERROR(OrderSendsBeforeRecvDones(*lowered).status());
+    // The run's grid in the header: collectives that gather every member's data size their
+    // workspace by it (cuda/compiler/collective_kernels.h).
+    KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(*lowered, options));
+    lowered->header().replica_count = grid.first;
+    lowered->header().num_partitions = grid.second;
     KILN_ASSIGN_OR_RETURN(out.compiled, GpuCompiler::Compile(std::move(lowered), o));
     const GpuCompileStats& st = out.compiled->stats;
     if (st.autotune) KILN_RETURN_IF_ERROR(autotune::WriteAutotuneJson(options.autotune, *st.autotune));

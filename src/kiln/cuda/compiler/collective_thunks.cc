@@ -5,8 +5,10 @@
 #include <algorithm>
 
 #include "kiln/base/strings.h"
+#include "kiln/cuda/compiler/collective_kernels.h"
 #include "kiln/cuda/cuda_device.h"
 #include "kiln/cuda/driver_api.h"
+#include "kiln/eval/collective_ops.h"
 #include "kiln/hlo/computation.h"
 
 namespace kiln::cuda {
@@ -15,27 +17,15 @@ namespace {
 
 using nccl::ncclComm_t;
 
-HloOpcode SyncOf(HloOpcode op) {
-  switch (op) {
-    case HloOpcode::kAllReduceStart: return HloOpcode::kAllReduce;
-    case HloOpcode::kAllGatherStart: return HloOpcode::kAllGather;
-    case HloOpcode::kCollectivePermuteStart: return HloOpcode::kCollectivePermute;
-    default: return op;
-  }
-}
-
-// The collective an async-start wraps (its computation's root), else `instr` itself.
-const HloInstruction& OpInstruction(const HloInstruction& instr) {
-  if (instr.opcode() == HloOpcode::kAsyncStart && !instr.called_computations().empty())
-    return *instr.called_computations()[0]->root_instruction();
-  return instr;
-}
+HloOpcode SyncOf(HloOpcode op) { return CollectiveSyncOpcode(op); }
+const HloInstruction& OpInstruction(const HloInstruction& instr) { return UnwrapAsyncCollective(instr); }
 
 bool NativeOp(HloOpcode op) {
   switch (op) {
     case HloOpcode::kAllReduce: case HloOpcode::kAllGather: case HloOpcode::kReduceScatter:
     case HloOpcode::kAllToAll: case HloOpcode::kCollectivePermute: case HloOpcode::kCollectiveBroadcast:
     case HloOpcode::kReplicaId: case HloOpcode::kPartitionId: case HloOpcode::kSend: case HloOpcode::kRecv:
+    case HloOpcode::kRaggedAllToAll:
       return true;
     default:
       return false;
@@ -46,28 +36,17 @@ CUstream Handle(runtime::Stream& s) { return static_cast<CudaStream&>(s).handle(
 void* Ptr(const ThunkExecuteParams& p, const BufferSlice& s) { return p.buffers->Get(s).ptr; }
 runtime::DeviceMemory Mem(const ThunkExecuteParams& p, const BufferSlice& s) { return p.buffers->Get(s); }
 
-// Product of dims[0..d) and bytes of dims[d..] (eval's chunking of a dimension).
+// Product of dims[0..d) and bytes of dims[d..] (eval/collective_ops.h's slabs).
 std::pair<int64_t, int64_t> OuterAndInnerBytes(const Shape& s, int64_t d) {
-  int64_t outer = 1, inner = PrimitiveByteWidth(s.element_type());
-  for (int64_t i = 0; i < s.rank(); ++i) (i < d ? outer : inner) *= s.dimensions(i);
-  return {outer, inner};
+  const Slabs slabs = SlabsOf(s, d);
+  return {slabs.outer, slabs.inner_bytes};
 }
 
-int64_t Dimension(const HloInstruction& op) { return op.attrs().dimensions.empty() ? 0 : op.attrs().dimensions[0]; }
+int64_t Dimension(const HloInstruction& op) { return CollectiveDimension(op); }
 
 uint64_t Align256(uint64_t b) { return (b + 255) / 256 * 256; }
 
-// The pairs of a send / recv(-done): its own attribute, else its operand's.
-StatusOr<std::vector<std::pair<int64_t, int64_t>>> PairsOf(const HloInstruction& instr) {
-  StatusOr<std::vector<std::pair<int64_t, int64_t>>> p = SendRecvPairs(instr);
-  if (p.ok() || instr.operand_count() == 0) return p;
-  const HloInstruction* op = instr.operand(0);
-  if (op->opcode() == HloOpcode::kRecv || op->opcode() == HloOpcode::kSend) {
-    auto q = SendRecvPairs(*op);
-    if (q.ok()) return q;
-  }
-  return p;
-}
+StatusOr<std::vector<std::pair<int64_t, int64_t>>> PairsOf(const HloInstruction& instr) { return SendRecvPairsOf(instr); }
 
 // NCCL's reduction for `kind` on `type` (pred: add = or = max, multiply = and = min).
 nccl::ncclRedOp_t RedOp(ReductionKind kind, PrimitiveType type) {
@@ -139,6 +118,13 @@ Status Grouped(const NcclWorld& w, Body body) {
   return s.ok() ? end : s;
 }
 
+// The channel of a send / recv(-done): its own channel_id, else its operand's.
+int64_t ChannelOf(const HloInstruction& instr) {
+  if (instr.attrs().channel_id) return *instr.attrs().channel_id;
+  if (instr.operand_count() > 0 && instr.operand(0)->attrs().channel_id) return *instr.operand(0)->attrs().channel_id;
+  return 0;
+}
+
 std::string Where(const HloInstruction& instr) { return StrCat(HloOpcodeString(instr.opcode()), " %", instr.name()); }
 
 // Everything a thunk needs from the driver, per device.
@@ -148,6 +134,19 @@ struct DriverBits {
 };
 
 }  // namespace
+
+bool NcclReduces(const HloInstruction& op_instr) {
+  if (op_instr.called_computations().empty()) return false;
+  const std::optional<ReductionKind> r = MatchReduction(*op_instr.called_computations()[0]);
+  if (!r) return false;
+  for (const HloInstruction* o : op_instr.operands()) {
+    const PrimitiveType t = o->shape().element_type();
+    const bool complex = t == PrimitiveType::kC64 || t == PrimitiveType::kC128;
+    if (complex && *r != ReductionKind::kSum) return false;
+    if (!complex && !NcclReductionType(t)) return false;
+  }
+  return true;
+}
 
 bool IsCollectiveThunkOp(const HloInstruction& instr) {
   const HloOpcode op = instr.opcode();
@@ -179,27 +178,12 @@ Status CollectiveThunkApplies(const HloInstruction& instr) {
   if (instr.attrs().is_host_transfer) return Unimplemented("a host transfer");
   for (const HloInstruction* o : op_instr.operands())
     if (!o->shape().IsArray() && !o->shape().IsToken()) return Unimplemented("a collective of tuple operands");
-  if (op == HloOpcode::kAllReduce || op == HloOpcode::kReduceScatter) {
-    if (op_instr.called_computations().empty()) return Unimplemented("no reduction computation");
-    std::optional<ReductionKind> r = MatchReduction(*op_instr.called_computations()[0]);
-    if (!r)
-      return Unimplemented("the reduction computation ", op_instr.called_computations()[0]->name(),
-                           " is not one add / multiply / minimum / maximum (and / or on pred) of its parameters");
-    for (const HloInstruction* o : op_instr.operands()) {
-      const PrimitiveType t = o->shape().element_type();
-      const bool complex = t == PrimitiveType::kC64 || t == PrimitiveType::kC128;
-      if (complex && *r != ReductionKind::kSum) return Unimplemented(ReductionKindString(*r), " of complex values");
-      if (!complex && !NcclReductionType(t)) return Unimplemented("NCCL reduces no ", PrimitiveTypeName(t));
-    }
-  }
-  if (op == HloOpcode::kCollectivePermute) {
-    const Shape& s = instr.opcode() == HloOpcode::kCollectivePermuteStart && instr.shape().IsTuple() &&
-                             instr.shape().tuple_shapes_size() >= 2
-                         ? instr.shape().tuple_shapes(1)
-                         : op_instr.shape();
-    const int64_t results = s.IsTuple() ? s.tuple_shapes_size() : 1;
-    if (results != op_instr.operand_count()) return Unimplemented("the in-place collective-permute");
-  }
+  // A reduction NCCL lacks is gathered and combined on the device (Note [Reductions NCCL
+  // lacks]); whether the computation has a device form is the kernel's compile to say.
+  if ((op == HloOpcode::kAllReduce || op == HloOpcode::kReduceScatter) && op_instr.called_computations().empty())
+    return Unimplemented("no reduction computation");
+  if (op == HloOpcode::kRaggedAllToAll && op_instr.operand_count() != 6) return Unimplemented("a malformed ragged-all-to-all");
+  if (IsInPlaceCollectivePermute(instr)) return Unimplemented("the in-place collective-permute");
   return OkStatus();
 }
 
@@ -208,7 +192,8 @@ CollectiveThunk::CollectiveThunk(const HloInstruction& instr, const HloInstructi
 
 StatusOr<std::unique_ptr<CollectiveThunk>> CollectiveThunk::Create(const HloInstruction& instr,
                                                                    std::vector<BufferSlice> operands,
-                                                                   std::vector<BufferSlice> leaves) {
+                                                                   std::vector<BufferSlice> leaves,
+                                                                   CollectiveThunkOptions options) {
   KILN_RETURN_IF_ERROR(CollectiveThunkApplies(instr));
   const HloInstruction& op_instr = OpInstruction(instr);
   const HloOpcode op = SyncOf(op_instr.opcode());
@@ -219,8 +204,19 @@ StatusOr<std::unique_ptr<CollectiveThunk>> CollectiveThunk::Create(const HloInst
     return Internal(Where(instr), ": ", operands.size(), " operand slices for ", t->operand_shapes_.size(), " operands");
   t->operands_ = std::move(operands);
   const size_t n_ops = t->operands_.size();
-  if (op == HloOpcode::kAllReduce || op == HloOpcode::kReduceScatter)
-    t->reduction_ = MatchReduction(*op_instr.called_computations()[0]);
+  t->max_group_ = std::max<int64_t>(1, options.max_group);
+  t->cubin_ = std::move(options.cubin);
+  if (op == HloOpcode::kAllReduce || op == HloOpcode::kReduceScatter) {
+    if (NcclReduces(op_instr)) {
+      t->reduction_ = MatchReduction(*op_instr.called_computations()[0]);
+    } else {
+      t->device_reduction_ = true;
+      if (t->cubin_.empty())
+        return Internal(Where(instr), ": a reduction NCCL lacks needs its combine kernel (collective_kernels.h)");
+    }
+  }
+  if (op == HloOpcode::kRaggedAllToAll && t->cubin_.empty())
+    return Internal(Where(instr), ": ragged-all-to-all needs its copy kernel (collective_kernels.h)");
   const bool start = instr.opcode() != op_instr.opcode() || instr.opcode() == HloOpcode::kAllReduceStart ||
                      instr.opcode() == HloOpcode::kAllGatherStart || instr.opcode() == HloOpcode::kCollectivePermuteStart;
   if (op == HloOpcode::kSend) {
@@ -231,7 +227,8 @@ StatusOr<std::unique_ptr<CollectiveThunk>> CollectiveThunk::Create(const HloInst
   } else if (op == HloOpcode::kRecv) {
     t->contexts_.assign(leaves.begin() + std::min<size_t>(1, leaves.size()), leaves.end());
   } else if (!start || instr.opcode() == HloOpcode::kAllReduceStart) {
-    if (leaves.size() < n_ops && op != HloOpcode::kReplicaId && op != HloOpcode::kPartitionId)
+    if (leaves.size() < n_ops && op != HloOpcode::kReplicaId && op != HloOpcode::kPartitionId &&
+        op != HloOpcode::kRaggedAllToAll)
       return Internal(Where(instr), ": ", leaves.size(), " result leaves for ", n_ops, " operands");
     t->results_ = std::move(leaves);
     t->async_ = start;
@@ -244,26 +241,51 @@ StatusOr<std::unique_ptr<CollectiveThunk>> CollectiveThunk::Create(const HloInst
     t->contexts_.assign(leaves.begin() + static_cast<std::ptrdiff_t>(2 * n_ops), leaves.end());
     t->async_ = true;
   }
-  // Workspace for rearranging a non-major dimension (such a start then runs synchronously).
+  // Workspace for rearranging a non-major dimension and for gathering every member's data
+  // (such a start then runs synchronously). All-gathers of several operands each have their
+  // own place: their rearrangements run after the one NCCL group.
   const int64_t d = Dimension(op_instr);
-  uint64_t ws = 0;
+  const uint64_t n_max = static_cast<uint64_t>(t->max_group_);
+  uint64_t ws = 0, gathers = 0;
   for (size_t k = 0; k < n_ops; ++k) {
     const Shape& s = t->operand_shapes_[k];
-    if (s.rank() == 0 || d >= s.rank()) continue;
     const uint64_t bytes = static_cast<uint64_t>(s.num_elements() * PrimitiveByteWidth(s.element_type()));
-    const int64_t outer = OuterAndInnerBytes(s, d).first;
-    if (outer == 1) continue;
-    if (op == HloOpcode::kAllGather && k < t->results_.size()) ws = std::max<uint64_t>(ws, t->results_[k].size);
+    const bool chunked = s.rank() > 0 && d < s.rank() && OuterAndInnerBytes(s, d).first != 1;
+    if (t->device_reduction_) {
+      // Note [Reductions NCCL lacks]: (the rank-major copy of a reduce-scatter's operand) and n copies.
+      const uint64_t own = op == HloOpcode::kReduceScatter && chunked ? Align256(bytes) : 0;
+      ws = std::max(ws, own + n_max * bytes);
+      continue;
+    }
+    if (op == HloOpcode::kRaggedAllToAll) {
+      // Note [Ragged all-to-all on NCCL]: every member's input and its three index operands.
+      if (k == 0 || (k >= 2 && k <= 4)) ws += Align256(n_max * bytes);
+      continue;
+    }
+    if (!chunked) continue;
+    if (op == HloOpcode::kAllGather && k < t->results_.size()) gathers += Align256(t->results_[k].size);
     if (op == HloOpcode::kReduceScatter) ws = std::max(ws, bytes);
     if (op == HloOpcode::kAllToAll && !op_instr.attrs().dimensions.empty()) ws = std::max(ws, 2 * Align256(bytes));
   }
-  t->workspace_ = ws;
+  t->workspace_ = std::max(ws, gathers);
   if (ws > 0) t->async_ = false;
   return t;
 }
 
 Status CollectiveThunk::Initialize(const ThunkInitParams& params) {
   if (params.device == nullptr) return OkStatus();
+  if (!cubin_.empty() && !module_) {
+    KILN_ASSIGN_OR_RETURN(module_, params.device->LoadModule(runtime::ModuleSpec::FromCubin(cubin_, StrCat(name(), ".collective"))));
+    if (op_ == HloOpcode::kRaggedAllToAll) {
+      KILN_ASSIGN_OR_RETURN(runtime::Kernel * k, module_->GetKernel(kRaggedEntry));
+      kernels_.push_back(k);
+    } else {
+      for (size_t i = 0; i < operand_shapes_.size(); ++i) {
+        KILN_ASSIGN_OR_RETURN(runtime::Kernel * k, module_->GetKernel(CombineEntry(static_cast<int64_t>(i))));
+        kernels_.push_back(k);
+      }
+    }
+  }
   if (async_) {
     KILN_ASSIGN_OR_RETURN(ready_event_, params.device->CreateEvent({}));
     KILN_ASSIGN_OR_RETURN(done_event_, params.device->CreateEvent({}));
@@ -274,6 +296,7 @@ Status CollectiveThunk::Initialize(const ThunkInitParams& params) {
 std::string CollectiveThunk::ToString() const {
   std::string s = StrCat("collective %", name(), " ", HloOpcodeString(op_));
   if (reduction_) s += StrCat(" ", ReductionKindString(*reduction_));
+  if (device_reduction_) s += StrCat(" combine ", op_instr_.called_computations()[0]->name(), " on the device");
   if (async_) s += " async (collective stream)";
   if (workspace_ > 0) s += StrCat(" workspace ", workspace_);
   return s + " nccl";
@@ -333,9 +356,19 @@ Status CollectiveThunk::Run(const ThunkExecuteParams& params, runtime::Stream& s
     case HloOpcode::kReduceScatter: {
       KILN_ASSIGN_OR_RETURN(std::vector<int64_t> group, CollectiveGroupOf(op_instr_, p->grid, me));
       const int64_t n = static_cast<int64_t>(group.size());
+      const int64_t rank = std::find(group.begin(), group.end(), me) - group.begin();
       KILN_ASSIGN_OR_RETURN(ncclComm_t comm, w.Group(me, group));
+      if (device_reduction_) {
+        if (n > max_group_)
+          return FailedPrecondition(Where(instr_), ": a group of ", n, " participants; compiled for groups of at most ",
+                                    max_group_, " (the module header's replica_count x num_partitions at compile time)");
+        for (size_t k = 0; k < n_ops; ++k) KILN_RETURN_IF_ERROR(GatherAndCombine(params, stream, w, comm, k, n, rank));
+        return OkStatus();
+      }
       // Calls that need a rearrangement around them are issued one by one; the rest grouped.
+      // All-gathers rearranged after the group each have their own place in the workspace.
       std::vector<std::function<Status()>> after;
+      uint64_t gathered = 0;
       Status st = Grouped(w, [&]() -> Status {
         for (size_t k = 0; k < n_ops; ++k) {
           const Shape& shape = operand_shapes_[k];
@@ -352,8 +385,10 @@ Status CollectiveThunk::Run(const ThunkExecuteParams& params, runtime::Stream& s
             if (outer == 1) {
               KILN_RETURN_IF_ERROR(w.Result(api.ncclAllGather(in, out, static_cast<size_t>(bytes), nccl::ncclInt8, comm, s), "ncclAllGather", comm));
             } else {
-              KILN_RETURN_IF_ERROR(w.Result(api.ncclAllGather(in, ws, static_cast<size_t>(bytes), nccl::ncclInt8, comm, s), "ncclAllGather", comm));
-              after.push_back([&, outer = outer, piece = piece, out] { return copier.FromChunks(s, ws, outer, n, piece, out); });
+              char* place = ws + gathered;
+              gathered += Align256(static_cast<uint64_t>(results_[k].size));
+              KILN_RETURN_IF_ERROR(w.Result(api.ncclAllGather(in, place, static_cast<size_t>(bytes), nccl::ncclInt8, comm, s), "ncclAllGather", comm));
+              after.push_back([&, outer = outer, piece = piece, out, place] { return copier.FromChunks(s, place, outer, n, piece, out); });
             }
           } else {
             if (shape.rank() == 0 || shape.dimensions(d) % n != 0)
@@ -378,6 +413,30 @@ Status CollectiveThunk::Run(const ThunkExecuteParams& params, runtime::Stream& s
       KILN_RETURN_IF_ERROR(st);
       for (auto& f : after) KILN_RETURN_IF_ERROR(f());
       return OkStatus();
+    }
+    case HloOpcode::kRaggedAllToAll: {
+      // Note [Ragged all-to-all on NCCL]
+      KILN_ASSIGN_OR_RETURN(std::vector<int64_t> group, CollectiveGroupOf(op_instr_, p->grid, me));
+      const int64_t n = static_cast<int64_t>(group.size());
+      const int64_t rank = std::find(group.begin(), group.end(), me) - group.begin();
+      if (n > max_group_)
+        return FailedPrecondition(Where(instr_), ": a group of ", n, " participants; compiled for groups of at most ",
+                                  max_group_, " (the module header's replica_count x num_partitions at compile time)");
+      KILN_ASSIGN_OR_RETURN(ncclComm_t comm, w.Group(me, group));
+      const void* gathered[5] = {};
+      uint64_t offset = 0;
+      KILN_RETURN_IF_ERROR(Grouped(w, [&]() -> Status {
+        for (size_t k : {0, 2, 3, 4}) {
+          const size_t bytes = static_cast<size_t>(operands_[k].size);
+          char* place = ws + offset;
+          gathered[k] = place;
+          offset += Align256(static_cast<uint64_t>(n) * bytes);
+          KILN_RETURN_IF_ERROR(w.Result(api.ncclAllGather(Ptr(params, operands_[k]), place, bytes, nccl::ncclInt8, comm, s),
+                                        "ncclAllGather", comm));
+        }
+        return OkStatus();
+      }));
+      return RaggedCopy(params, stream, gathered, n, rank);
     }
     case HloOpcode::kAllToAll: {
       KILN_ASSIGN_OR_RETURN(std::vector<int64_t> group, CollectiveGroupOf(op_instr_, p->grid, me));
@@ -463,7 +522,8 @@ Status CollectiveThunk::Run(const ThunkExecuteParams& params, runtime::Stream& s
         if (a != dom.my_id) continue;
         if (b < 0 || b >= static_cast<int64_t>(dom.devices.size()))
           return InvalidArgument(Where(instr_), ": target ", b, " outside the ", dom.devices.size(), " ids of the run");
-        p->pending_sends.push_back({Ptr(params, staged_[0]), static_cast<uint64_t>(staged_[0].size), dom.devices[b]});
+        p->pending_sends.push_back({Ptr(params, staged_[0]), static_cast<uint64_t>(staged_[0].size), dom.devices[b],
+                                    ChannelOf(instr_)});
       }
       return OkStatus();
     }
@@ -472,6 +532,89 @@ Status CollectiveThunk::Run(const ThunkExecuteParams& params, runtime::Stream& s
     default:
       return Internal(Where(instr_), ": not an NCCL collective");
   }
+}
+
+// Note [Reductions NCCL lacks]: operand k of every member gathered into the workspace (a
+// reduce-scatter's first put into rank-major chunks), then folded by kiln_combine_<k>.
+Status CollectiveThunk::GatherAndCombine(const ThunkExecuteParams& params, runtime::Stream& stream, const NcclWorld& w,
+                                         nccl::ncclComm_t comm, size_t k, int64_t n, int64_t rank) const {
+  const Shape& shape = operand_shapes_[k];
+  const BufferSlice& in = in_place_ ? results_[k] : !staged_.empty() ? staged_[k] : operands_[k];
+  const CUstream s = Handle(stream);
+  char* ws = static_cast<char*>(params.workspace.ptr);
+  const int64_t bytes = in.size;
+  const int64_t elements = shape.num_elements();
+  const void* from = Ptr(params, in);
+  char* all = ws;
+  int64_t count = elements, offset = 0;
+  if (op_ == HloOpcode::kReduceScatter) {
+    const int64_t d = Dimension(op_instr_);
+    if (shape.rank() == 0 || d >= shape.rank() || shape.dimensions(d) % n != 0)
+      return InvalidArgument(Where(instr_), ": dimension ", d, " does not split into ", n, " chunks");
+    const auto [outer, inner] = OuterAndInnerBytes(shape, d);
+    if (outer != 1) {
+      CudaDevice* dev = w.device(params.participant->device);
+      if (dev == nullptr) return Internal(Where(instr_), ": no device for this rank");
+      Copier copier{&dev->api(), reinterpret_cast<Memcpy2DFn>(dev->api().library.Symbol("cuMemcpy2DAsync_v2"))};
+      KILN_RETURN_IF_ERROR(copier.ToChunks(s, from, outer, n, inner / n, ws));
+      from = ws;
+      all = ws + Align256(static_cast<uint64_t>(bytes));
+    }
+    count = elements / n;
+    offset = rank * count;
+  }
+  KILN_RETURN_IF_ERROR(w.Result(w.api().ncclAllGather(from, all, static_cast<size_t>(bytes), nccl::ncclInt8, comm, s),
+                                "ncclAllGather", comm));
+  if (k >= kernels_.size()) return Internal(Where(instr_), ": no combine kernel for operand ", k);
+  runtime::KernelArgs args;
+  args.Add(static_cast<const void*>(all));
+  args.Add(Ptr(params, results_[k]));
+  args.Add(static_cast<long long>(count));
+  args.Add(static_cast<long long>(elements));
+  args.Add(static_cast<long long>(offset));
+  args.Add(static_cast<int>(n));
+  return stream.Launch(*kernels_[k], runtime::LaunchDims::Linear(static_cast<uint64_t>(count), 256), args);
+}
+
+// Note [Ragged all-to-all on NCCL]: `gathered[k]` (k = 0, 2, 3, 4) holds operand k of every
+// member, n copies in rank order (a member alone: its own operands).
+Status CollectiveThunk::RaggedCopy(const ThunkExecuteParams& params, runtime::Stream& stream,
+                                   const void* const* gathered, int64_t n, int64_t rank) const {
+  if (operands_.size() != 6 || results_.empty() || kernels_.empty())
+    return Internal(Where(instr_), ": ragged-all-to-all takes 6 operands and its copy kernel");
+  const Shape& in_shape = operand_shapes_[0];
+  const Shape& out_shape = operand_shapes_[1];
+  if (in_shape.rank() < 1 || out_shape.rank() < 1) return InvalidArgument(Where(instr_), " needs rank >= 1");
+  const int64_t entries = operand_shapes_[2].num_elements();
+  if (entries == 0 || entries % n != 0)
+    return InvalidArgument(Where(instr_), ": ", entries, " offsets do not divide among ", n, " members");
+  for (size_t k : {3, 4})
+    if (operand_shapes_[k].num_elements() != entries)
+      return InvalidArgument(Where(instr_), ": operand ", k, " has ", operand_shapes_[k].num_elements(), " entries, expected ", entries);
+  const int64_t per = entries / n;
+  if (n * per > 65535) return Unimplemented(Where(instr_), ": more than 65535 updates");
+  // The result starts as `output`.
+  if (operands_[1] != results_[0])
+    KILN_RETURN_IF_ERROR(stream.MemcpyDeviceToDevice(Mem(params, results_[0]), Mem(params, operands_[1]), results_[0].size));
+  runtime::KernelArgs args;
+  args.Add(gathered[0]);
+  args.Add(static_cast<long long>(operands_[0].size));
+  args.Add(gathered[2]);
+  args.Add(gathered[3]);
+  args.Add(gathered[4]);
+  args.Add(static_cast<long long>(entries));
+  args.Add(Ptr(params, results_[0]));
+  args.Add(static_cast<int>(n));
+  args.Add(static_cast<int>(per));
+  args.Add(static_cast<int>(rank));
+  args.Add(static_cast<long long>(in_shape.dimensions(0)));
+  args.Add(static_cast<long long>(out_shape.dimensions(0)));
+  args.Add(static_cast<long long>(SlabsOf(out_shape, 1).inner_bytes));
+  runtime::LaunchDims dims;
+  dims.grid.x = 16;
+  dims.grid.y = static_cast<uint32_t>(n * per);
+  dims.block.x = 256;
+  return stream.Launch(*kernels_[0], dims, args);
 }
 
 // A participant alone without NCCL: every group has one member.
@@ -488,6 +631,11 @@ Status CollectiveThunk::RunAlone(const ThunkExecuteParams& params, runtime::Stre
     return stream.MemcpyDeviceToDevice(Mem(params, to), Mem(params, from), std::min(from.size, to.size));
   };
   switch (op_) {
+    case HloOpcode::kRaggedAllToAll: {
+      const void* own[5] = {};
+      for (size_t k : {0, 2, 3, 4}) own[k] = Ptr(params, operands_[k]);
+      return RaggedCopy(params, stream, own, 1, 0);
+    }
     case HloOpcode::kAllReduce: case HloOpcode::kAllGather: case HloOpcode::kReduceScatter:
     case HloOpcode::kAllToAll: case HloOpcode::kCollectiveBroadcast:
       for (size_t k = 0; k < operands_.size() && k < results_.size(); ++k) KILN_RETURN_IF_ERROR(copy(src(k), results_[k]));
@@ -503,7 +651,8 @@ Status CollectiveThunk::RunAlone(const ThunkExecuteParams& params, runtime::Stre
       KILN_ASSIGN_OR_RETURN(auto pairs, PairsOf(op_instr_));
       for (const auto& [a, b] : pairs)
         if (a == 0 && b == 0 && params.participant != nullptr)
-          params.participant->pending_sends.push_back({Ptr(params, staged_[0]), static_cast<uint64_t>(staged_[0].size), 0});
+          params.participant->pending_sends.push_back(
+              {Ptr(params, staged_[0]), static_cast<uint64_t>(staged_[0].size), 0, ChannelOf(instr_)});
       return OkStatus();
     }
     case HloOpcode::kRecv:
@@ -534,8 +683,14 @@ Status CollectiveDoneThunk::Execute(const ThunkExecuteParams& params) const {
   const HloOpcode op = instr_.opcode();
   if (op == HloOpcode::kSendDone || op == HloOpcode::kRecvDone) {
     // Note [Send and recv on NCCL]
+    // This channel's queued sends go out now; the others wait for their own channel's done.
     std::vector<GpuParticipant::PendingSend> sends;
-    if (p != nullptr) sends.swap(p->pending_sends);
+    if (p != nullptr) {
+      const int64_t channel = ChannelOf(instr_);
+      std::vector<GpuParticipant::PendingSend> others;
+      for (const auto& snd : p->pending_sends) (snd.channel == channel ? sends : others).push_back(snd);
+      p->pending_sends.swap(others);
+    }
     std::optional<int64_t> source;
     if (op == HloOpcode::kRecvDone) {
       KILN_ASSIGN_OR_RETURN(auto pairs, PairsOf(instr_));
@@ -547,18 +702,23 @@ Status CollectiveDoneThunk::Execute(const ThunkExecuteParams& params) const {
       if (leaves_.empty()) return Internal(Where(instr_), ": no data leaf");
       if (!source) KILN_RETURN_IF_ERROR(main.Memset8(Mem(params, leaves_[0]), 0));
     }
+    // A receive from this participant itself needs its send queued first: no other
+    // participant can provide the data, and NCCL would wait for it forever.
+    const int64_t me = p == nullptr ? 0 : p->device;
+    const GpuParticipant::PendingSend* self_send = nullptr;
+    for (const auto& snd : sends)
+      if (snd.peer == me && self_send == nullptr) self_send = &snd;
+    if (source && *source == me && self_send == nullptr)
+      return FailedPrecondition(Where(instr_), " receives from this participant itself (channel ",
+                                instr_.attrs().channel_id.value_or(0),
+                                "), but no send of the channel came before it: schedule the send first "
+                                "(passes/send_recv_ordering.h orders send -> recv-done -> send-done)");
     if (p == nullptr || p->world == nullptr) {
       // Alone: a send to itself is the data it receives.
-      if (source) {
-        bool found = false;
-        for (const auto& snd : sends)
-          if (snd.peer == *source && !found) {
-            found = true;
-            KILN_RETURN_IF_ERROR(main.MemcpyDeviceToDevice(Mem(params, leaves_[0]), runtime::DeviceMemory{const_cast<void*>(snd.data), snd.bytes},
-                                                           std::min<uint64_t>(snd.bytes, leaves_[0].size)));
-          }
-        if (!found) KILN_RETURN_IF_ERROR(main.Memset8(Mem(params, leaves_[0]), 0));
-      }
+      if (source)
+        KILN_RETURN_IF_ERROR(main.MemcpyDeviceToDevice(Mem(params, leaves_[0]),
+                                                       runtime::DeviceMemory{const_cast<void*>(self_send->data), self_send->bytes},
+                                                       std::min<uint64_t>(self_send->bytes, leaves_[0].size)));
       return OkStatus();
     }
     if (sends.empty() && !source) return OkStatus();

@@ -1,8 +1,10 @@
 // Collective thunks: XLA's collectives on NCCL (docs/collectives.md), one thunk per collective
-// instruction -- all-reduce (sum, product, min, max; and / or on pred), all-gather,
-// reduce-scatter, all-to-all (array and tuple forms), collective-permute, collective-broadcast,
-// send / recv / send-done / recv-done, replica-id, partition-id; the -start forms, the same ops
-// inside async-start wrappers, and their -done / async-done.
+// instruction -- all-reduce and reduce-scatter (sum, product, min, max and and / or on pred on
+// NCCL; any other reduction computation or type gathered and combined by a generated kernel:
+// Note [Reductions NCCL lacks] in collective_kernels.h), all-gather, all-to-all (array and
+// tuple forms), ragged-all-to-all (Note [Ragged all-to-all on NCCL]), collective-permute,
+// collective-broadcast, send / recv / send-done / recv-done, replica-id, partition-id; the
+// -start forms, the same ops inside async-start wrappers, and their -done / async-done.
 //
 // Groups are formed at run time from the participant's place in the grid (GpuParticipant), by
 // eval/collective_groups.h as on every backend; communicators come from the run's NcclWorld
@@ -27,9 +29,13 @@
 // Note [Send and recv on NCCL]
 //   A send stages its data in its own result (live until send-done) and queues the transfer on
 //   the participant; the transfers are issued, in one NCCL group with the receive, at the next
-//   recv-done (or at the send-done, when no recv-done comes first). Every participant thus posts
-//   its sends and its receive together, so two participants that send to each other before
-//   receiving do not wait for each other.
+//   recv-done of the same channel (or at the channel's send-done, when no recv-done comes
+//   first). Every participant thus posts a channel's sends and its receive together, so two
+//   participants that send to each other before receiving do not wait for each other; a
+//   channel's transfers never go out with another channel's, whose receive may come later
+//   (NCCL matches the messages between two ranks in order). Every participant runs the
+//   channels' chains in its schedule's order, which passes/send_recv_ordering.h makes send ->
+//   recv-done -> send-done per channel.
 #pragma once
 
 #include <chrono>
@@ -44,6 +50,7 @@
 #include "kiln/eval/collective_groups.h"
 #include "kiln/eval/communicator.h"
 #include "kiln/hlo/instruction.h"
+#include "kiln/runtime/module.h"
 
 namespace kiln::cuda {
 
@@ -61,9 +68,15 @@ struct GpuParticipant {
     const void* data = nullptr;
     uint64_t bytes = 0;
     int64_t peer = 0;  // world rank
+    int64_t channel = 0;
   };
   std::vector<PendingSend> pending_sends;
 };
+
+// Whether NCCL itself reduces all-reduce / reduce-scatter `op_instr` (one add / multiply / min /
+// max of its parameters on a type NCCL reduces; complex sums as pairs of reals); otherwise its
+// thunk gathers and combines (Note [Reductions NCCL lacks]).
+bool NcclReduces(const HloInstruction& op_instr);
 
 // Whether the thunk emitter runs `instr` as a CollectiveThunk (or its -done as a
 // CollectiveDoneThunk); Unimplemented saying why not otherwise (the emitter then falls back to
@@ -72,13 +85,25 @@ Status CollectiveThunkApplies(const HloInstruction& instr);
 bool IsCollectiveThunkOp(const HloInstruction& instr);  // the opcodes considered at all
 bool IsCollectiveDoneOp(const HloInstruction& instr);   // -done, async-done, send-done, recv-done
 
+struct CollectiveThunkOptions {
+  // The largest group this op has in the run's grid (the thunk emitter takes the module
+  // header's): how many members' data a gathering op (a reduction NCCL lacks,
+  // ragged-all-to-all) has room for in the workspace. A larger group at run time is a
+  // FailedPrecondition. Default 1.
+  int64_t max_group = 1;
+  // collective_kernels.h's kernels for the op, compiled (required where CollectiveKernelsFor
+  // gives some; empty otherwise).
+  std::string cubin;
+};
+
 class CollectiveThunk : public GpuThunk {
  public:
   // `instr`: the collective (or its -start / async-start); `operands`: its array operands'
   // slices; `leaves`: every array leaf of its result (the module must outlive the thunk).
   static StatusOr<std::unique_ptr<CollectiveThunk>> Create(const HloInstruction& instr,
                                                            std::vector<BufferSlice> operands,
-                                                           std::vector<BufferSlice> leaves);
+                                                           std::vector<BufferSlice> leaves,
+                                                           CollectiveThunkOptions options = {});
   Status Initialize(const ThunkInitParams& params) override;
   Status Execute(const ThunkExecuteParams& params) const override;
   uint64_t workspace_bytes() const override { return workspace_; }
@@ -94,6 +119,10 @@ class CollectiveThunk : public GpuThunk {
   CollectiveThunk(const HloInstruction& instr, const HloInstruction& op_instr, HloOpcode op);
   Status Run(const ThunkExecuteParams& params, runtime::Stream& stream) const;
   Status RunAlone(const ThunkExecuteParams& params, runtime::Stream& stream) const;
+  Status GatherAndCombine(const ThunkExecuteParams& params, runtime::Stream& stream, const NcclWorld& w,
+                          nccl::ncclComm_t comm, size_t k, int64_t n, int64_t rank) const;
+  Status RaggedCopy(const ThunkExecuteParams& params, runtime::Stream& stream, const void* const* gathered, int64_t n,
+                    int64_t rank) const;
 
   const HloInstruction& instr_;     // as scheduled (a -start or async-start included)
   const HloInstruction& op_instr_;  // the collective itself (async-start: the wrapped root)
@@ -108,6 +137,11 @@ class CollectiveThunk : public GpuThunk {
   bool in_place_ = false;  // all-reduce-start: operands copied into the results, reduced there
   uint64_t workspace_ = 0;
   std::unique_ptr<runtime::Event> ready_event_, done_event_;
+  bool device_reduction_ = false;  // Note [Reductions NCCL lacks]
+  int64_t max_group_ = 1;
+  std::string cubin_;                       // collective_kernels.h
+  std::unique_ptr<runtime::Module> module_;  // loaded from cubin_ at Initialize
+  std::vector<runtime::Kernel*> kernels_;    // kiln_combine_<k> per operand, or kiln_ragged
 };
 
 // all-reduce-done, all-gather-done, collective-permute-done, async-done (of a CollectiveThunk

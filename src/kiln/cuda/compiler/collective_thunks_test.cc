@@ -17,6 +17,7 @@
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/parser.h"
 #include "kiln/hlo/random_literal.h"
+#include "kiln/passes/send_recv_ordering.h"
 
 namespace kiln::cuda {
 namespace {
@@ -36,6 +37,23 @@ pand {
   a = pred[] parameter(0)
   b = pred[] parameter(1)
   ROOT s = pred[] and(a, b)
+}
+odd {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  two = f32[] constant(2)
+  m = f32[] multiply(a, two)
+  ROOT c = f32[] add(m, b)
+}
+cmul {
+  a = c64[] parameter(0)
+  b = c64[] parameter(1)
+  ROOT c = c64[] multiply(a, b)
+}
+s16sum {
+  a = s16[] parameter(0)
+  b = s16[] parameter(1)
+  ROOT c = s16[] add(a, b)
 }
 rs_body {
   p = f32[4,6] parameter(0)
@@ -100,19 +118,66 @@ const Case kCases[] = {
   s = u32[] partition-id()
   ROOT t = (f32[7], f32[7], u32[], u32[]) tuple(p, q, r, s)
 })"},
+    // Reductions NCCL lacks (Note [Reductions NCCL lacks]): gathered and combined on the device.
+    {"device_reductions", R"(ENTRY e {
+  x = f32[4,6] parameter(0)
+  y = c64[5] parameter(1)
+  z = s16[3,2] parameter(2)
+  a = f32[4,6] all-reduce(x), replica_groups={}, to_apply=odd
+  r = f32[4,6] reduce-scatter(x), dimensions={1}, replica_groups={}, to_apply=odd
+  b = c64[5] all-reduce(y), replica_groups={}, to_apply=cmul
+  c = s16[3,2] all-reduce(z), replica_groups={}, to_apply=s16sum
+  ROOT t = (f32[4,6], f32[4,6], c64[5], s16[3,2]) tuple(a, r, b, c)
+})"},
+    // Note [Ragged all-to-all on NCCL]: rows 2..4 of x land at rows 4..6 of the output.
+    {"ragged_all_to_all", R"(ENTRY e {
+  x = f32[8,4] parameter(0)
+  o = f32[8,4] parameter(1)
+  io = s32[1] constant({2})
+  ss = s32[1] constant({3})
+  oo = s32[1] constant({4})
+  rs = s32[1] constant({3})
+  ROOT r = f32[8,4] ragged-all-to-all(x, o, io, ss, oo, rs), replica_groups={{0}}
+})"},
+    // Two channels' sends queued before either recv-done: each recv-done takes its own
+    // channel's (Note [Send and recv on NCCL]).
+    {"send_recv_two_channels", R"(ENTRY e {
+  x = f32[4] parameter(0)
+  y = f32[4] negate(x)
+  tok = token[] after-all()
+  sa = (f32[4], u32[], token[]) send(x, tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sb = (f32[4], u32[], token[]) send(y, tok), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  ra = (f32[4], u32[], token[]) recv(tok), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  rb = (f32[4], u32[], token[]) recv(tok), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  rdb = (f32[4], token[]) recv-done(rb), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  rda = (f32[4], token[]) recv-done(ra), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sdda = token[] send-done(sa), channel_id=1, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sddb = token[] send-done(sb), channel_id=2, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  a = f32[4] get-tuple-element(rda), index=0
+  b = f32[4] get-tuple-element(rdb), index=0
+  ROOT t = (f32[4], f32[4]) tuple(a, b)
+})"},
     {"send_recv", R"(ENTRY e {
   x = f32[4] parameter(0)
   tok = token[] after-all()
   rv = (f32[4], u32[], token[]) recv(tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
-  sd = (f32[4], u32[], token[]) send(x, tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
   rd = (f32[4], token[]) recv-done(rv), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sd = (f32[4], u32[], token[]) send(x, tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
   sdd = token[] send-done(sd), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
   ROOT g = f32[4] get-tuple-element(rd), index=0
 })"},
 };
 
-StatusOr<std::unique_ptr<CompiledGpuModule>> CompileForPreset(const std::string& text) {
+// The module as the cuda backend compiles it: send -> recv-done -> send-done ordered
+// (passes/send_recv_ordering.h), as in the pipeline (cuda_backend.cc).
+StatusOr<std::unique_ptr<HloModule>> ParseForPipeline(const std::string& text) {
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> m, ParseHloModule(text));
+  KILN_RETURN_IF_ERROR(OrderSendsBeforeRecvDones(*m).status());
+  return m;
+}
+
+StatusOr<std::unique_ptr<CompiledGpuModule>> CompileForPreset(const std::string& text) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> m, ParseForPipeline(text));
   GpuCompileOptions o;
   KILN_ASSIGN_OR_RETURN(o.device, codegen::DeviceSpec::FromPreset("sm_90"));
   return GpuCompiler::Compile(std::move(m), o);
@@ -130,7 +195,7 @@ TEST(CollectiveThunks, EveryCaseCompilesToNcclThunksWithoutHostFallbacks) {
   }
 }
 
-TEST(CollectiveThunks, AnotherReductionRunsOnTheHostSayingWhy) {
+TEST(CollectiveThunks, AnotherReductionCombinesOnTheDevice) {
   auto compiled = CompileForPreset(R"(HloModule m
 odd {
   a = f32[] parameter(0)
@@ -144,7 +209,8 @@ ENTRY e {
 })");
   if (!compiled.ok() && compiled.status().message().find("nvrtc") != std::string::npos) GTEST_SKIP();
   ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
-  EXPECT_EQ((*compiled)->stats.host_fallbacks.count("all-reduce"), 1u) << (*compiled)->ThunkListing();
+  EXPECT_TRUE((*compiled)->stats.host_fallbacks.empty()) << (*compiled)->ThunkListing();
+  EXPECT_NE((*compiled)->ThunkListing().find("combine odd on the device"), std::string::npos) << (*compiled)->ThunkListing();
 }
 
 TEST(CollectiveThunks, MissingNcclIsAClearError) {
@@ -163,21 +229,24 @@ CudaDevice* TheDevice() {
   return d.ok() ? static_cast<CudaDevice*>(*d) : nullptr;
 }
 
+// A 1-rank NCCL world on `device` (null without with_nccl); NotFound without libnccl.
+StatusOr<std::shared_ptr<NcclWorld>> OneRankWorld(CudaDevice& device, bool with_nccl) {
+  if (!with_nccl) return std::shared_ptr<NcclWorld>();
+  auto api = NcclApi::Default();
+  if (!api.ok()) return NotFound(api.status().ToString());
+  return NcclWorld::CreateInProcess(*api, {&device});
+}
+
 // Runs every case on the device (twice: eager, then the CUDA graph) against the evaluator.
 void RunCases(bool with_nccl) {
   CudaDevice* device = TheDevice();
   if (device == nullptr) GTEST_SKIP() << "no CUDA device";
-  std::shared_ptr<NcclWorld> world;
-  if (with_nccl) {
-    auto api = NcclApi::Default();
-    if (!api.ok()) GTEST_SKIP() << api.status().ToString();
-    auto w = NcclWorld::CreateInProcess(*api, {device});
-    ASSERT_TRUE(w.ok()) << w.status().ToString();
-    world = *w;
-  }
+  auto world = OneRankWorld(*device, with_nccl);
+  if (!world.ok() && world.status().code() == StatusCode::kNotFound) GTEST_SKIP() << world.status().ToString();
+  ASSERT_TRUE(world.ok()) << world.status().ToString();
   for (const Case& c : kCases) {
     SCOPED_TRACE(c.name);
-    auto m = ParseHloModule(StrCat(kSum, c.entry));
+    auto m = ParseForPipeline(StrCat(kSum, c.entry));
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     std::vector<Shape> shapes;
     for (const HloInstruction* p : (*m)->entry_computation()->parameter_instructions()) shapes.push_back(p->shape());
@@ -192,7 +261,7 @@ void RunCases(bool with_nccl) {
     ASSERT_TRUE(exe.ok()) << exe.status().ToString();
     EXPECT_TRUE((*exe)->has_collectives());
     auto participant = std::make_shared<GpuParticipant>();
-    participant->world = world;
+    participant->world = *world;
     (*exe)->set_participant(participant);
     GpuRunOptions ro;
     ro.poison = true;
@@ -210,6 +279,46 @@ void RunCases(bool with_nccl) {
 
 TEST(CollectiveThunksGpu, OneRankNccl) { RunCases(true); }
 TEST(CollectiveThunksGpu, AloneWithoutNccl) { RunCases(false); }
+
+// A recv-done whose source is the participant itself, where the send of its channel comes only
+// after it (the send needs the received value, so no ordering can help): a clean
+// FailedPrecondition, never a hang on NCCL nor zeros.
+void RunRecvBeforeItsSelfSend(bool with_nccl) {
+  CudaDevice* device = TheDevice();
+  if (device == nullptr) GTEST_SKIP() << "no CUDA device";
+  auto world = OneRankWorld(*device, with_nccl);
+  if (!world.ok() && world.status().code() == StatusCode::kNotFound) GTEST_SKIP() << world.status().ToString();
+  ASSERT_TRUE(world.ok()) << world.status().ToString();
+  auto m = ParseForPipeline(StrCat(kSum, R"(ENTRY e {
+  x = f32[4] parameter(0)
+  tok = token[] after-all()
+  rv = (f32[4], u32[], token[]) recv(tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  rd = (f32[4], token[]) recv-done(rv), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  v = f32[4] get-tuple-element(rd), index=0
+  sd = (f32[4], u32[], token[]) send(v, tok), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  sdd = token[] send-done(sd), channel_id=5, frontend_attributes={_xla_send_recv_source_target_pairs="{{0,0}}"}
+  ROOT r = f32[4] get-tuple-element(rd), index=0
+})"));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  GpuCompileOptions o;
+  o.device = codegen::DeviceSpec::FromDescription(device->description());
+  auto compiled = GpuCompiler::Compile(std::move(*m), o);
+  ASSERT_TRUE(compiled.ok()) << compiled.status().ToString();
+  auto exe = GpuExecutable::Create(std::move(*compiled), *device);
+  ASSERT_TRUE(exe.ok()) << exe.status().ToString();
+  auto participant = std::make_shared<GpuParticipant>();
+  participant->world = *world;
+  (*exe)->set_participant(participant);
+  std::vector<Literal> args = MakeRandomArguments({Shape::Array(PrimitiveType::kF32, {4})}, 7);
+  auto got = (*exe)->Run(args, GpuRunOptions{});
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kFailedPrecondition) << got.status().ToString();
+  EXPECT_NE(got.status().message().find("no send of the channel came before it"), std::string::npos)
+      << got.status().ToString();
+}
+
+TEST(CollectiveThunksGpu, RecvDoneBeforeItsSelfSendFailsWithNccl) { RunRecvBeforeItsSelfSend(true); }
+TEST(CollectiveThunksGpu, RecvDoneBeforeItsSelfSendFailsAlone) { RunRecvBeforeItsSelfSend(false); }
 
 }  // namespace
 }  // namespace kiln::cuda

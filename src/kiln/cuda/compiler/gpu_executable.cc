@@ -34,7 +34,12 @@ Shape Logical(Shape s) {
 
 GpuExecutable::GpuExecutable(std::unique_ptr<CompiledGpuModule> compiled, CudaDevice& device,
                              GpuExecutableOptions options)
-    : compiled_(std::move(compiled)), device_(device), options_(options) {}
+    : compiled_(std::move(compiled)),
+      device_(device),
+      options_(options),
+      // Alone without NCCL until set_participant says otherwise: the participant still queues
+      // its sends for its recv-dones (Note [Send and recv on NCCL]).
+      participant_(std::make_shared<GpuParticipant>()) {}
 
 GpuExecutable::~GpuExecutable() {
   if (stream_) (void)stream_->Synchronize();

@@ -6,6 +6,7 @@
 #include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
 #include "kiln/codegen/emitters.h"
+#include "kiln/cuda/compiler/collective_kernels.h"
 #include "kiln/cuda/compiler/collective_thunks.h"
 #include "kiln/cuda/compiler/control_flow_thunks.h"
 #include "kiln/cuda/compiler/conv_config.h"
@@ -14,6 +15,7 @@
 #include "kiln/cuda/compiler/kernel_thunk.h"
 #include "kiln/cuda/compiler/library_calls.h"
 #include "kiln/cuda/compiler/library_thunks.h"
+#include "kiln/eval/collective_ops.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/fusion_utils.h"
 #include "kiln/passes/thunk_util.h"
@@ -490,7 +492,36 @@ class Emitter {
       }
     }
     KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> leaves, Leaves(instr));
-    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CollectiveThunk> t, CollectiveThunk::Create(instr, std::move(ops), std::move(leaves)));
+    // What NCCL cannot do alone runs as generated kernels beside it (collective_kernels.h).
+    const HloInstruction& op = UnwrapAsyncCollective(instr);
+    const HloOpcode sync = CollectiveSyncOpcode(op.opcode());
+    const bool device_reduction =
+        (sync == HloOpcode::kAllReduce || sync == HloOpcode::kReduceScatter) && !NcclReduces(op);
+    CollectiveThunkOptions to;
+    StatusOr<std::optional<CollectiveKernelSource>> kernels = CollectiveKernelsFor(op, device_reduction);
+    if (!kernels.ok()) {
+      if (kernels.status().code() == StatusCode::kUnimplemented) return AddHost(instr, kernels.status().message(), out);
+      return kernels.status();
+    }
+    if (*kernels) {
+      NvrtcRequest r;
+      r.source = (*kernels)->source;
+      r.headers = (*kernels)->headers;
+      r.arch = options_.device.arch();
+      r.program_name = (*kernels)->name;
+      KILN_ASSIGN_OR_RETURN(NvrtcProgram prog, options_.nvrtc->Compile(r));
+      to.cubin = std::move(prog.cubin);
+      if (prog.from_cache) ++from_cache_;
+    }
+    // The run's grid: the module header's (the cuda backend writes the run's into it).
+    const DeviceGrid grid{std::max<int64_t>(1, module_.header().replica_count),
+                          std::max<int64_t>(1, module_.header().num_partitions)};
+    for (int64_t d = 0; d < grid.num_devices(); ++d) {
+      StatusOr<std::vector<int64_t>> g = CollectiveGroupOf(op, grid, d);
+      to.max_group = std::max<int64_t>(to.max_group, g.ok() ? static_cast<int64_t>(g->size()) : grid.num_devices());
+    }
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CollectiveThunk> t,
+                          CollectiveThunk::Create(instr, std::move(ops), std::move(leaves), std::move(to)));
     collective_starts_[&instr] = t.get();
     out.push_back(std::move(t));
     return OkStatus();
