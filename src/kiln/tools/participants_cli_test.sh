@@ -2,10 +2,12 @@
 # The `kiln` binary over several participants (docs/collectives.md, docs/npz.md):
 # --replicas/--partitions and the module header, per-participant and global .npz inputs and
 # outputs, compare and bench, on the interpreter and the cpu.
-#   participants_cli_test.sh KILN_BINARY SOURCE_DIR
+#   participants_cli_test.sh KILN_BINARY SOURCE_DIR [PYTHON]
+# PYTHON (default python3): an interpreter with numpy, for checking written .npz files.
 set -u
 KILN=$1
 DATA=$2/src/kiln/tools/testdata/collectives
+PYTHON=${3:-python3}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 passed=0
@@ -45,7 +47,7 @@ for dev in interpreter cpu; do
   check "${dev}_bench" 0 'bench psum on .*4 participants' -- \
     "$KILN" bench "$DATA/psum.hlo" --device $dev --iterations 3 --warmup 1
 done
-check global_written 0 '' -- python3 -c "
+check global_written 0 '' -- "$PYTHON" -c "
 import numpy as np, sys
 z = np.load('$TMP/g_cpu.npz'); w = np.load('$DATA/global_expected.npz')
 sys.exit(0 if np.array_equal(z['out0'], w['out0']) and 'p1.out0' in z else 1)"
