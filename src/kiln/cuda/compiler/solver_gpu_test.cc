@@ -36,7 +36,9 @@ CudaDevice* TheDevice() {
 }
 
 // Compiles `text` with the host fallback off, checks that it has `solver_calls` solver thunks
-// that all run on the device, runs it on random inputs and compares with the evaluator.
+// that all run on the device, runs it on random inputs and compares with the evaluator. Without
+// a device the module is only evaluated and compiled (for the sm_90 preset: NVRTC runs without
+// a GPU), and the test skips at its end (REQUIRE_DEVICE).
 void RunAndCompare(const std::string& text, const std::string& what, int solver_calls) {
   SCOPED_TRACE(what);
   CudaDevice* device = TheDevice();
@@ -48,10 +50,20 @@ void RunAndCompare(const std::string& text, const std::string& what, int solver_
   auto expected = EvaluateModule(**m, args);
   ASSERT_TRUE(expected.ok()) << expected.status().ToString() << "\n" << text;
   GpuCompileOptions o;
-  o.device = codegen::DeviceSpec::FromDescription(device->description());
+  if (device) {
+    o.device = codegen::DeviceSpec::FromDescription(device->description());
+  } else {
+    auto preset = codegen::DeviceSpec::FromPreset("sm_90");
+    ASSERT_TRUE(preset.ok()) << preset.status().ToString();
+    o.device = *preset;
+  }
   o.allow_host_fallback = false;
   auto compiled = GpuCompiler::Compile(std::move(*m), o);
   ASSERT_TRUE(compiled.ok()) << compiled.status().ToString() << "\n" << text;
+  int emitted = 0;
+  for (const GpuThunk* t : (*compiled)->entry.Flatten()) emitted += t->kind() == GpuThunk::Kind::kSolver;
+  EXPECT_EQ(emitted, solver_calls) << text;
+  if (!device) return;
   auto exe = GpuExecutable::Create(std::move(*compiled), *device, {});
   ASSERT_TRUE(exe.ok()) << exe.status().ToString();
   GpuRunOptions ro;
@@ -149,11 +161,11 @@ std::string Call(const std::string& name, const std::string& shape, const std::s
                 "\", api_version=API_VERSION_TYPED_FFI, backend_config={", config, "}");
 }
 
+// At the end of a test: without a device its modules were only evaluated and compiled.
 #define REQUIRE_DEVICE() \
-  if (!TheDevice()) GTEST_SKIP() << "no CUDA device"
+  if (!TheDevice()) GTEST_SKIP() << "no CUDA device: the modules were evaluated and compiled, not run"
 
 TEST(SolverGpuTest, CholeskyLuQr) {
-  REQUIRE_DEVICE();
   struct Potrf { std::string t, target, config; int64_t batch, n; };
   for (const Potrf& c : {Potrf{"f32", "cusolver_potrf_ffi", "lower = true", 0, 6},
                          Potrf{"c64", "cusolver_potrf_ffi", "lower = false", 2, 5},
@@ -216,10 +228,10 @@ TEST(SolverGpuTest, CholeskyLuQr) {
     }
     RunAndCompare(m.Finish(root), StrCat("geqrf/orgqr ", c.t, " ", d), calls);
   }
+  REQUIRE_DEVICE();
 }
 
 TEST(SolverGpuTest, EigenAndTridiagonal) {
-  REQUIRE_DEVICE();
   struct Eig { std::string t, target, config; int64_t batch, n; };
   for (const Eig& c : {Eig{"f32", "cusolver_syevd_ffi", "algorithm = 0 : ui8, lower = true", 0, 6},
                        Eig{"f64", "cusolver_syevd_ffi", "algorithm = 0 : ui8, lower = false", 2, 5},
@@ -251,10 +263,10 @@ TEST(SolverGpuTest, EigenAndTridiagonal) {
     for (int i = 0; i < 5; ++i) m.Line(StrCat("g", i, " = ", parts[i], " get-tuple-element(f), index=", i));
     RunAndCompare(m.Finish(shape + " tuple(g0, g1, g2, g3, g4)"), StrCat("sytrd ", c.t, " ", c.config), 1);
   }
+  REQUIRE_DEVICE();
 }
 
 TEST(SolverGpuTest, SingularValueDecompositions) {
-  REQUIRE_DEVICE();
   // x and y: the shapes of the third and fourth results; u_is_x: which holds U; v_is_vh: the
   // other holds V^H (else V).
   struct Svd { std::string t, target, config; int64_t batch, m, n, xr, xc, yr, yc; bool u_is_x, vh; };
@@ -303,16 +315,16 @@ TEST(SolverGpuTest, SingularValueDecompositions) {
                 "compute_uv = false, full_matrices = true"));
     RunAndCompare(m.Finish("f32[4] get-tuple-element(f), index=1"), "svdvals", 1);
   }
+  REQUIRE_DEVICE();
 }
 
 TEST(SolverGpuTest, TriangularSolveSyrkCholeskyUpdate) {
-  REQUIRE_DEVICE();
   struct Trsm { std::string t, config; int64_t a_batch, batch, m, n; };
   for (const Trsm& c : {
            Trsm{"f32", "diag = 78 : ui8, side = 76 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8", 0, 0, 6, 3},
            Trsm{"f64", "diag = 85 : ui8, side = 82 : ui8, trans_x = 84 : ui8, uplo = 85 : ui8", 0, 0, 4, 5},
            Trsm{"c64", "diag = 78 : ui8, side = 76 : ui8, trans_x = 67 : ui8, uplo = 85 : ui8", 2, 2, 5, 2},
-           Trsm{"c128", "diag = 78 : ui8, side = 82 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8", 0, 3, 2, 4},
+           Trsm{"c128", "diag = 78 : ui8, side = 82 : ui8, trans_x = 78 : ui8, uplo = 76 : ui8", 3, 3, 2, 4},
        }) {
     const bool left = c.config.find("side = 76") != std::string::npos;
     const int64_t k = left ? c.m : c.n;
@@ -358,10 +370,10 @@ TEST(SolverGpuTest, TriangularSolveSyrkCholeskyUpdate) {
     m.Line(StrCat("u1 = ", t, "[5] get-tuple-element(u), index=1"));
     RunAndCompare(m.Finish(StrCat("(", t, "[5,5], ", t, "[5]) tuple(u0, u1)")), "cholesky_update " + t, 1);
   }
+  REQUIRE_DEVICE();
 }
 
 TEST(SolverGpuTest, TridiagonalSolves) {
-  REQUIRE_DEVICE();
   // dominant: the diagonal shifted by 4 (no interchanges); else random (pivoting, f64 only: a
   // random tridiagonal system may be badly conditioned).
   struct Gtsv { std::string t, target; int64_t batch, n, nrhs; bool dominant; };
@@ -389,6 +401,7 @@ TEST(SolverGpuTest, TridiagonalSolves) {
       RunAndCompare(m.Finish(b + " copy(x)"), "gtsv2 " + c.t + " " + c.target, 1);
     }
   }
+  REQUIRE_DEVICE();
 }
 
 }  // namespace

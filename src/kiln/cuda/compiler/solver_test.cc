@@ -48,12 +48,12 @@ TEST(SolverThunkTest, Targets) {
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->svd_layout, SvdLayout::kVtU);
 
-  d = DescOf("  a = f64[3,3] parameter(0)\n  b = f64[2,3,4] parameter(1)\n",
+  d = DescOf("  a = f64[2,3,3] parameter(0)\n  b = f64[2,3,4] parameter(1)\n",
              "f64[2,3,4] custom-call(a, b), custom_call_target=\"lapack_dtrsm_ffi\", api_version=API_VERSION_TYPED_FFI, "
              "backend_config={diag = 85 : ui8, side = 76 : ui8, trans_x = 84 : ui8, uplo = 85 : ui8}");
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->op, SolverOp::kTrsm);
-  EXPECT_TRUE(d->a_shared);
+  EXPECT_EQ(d->batch, 2);
   EXPECT_TRUE(d->left_side);
   EXPECT_FALSE(d->lower);
   EXPECT_TRUE(d->unit_diagonal);

@@ -162,12 +162,11 @@ StatusOr<libs::SolverDesc> SolverDescForCall(const HloInstruction& instr) {
       std::optional<Mat> a = MatOf(instr.operand(0)->shape()), b = MatOf(instr.operand(1)->shape());
       if (!a || !b) return unsupported("operands are not matrices");
       if (a->rows != a->cols) return unsupported("a is not square");
-      if (a->batch != b->batch && a->batch != 1) return unsupported("a's batch does not fit b's");
+      if (a->batch != b->batch) return unsupported("a's batch does not fit b's");
       d.batch = b->batch;
       d.m = b->rows;
       d.n = b->cols;
       d.k = a->rows;
-      d.a_shared = a->batch == 1 && b->batch != 1;
       d.left_side = flag("side", 'L') == 'L';
       d.lower = flag("uplo", 'L') == 'L';
       d.unit_diagonal = flag("diag", 'N') == 'U';

@@ -107,7 +107,7 @@ std::string SolverDesc::ToString() const {
     s += lower ? " lower" : " upper";
   if (op == SolverOp::kTrsm)
     s += StrCat(left_side ? " left" : " right", transpose == 1 ? " T" : transpose == 2 ? " C" : " N",
-                unit_diagonal ? " unit" : "", a_shared ? " shared-a" : "");
+                unit_diagonal ? " unit" : "");
   if (op == SolverOp::kSyrk && syrk_transpose) s += " transpose";
   if (op == SolverOp::kGtsv && gtsv_lapack) s += " lapack";
   if (IsSvd(op)) {
@@ -191,7 +191,7 @@ uint64_t SolverInputBytes(const SolverDesc& d, int64_t i) {
   const uint64_t e = PrimitiveByteWidth(d.type), b = d.batch;
   switch (d.op) {
     case SolverOp::kOrgqr: return i == 0 ? b * d.m * d.n * e : b * d.k * e;
-    case SolverOp::kTrsm: return i == 0 ? (d.a_shared ? 1 : b) * d.k * d.k * e : b * d.m * d.n * e;
+    case SolverOp::kTrsm: return i == 0 ? b * d.k * d.k * e : b * d.m * d.n * e;
     case SolverOp::kSyrk:
       if (i == 0) return b * d.n * d.k * e;
       if (i == 1) return b * d.n * d.n * e;
@@ -795,7 +795,7 @@ Status SolverPlan::RunTyped(std::span<const runtime::DeviceMemory> in, std::span
         KILN_RETURN_IF_ERROR(blas_ok(
             trsm(bh, d.left_side ? CUBLAS_SIDE_RIGHT : CUBLAS_SIDE_LEFT, Fill(d.lower), op,
                  d.unit_diagonal ? CUBLAS_DIAG_UNIT : CUBLAS_DIAG_NON_UNIT, in_, im, &one,
-                 static_cast<const T*>(at(in[0], d.a_shared ? 0 : b * kk, e)), ik,
+                 static_cast<const T*>(at(in[0], b * kk, e)), ik,
                  static_cast<T*>(at(out[0], b * mn, e)), in_),
             "cublas<t>trsm"));
       }

@@ -39,8 +39,7 @@
 //   kGesvdj   (a) -> (a, s, u, v, info)  cuSOLVER gesvdj (Jacobi): U and V itself (kUV).
 //             SVDs: singular values descending; compute_uv = false leaves x and y zero; the
 //             first result is the input.
-//   kTrsm     (a, b) -> x              op(a) x = b (left) or x op(a) = b; a may be shared by
-//             every batch (a_batch = 1).
+//   kTrsm     (a, b) -> x              op(a) x = b (left) or x op(a) = b, a and b batched alike.
 //   kSyrk     (a, c, alpha, beta) -> c'  the lower triangle (row-major) of alpha a a^T + beta c
 //             (a^T a with syrk_transpose), the strict upper triangle c's; no conjugation.
 //   kPivotsToPermutation  (s32 pivots [batch, k]) -> s32 perm [batch, m]: 0-based interchanges
@@ -108,7 +107,6 @@ struct SolverDesc {
   bool left_side = true;
   int transpose = 0;  // 0 op(a) = a, 1 a^T, 2 a^H
   bool unit_diagonal = false;
-  bool a_shared = false;  // one a for every batch
   // kSyrk: a is k x n (a^T a) instead of n x k (a a^T).
   bool syrk_transpose = false;
   // kGtsv: LAPACK's five results instead of x alone.
