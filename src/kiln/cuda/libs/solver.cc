@@ -607,6 +607,10 @@ Status SolverPlan::RunTyped(std::span<const runtime::DeviceMemory> in, std::span
   }
   const std::string what = d.ToString();
   auto blas_ok = [&](cublasStatus_t st, const char* call) { return CublasStatus(*blas, st, StrCat(call, " (", what, ")")); };
+  // The stream's cuBLAS handle may still carry the workspace a tuned cuBLAS GEMM gave it
+  // (CublasGemmPlan: a slice of some executable's workspace, maybe freed since): these calls run
+  // without one.
+  KILN_RETURN_IF_ERROR(blas_ok(blas->cublasSetWorkspace(bh, nullptr, 0), "cublasSetWorkspace(handle, nullptr, 0)"));
   auto solver_ok = [&](cusolverStatus_t st, const char* call) { return CusolverStatus(st, StrCat(call, " (", what, ")")); };
   auto at = [](const runtime::DeviceMemory& mem, uint64_t elems, uint64_t width) {
     return static_cast<void*>(static_cast<char*>(mem.ptr) + elems * width);
@@ -620,14 +624,15 @@ Status SolverPlan::RunTyped(std::span<const runtime::DeviceMemory> in, std::span
   int* scratch_info = reinterpret_cast<int*>(static_cast<char*>(ws.ptr) + info_offset_);
   const T one = One<T>(), zero = Zero<T>();
   // dst (cols x rows, column-major, leading dimension ld_dst) = src^T, src rows x cols
-  // column-major with leading dimension ld_src.
+  // column-major with leading dimension ld_src: geam's 1 src^T + 0 src^T (B is src too, so
+  // nothing unwritten is read even if beta = 0 did not skip it).
   auto transpose = [&](const void* src, int64_t rows, int64_t cols, int64_t ld_src, void* dst,
                        int64_t ld_dst) -> Status {
     if (rows == 0 || cols == 0) return OkStatus();
     const auto geam = KILN_PICK(*blas, cublasSgeam, cublasDgeam, cublasCgeam, cublasZgeam);
-    return blas_ok(geam(bh, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(cols), static_cast<int>(rows), &one,
-                        static_cast<const T*>(src), static_cast<int>(ld_src), &zero, static_cast<T*>(dst),
-                        static_cast<int>(ld_dst), static_cast<T*>(dst), static_cast<int>(ld_dst)),
+    return blas_ok(geam(bh, CUBLAS_OP_T, CUBLAS_OP_T, static_cast<int>(cols), static_cast<int>(rows), &one,
+                        static_cast<const T*>(src), static_cast<int>(ld_src), &zero, static_cast<const T*>(src),
+                        static_cast<int>(ld_src), static_cast<T*>(dst), static_cast<int>(ld_dst)),
                    "cublas<t>geam");
   };
   auto copy = [&](void* dst, const void* src, uint64_t bytes) -> Status {
