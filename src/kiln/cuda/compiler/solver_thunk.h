@@ -30,6 +30,15 @@
 //   orders and normalizes eigenpairs differently from LAPACK), gees and gehrd (no cuSOLVER
 //   routine; CPU lowerings only). See docs/gpu.md.
 //
+// Note [Solver calls and CUDA graphs]
+//   An executable is captured into a CUDA graph on its second run unless a thunk SyncsHost()
+//   (Note [CUDA graph capture] in gpu_executable.h). A solver thunk of syevd, gesvd or gesvdj
+//   says it does (libs::SolverCapturable): on the H200 the capturing run of such executables
+//   failed (cuSOLVER's iterative eigen/SVD routines wait for the device inside), so they run
+//   eagerly, as XLA keeps cuSOLVER calls out of its command buffers. The second runs of the
+//   other ops' executables passed there. (The failures' messages were not retrieved, and this
+//   rule was not re-run on a device.)
+//
 // A plan that cannot be created at Initialize because cuSOLVER or cuBLAS is absent (NotFound)
 // or turns the problem down (Unimplemented / InvalidArgument) runs the host fallback instead,
 // with a warning naming why; any other failure is an error.
@@ -60,7 +69,8 @@ class SolverThunk : public GpuThunk {
               std::vector<BufferSlice> outputs, std::unique_ptr<GpuThunk> fallback);
   Status Initialize(const ThunkInitParams& params) override;
   Status Execute(const ThunkExecuteParams& params) const override;
-  bool SyncsHost() const override { return use_fallback_; }
+  // Note [Solver calls and CUDA graphs]
+  bool SyncsHost() const override { return use_fallback_ || !libs::SolverCapturable(desc_.op); }
   uint64_t workspace_bytes() const override;
   std::string ToString() const override;
   const libs::SolverDesc& desc() const { return desc_; }

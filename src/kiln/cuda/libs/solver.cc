@@ -118,6 +118,10 @@ std::string SolverDesc::ToString() const {
   return s;
 }
 
+bool SolverCapturable(SolverOp op) {
+  return op != SolverOp::kSyevd && op != SolverOp::kGesvd && op != SolverOp::kGesvdj;
+}
+
 Status ValidateSolverDesc(const SolverDesc& d) {
   const std::string what = d.ToString();
   if (d.op == SolverOp::kPivotsToPermutation) {

@@ -119,6 +119,13 @@ struct SolverDesc {
   std::string ToString() const;  // "solver gesvd c64 batch=2 m=5 n=3 ..."
 };
 
+// Whether a run of `op` may be captured into a CUDA graph. cuSOLVER's eigen and singular-value
+// routines (syevd, gesvd, gesvdj) iterate to convergence and are not: on an H200 (cuSOLVER
+// 12.0.4) the second run of executables calling them -- the one that captures a graph -- failed
+// while every other op's passed (Note [Solver calls and CUDA graphs] in
+// cuda/compiler/solver_thunk.h).
+bool SolverCapturable(SolverOp op);
+
 // InvalidArgument / Unimplemented for descriptors the plan cannot run.
 Status ValidateSolverDesc(const SolverDesc& desc);
 
