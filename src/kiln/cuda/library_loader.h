@@ -87,6 +87,7 @@ struct CudaLibraryPaths {
   std::string cublas;    // CublasApi
   std::string cublaslt;  // CublasLtApi
   std::string cufft;     // CufftApi
+  std::string cusolver;  // CusolverApi
   std::string cudnn;     // CudnnApi
   std::string nccl;      // NcclApi
   std::string mpi;       // MpiBootstrap's libmpi (runs over several processes)

@@ -176,7 +176,7 @@ TEST(CudaLoaderTest, ReportsEveryVendorLibrary) {
     EXPECT_FALSE(version.empty()) << name;
     std::cout << name << ": " << version << "\n";
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"nvrtc", "cublas", "cublasLt", "cufft", "cudnn", "nccl"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"nvrtc", "cublas", "cublasLt", "cufft", "cusolver", "cudnn", "nccl"}));
 }
 
 TEST(CudaLoaderTest, LoadsTheToolkitLibrariesThatArePresent) {
@@ -196,6 +196,20 @@ TEST(CudaLoaderTest, LoadsTheToolkitLibrariesThatArePresent) {
     EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
     EXPECT_NE(s.message().find("CUBLAS_STATUS_ALLOC_FAILED"), std::string::npos) << s.message();
   }
+  StatusOr<std::shared_ptr<const CusolverApi>> cusolver = CusolverApi::Default();
+  if (cusolver.ok()) {
+    EXPECT_NE((*cusolver)->Version(), "0.0.0");
+    Status s = CusolverStatus(CUSOLVER_STATUS_INVALID_VALUE, "cusolverDnSpotrf");
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.message(), "cusolver: cusolverDnSpotrf: CUSOLVER_STATUS_INVALID_VALUE");
+  }
+}
+
+TEST(CudaLoaderTest, MissingCusolverIsAClearError) {
+  StatusOr<std::shared_ptr<const CusolverApi>> api = CusolverApi::Load("/nonexistent/libcusolver.so.12");
+  ASSERT_FALSE(api.ok());
+  EXPECT_EQ(api.status().code(), StatusCode::kNotFound) << api.status().ToString();
+  EXPECT_NE(api.status().message().find("cusolver"), std::string::npos) << api.status().message();
 }
 
 }  // namespace

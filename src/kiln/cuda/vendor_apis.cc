@@ -28,6 +28,10 @@ Status LoadCufft(CufftApi& api) {
   KILN_CUFFT_FUNCTIONS(KILN_CUDA_LOAD_MEMBER)
   return OkStatus();
 }
+Status LoadCusolver(CusolverApi& api) {
+  KILN_CUSOLVER_FUNCTIONS(KILN_CUDA_LOAD_MEMBER)
+  return OkStatus();
+}
 #if defined(KILN_HAVE_CUDNN_HEADERS)
 Status LoadCudnn(CudnnApi& api) {
   KILN_CUDNN_FUNCTIONS(KILN_CUDA_LOAD_MEMBER)
@@ -168,6 +172,52 @@ Status CufftStatus(cufftResult result, std::string_view call) {
   return LibraryStatus("cufft", call, static_cast<int>(result), name, nullptr, mapped);
 }
 
+StatusOr<std::shared_ptr<const CusolverApi>> CusolverApi::Load(const std::string& library) {
+  return LoadApi<CusolverApi>(
+      "cusolver",
+      Candidates(library, GetCudaLibraryPaths().cusolver,
+                 {StrCat("libcusolver.so.", CUSOLVER_VER_MAJOR), "libcusolver.so"}),
+      LoadCusolver);
+}
+StatusOr<std::shared_ptr<const CusolverApi>> CusolverApi::Default() {
+  static const auto* loaded = new StatusOr<std::shared_ptr<const CusolverApi>>(Load());
+  return *loaded;
+}
+std::string CusolverApi::Version() const {
+  int major = 0, minor = 0, patch = 0;
+  cusolverGetProperty(MAJOR_VERSION, &major);
+  cusolverGetProperty(MINOR_VERSION, &minor);
+  cusolverGetProperty(PATCH_LEVEL, &patch);
+  return StrCat(major, ".", minor, ".", patch);
+}
+
+Status CusolverStatus(cusolverStatus_t result, std::string_view call) {
+  if (result == CUSOLVER_STATUS_SUCCESS) return OkStatus();
+  const char* name = nullptr;
+  StatusCode mapped = StatusCode::kInternal;
+  switch (result) {
+#define KILN_CUSOLVER_CASE(e, code) \
+  case e:                           \
+    name = #e;                      \
+    mapped = code;                  \
+    break;
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_NOT_INITIALIZED, StatusCode::kFailedPrecondition)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_ALLOC_FAILED, StatusCode::kResourceExhausted)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_INVALID_VALUE, StatusCode::kInvalidArgument)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_ARCH_MISMATCH, StatusCode::kUnimplemented)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_MAPPING_ERROR, StatusCode::kInternal)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_EXECUTION_FAILED, StatusCode::kInternal)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_INTERNAL_ERROR, StatusCode::kInternal)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_MATRIX_TYPE_NOT_SUPPORTED, StatusCode::kUnimplemented)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_NOT_SUPPORTED, StatusCode::kUnimplemented)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_INVALID_LICENSE, StatusCode::kFailedPrecondition)
+    KILN_CUSOLVER_CASE(CUSOLVER_STATUS_INVALID_WORKSPACE, StatusCode::kInvalidArgument)
+#undef KILN_CUSOLVER_CASE
+    default: break;
+  }
+  return LibraryStatus("cusolver", call, static_cast<int>(result), name, nullptr, mapped);
+}
+
 #if defined(KILN_HAVE_CUDNN_HEADERS)
 StatusOr<std::shared_ptr<const CudnnApi>> CudnnApi::Load(const std::string& library) {
   return LoadApi<CudnnApi>(
@@ -216,6 +266,7 @@ std::vector<std::pair<std::string, std::string>> VendorLibraryVersions() {
   add("cublas", CublasApi::Default());
   add("cublasLt", CublasLtApi::Default());
   add("cufft", CufftApi::Default());
+  add("cusolver", CusolverApi::Default());
 #if defined(KILN_HAVE_CUDNN_HEADERS)
   add("cudnn", CudnnApi::Default());
 #else

@@ -46,6 +46,7 @@ constexpr FlagSpec kFlagSpecs[] = {
     {"cuda_cublas_library", "PATH  cuBLAS to load (platform-level; default libcublas.so.<CUDA major>)"},
     {"cuda_cublaslt_library", "PATH  cuBLASLt to load (platform-level; default libcublasLt.so.<CUDA major>)"},
     {"cuda_cufft_library", "PATH  cuFFT to load (platform-level; default libcufft.so.<cuFFT major>)"},
+    {"cuda_cusolver_library", "PATH  cuSOLVER to load (platform-level; default libcusolver.so.<cuSOLVER major>)"},
     {"cuda_cudnn_library", "PATH  cuDNN to load (platform-level; default libcudnn.so.<cuDNN major>)"},
     {"cuda_nccl_library", "PATH  NCCL to load (platform-level; default libnccl.so.2)"},
     {"cuda_mpi_library", "PATH  OpenMPI's libmpi for runs over several processes (platform-level; default libmpi.so.40)"},
@@ -673,7 +674,7 @@ std::unique_ptr<Backend> CreateCudaBackend(const BackendFlags& flags) {
       {"cuda_cublas_library", &paths.cublas}, {"cuda_cublaslt_library", &paths.cublaslt},
       {"cuda_cufft_library", &paths.cufft},   {"cuda_cudnn_library", &paths.cudnn},
       {"cuda_nccl_library", &paths.nccl},     {"cuda_include_dir", &paths.include_dir},
-      {"cuda_mpi_library", &paths.mpi},
+      {"cuda_mpi_library", &paths.mpi},       {"cuda_cusolver_library", &paths.cusolver},
   };
   bool given = false;
   for (const auto& [name, field] : fields)

@@ -22,6 +22,7 @@ std::string_view ThunkKindName(GpuThunk::Kind kind) {
     case GpuThunk::Kind::kConditional: return "conditional";
     case GpuThunk::Kind::kAttention: return "attention";
     case GpuThunk::Kind::kCollective: return "collective";
+    case GpuThunk::Kind::kSolver: return "solver";
   }
   return "?";
 }

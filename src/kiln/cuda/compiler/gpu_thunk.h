@@ -1,5 +1,5 @@
 // GpuThunk: one unit of device work of a GPU executable -- a generated kernel, a library call
-// (GEMM, convolution, sort, FFT), a copy, a loop, a branch, a collective (NCCL), or (rarely) an op the device cannot
+// (GEMM, convolution, sort, FFT, dense solver), a copy, a loop, a branch, a collective (NCCL), or (rarely) an op the device cannot
 // run, evaluated on the host.
 //
 // An executable is a ThunkSequence per sequential computation, run in schedule order on one
@@ -88,7 +88,7 @@ struct ThunkExecuteParams {
 
 class GpuThunk {
  public:
-  enum class Kind : uint8_t { kKernel, kGemm, kConv, kCopy, kSort, kFft, kHost, kWhile, kConditional, kAttention, kCollective };
+  enum class Kind : uint8_t { kKernel, kGemm, kConv, kCopy, kSort, kFft, kHost, kWhile, kConditional, kAttention, kCollective, kSolver };
 
   virtual ~GpuThunk() = default;
   GpuThunk(const GpuThunk&) = delete;

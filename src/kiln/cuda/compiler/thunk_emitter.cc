@@ -15,6 +15,7 @@
 #include "kiln/cuda/compiler/kernel_thunk.h"
 #include "kiln/cuda/compiler/library_calls.h"
 #include "kiln/cuda/compiler/library_thunks.h"
+#include "kiln/cuda/compiler/solver_thunk.h"
 #include "kiln/eval/collective_ops.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/passes/fusion_utils.h"
@@ -50,7 +51,7 @@ codegen::ScatterMode ScatterModeFor(const HloInstruction& scatter) {
   return codegen::ScatterMode::kSerialized;
 }
 
-enum class How { kNone, kCollective, kCollectiveDone, kKernel, kGemm, kConv, kAttention, kAttentionBackward, kSort, kFft, kCopy, kWhile, kConditional, kCall, kHost };
+enum class How { kNone, kCollective, kCollectiveDone, kKernel, kGemm, kConv, kAttention, kAttentionBackward, kSort, kFft, kSolver, kCopy, kWhile, kConditional, kCall, kHost };
 
 bool RowMajor(const Shape& s) { return !s.has_layout() || s.layout().IsDefaultFor(s.rank()); }
 
@@ -137,6 +138,7 @@ class Emitter {
         if (IsAttentionCall(instr)) return How::kAttention;
         if (IsAttentionBackwardCall(instr)) return How::kAttentionBackward;
         if (instr.attrs().custom_call_target == "TopK") return How::kSort;
+        if (IsSolverCall(instr)) return How::kSolver;
         if (IsIdentityCustomCall(instr)) return How::kCopy;
         return How::kHost;
       case HloOpcode::kReshape: {
@@ -411,6 +413,17 @@ class Emitter {
         KILN_ASSIGN_OR_RETURN(BufferSlice in, Slice(*instr.operand(0)));
         KILN_ASSIGN_OR_RETURN(BufferSlice o, Slice(instr));
         out.push_back(std::make_unique<FftThunk>(instr.name(), std::move(*d), in, o));
+        return OkStatus();
+      }
+      case How::kSolver: {
+        // Note [Solver custom calls] (solver_thunk.h): what the plan cannot run stays on the host.
+        StatusOr<libs::SolverDesc> d = SolverDescForCall(instr);
+        if (!d.ok()) return AddHost(instr, d.status().message(), out);
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> ops, OperandSlices(instr));
+        KILN_ASSIGN_OR_RETURN(std::vector<BufferSlice> outs, Leaves(instr));
+        KILN_ASSIGN_OR_RETURN(std::unique_ptr<HostThunk> fallback, MakeHost(instr));
+        out.push_back(std::make_unique<SolverThunk>(instr.name(), std::move(*d), std::move(ops), std::move(outs),
+                                                    std::move(fallback)));
         return OkStatus();
       }
       case How::kWhile: {

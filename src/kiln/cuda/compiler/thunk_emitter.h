@@ -7,6 +7,9 @@
 //   GemmThunk     __kiln$gemm custom calls;      ConvThunk  __kiln$conv custom calls;
 //   SortThunk     sort (single-key comparators along the minor dimension), topk, TopK;
 //   FftThunk      fft;
+//   SolverThunk   the linear-algebra custom calls of JAX's cuSOLVER, hipSOLVER and LAPACK
+//                 lowerings on cuSOLVER / cuBLAS (Note [Solver custom calls] in solver_thunk.h;
+//                 those it cannot run stay HostThunks, naming why);
 //   CopyThunk     copy between row-major arrays, and the identity custom calls JAX emits
 //                 (Sharding, SPMDFullToShardShape, SPMDShardToFullShape);
 //   WhileThunk, ConditionalThunk (nested sequences), calls emitted inline;
@@ -17,7 +20,7 @@
 //   CollectiveThunk / CollectiveDoneThunk  collectives, their -start/-done and async-start
 //                 forms, send/recv between devices, replica-id, partition-id, on NCCL
 //                 (collective_thunks.h); other reductions and ragged-all-to-all run on the host;
-//   HostThunk     anything else (rng, reduce-window, LAPACK-like custom calls,
+//   HostThunk     anything else (rng, reduce-window, the linear-algebra custom calls above,
 //                 dots and convolutions no library runs, ...): evaluated on the host, with a
 //                 warning per opcode. infeed/outfeed and host transfers are errors.
 // Kernels are generated first for the whole module and compiled in parallel (NVRTC, disk

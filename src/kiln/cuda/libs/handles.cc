@@ -61,6 +61,32 @@ StatusOr<cublasHandle_t> LibraryHandles::Cublas(runtime::Stream& stream) {
   return handle;
 }
 
+StatusOr<const CusolverApi*> LibraryHandles::cusolver_api() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cusolver_api_ == nullptr) {
+    KILN_ASSIGN_OR_RETURN(cusolver_api_, CusolverApi::Default());
+  }
+  return cusolver_api_.get();
+}
+
+StatusOr<cusolverDnHandle_t> LibraryHandles::Cusolver(runtime::Stream& stream) {
+  KILN_ASSIGN_OR_RETURN(CUstream cu_stream, CudaStreamHandle(stream, device_));
+  KILN_ASSIGN_OR_RETURN(const CusolverApi* api, cusolver_api());
+  std::lock_guard<std::mutex> lock(mu_);
+  if (auto it = cusolver_.find(cu_stream); it != cusolver_.end()) return it->second;
+  KILN_RETURN_IF_ERROR(device_.Activate());
+  cusolverDnHandle_t handle = nullptr;
+  KILN_RETURN_IF_ERROR(CusolverStatus(api->cusolverDnCreate(&handle), "cusolverDnCreate(&handle)"));
+  Status status = CusolverStatus(api->cusolverDnSetStream(handle, cu_stream),
+                                 "cusolverDnSetStream(handle, stream)");
+  if (!status.ok()) {
+    api->cusolverDnDestroy(handle);
+    return status;
+  }
+  cusolver_.emplace(cu_stream, handle);
+  return handle;
+}
+
 #if defined(KILN_HAVE_CUDNN_HEADERS)
 StatusOr<const CudnnApi*> LibraryHandles::cudnn_api() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -103,6 +129,13 @@ Status LibraryHandles::PrepareStream(runtime::Stream& stream) {
   // Each library is optional: a missing cuBLAS or cuDNN only matters to plans that use it,
   // and those report it themselves.
   if (cublas_api().ok()) KILN_RETURN_IF_ERROR(Cublas(stream).status());
+  // cuSOLVER only once a solver plan loaded it (most executables never call it).
+  bool solver_loaded = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    solver_loaded = cusolver_api_ != nullptr;
+  }
+  if (solver_loaded) KILN_RETURN_IF_ERROR(Cusolver(stream).status());
 #if defined(KILN_HAVE_CUDNN_HEADERS)
   if (cudnn_api().ok()) KILN_RETURN_IF_ERROR(Cudnn(stream).status());
 #endif

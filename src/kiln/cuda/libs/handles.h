@@ -1,13 +1,14 @@
 // LibraryHandles: the vendor-library handles of one CUDA device, created once and shared by every
-// GEMM, convolution and FFT plan on that device.
+// GEMM, convolution, FFT and solver plan on that device.
 //
 // Stages (see Note [Objects in stages] in ../shared/design/STYLE.md): plans are created in the
 // compiler's Initialize stage, and so are the handles: ForDevice() creates the cuBLASLt handle;
-// PrepareStream() creates the per-stream cuBLAS and cuDNN handles that Execute-stage calls then
+// PrepareStream() creates the per-stream cuBLAS and cuDNN handles (and cuSOLVER's, once a solver
+// plan has loaded cuSOLVER: Cusolver() below) that Execute-stage calls then
 // only look up. A handle missing at Execute time is still created there (correct, but slow the
 // first time): executables should call PrepareStream for each stream they run on.
 //
-// cuBLAS and cuDNN handles carry a stream, and a handle must not be used by two threads at once;
+// cuBLAS, cuDNN and cuSOLVER handles carry a stream, and a handle must not be used by two threads at once;
 // kiln keeps one of each per (device, stream), so concurrent runs on different streams never
 // share one. Runs on one stream from several threads at once are a caller bug (as with any
 // stream). The cuBLASLt handle is stream-less and thread-safe; one per device.
@@ -47,12 +48,14 @@ class LibraryHandles {
 
   // The library APIs (loaded on first use; the status says why one is unusable).
   StatusOr<const CublasApi*> cublas_api();
+  StatusOr<const CusolverApi*> cusolver_api();
 #if defined(KILN_HAVE_CUDNN_HEADERS)
   StatusOr<const CudnnApi*> cudnn_api();
 #endif
 
   // The stream's handle, bound to it; created on first use (see the header comment).
   StatusOr<cublasHandle_t> Cublas(runtime::Stream& stream);
+  StatusOr<cusolverDnHandle_t> Cusolver(runtime::Stream& stream);
 #if defined(KILN_HAVE_CUDNN_HEADERS)
   StatusOr<cudnnHandle_t> Cudnn(runtime::Stream& stream);
   // A cuDNN handle for heuristics and workspace queries only (never launches work); shared by
@@ -73,6 +76,8 @@ class LibraryHandles {
   std::mutex mu_;
   std::shared_ptr<const CublasApi> cublas_api_;
   std::map<CUstream, cublasHandle_t> cublas_;
+  std::shared_ptr<const CusolverApi> cusolver_api_;
+  std::map<CUstream, cusolverDnHandle_t> cusolver_;
 #if defined(KILN_HAVE_CUDNN_HEADERS)
   std::shared_ptr<const CudnnApi> cudnn_api_;
   std::map<CUstream, cudnnHandle_t> cudnn_;

@@ -10,6 +10,7 @@
 #include "kiln/cuda/libs/attention.h"
 #include "kiln/cuda/libs/conv.h"
 #include "kiln/cuda/libs/fft.h"
+#include "kiln/cuda/libs/solver.h"
 #include "kiln/cuda/libs/sort.h"
 #include "kiln/runtime/test_macros.h"
 
@@ -84,6 +85,12 @@ TEST_F(KernelCompileTest, SortCommonAndFftKernels) {
   conv.program_name = "kiln_conv_epilogue.cu";
   ExpectKernels(conv, {"kiln_conv_epilogue_f32", "kiln_conv_epilogue_f64",
                        "kiln_conv_epilogue_f16", "kiln_conv_epilogue_bf16"});
+  NvrtcRequest solver;
+  solver.source = SolverKernelSource();
+  solver.program_name = "kiln_solver_kernels.cu";
+  ExpectKernels(solver, {"kiln_lu_pivots_to_permutation", "kiln_cholesky_update_f32",
+                         "kiln_cholesky_update_f64", "kiln_gtsv_f32", "kiln_gtsv_f64", "kiln_gtsv_c64",
+                         "kiln_gtsv_c128"});
 }
 
 TEST_F(KernelCompileTest, AttentionKernelInEveryConfig) {
