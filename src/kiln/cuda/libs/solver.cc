@@ -517,6 +517,9 @@ Status SolverPlan::Build(runtime::Stream& stream) {
   at += Align(static_cast<uint64_t>(lwork_) * e);
   info_offset_ = at;
   at += CallsCusolver(d.op) ? Align(4) : 0;
+  // cuBLAS's own workspace (Note [cuBLAS workspace of solver calls]).
+  cublas_offset_ = at;
+  at += kCublasWorkspaceBytes;
   workspace_bytes_ = at;
   return OkStatus();
 }
@@ -611,10 +614,15 @@ Status SolverPlan::RunTyped(std::span<const runtime::DeviceMemory> in, std::span
   }
   const std::string what = d.ToString();
   auto blas_ok = [&](cublasStatus_t st, const char* call) { return CublasStatus(*blas, st, StrCat(call, " (", what, ")")); };
+  // Note [cuBLAS workspace of solver calls]
   // The stream's cuBLAS handle may still carry the workspace a tuned cuBLAS GEMM gave it
-  // (CublasGemmPlan: a slice of some executable's workspace, maybe freed since): these calls run
-  // without one.
-  KILN_RETURN_IF_ERROR(blas_ok(blas->cublasSetWorkspace(bh, nullptr, 0), "cublasSetWorkspace(handle, nullptr, 0)"));
+  // (CublasGemmPlan: a slice of some executable's workspace, maybe freed since), so every solver
+  // call sets its own: a slice of the thunk's workspace. Without any (cublasSetWorkspace(h, 0, 0))
+  // cublasZtrsm with the matrix on the right fails with CUBLAS_STATUS_ALLOC_FAILED on the H200;
+  // cuBLAS's default pool would allocate on first use, which a CUDA-graph capture cannot.
+  KILN_RETURN_IF_ERROR(blas_ok(blas->cublasSetWorkspace(bh, static_cast<char*>(ws.ptr) + cublas_offset_,
+                                                        kCublasWorkspaceBytes),
+                               "cublasSetWorkspace"));
   auto solver_ok = [&](cusolverStatus_t st, const char* call) { return CusolverStatus(st, StrCat(call, " (", what, ")")); };
   auto at = [](const runtime::DeviceMemory& mem, uint64_t elems, uint64_t width) {
     return static_cast<void*>(static_cast<char*>(mem.ptr) + elems * width);

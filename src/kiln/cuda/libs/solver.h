@@ -169,6 +169,10 @@ class SolverPlan {
   int lwork_ = 0;  // cuSOLVER's work, in elements
   // Workspace layout: [copy of the matrix][U][V][cuSOLVER work][scratch info], 256-aligned.
   uint64_t a_offset_ = 0, u_offset_ = 0, v_offset_ = 0, work_offset_ = 0, info_offset_ = 0;
+  uint64_t cublas_offset_ = 0;
+  // cuBLAS's workspace for the trsm / syrk / geam calls (4 MiB, NVIDIA's recommendation for
+  // pre-Hopper cuBLAS routines; solver.cc's Note [cuBLAS workspace of solver calls]).
+  static constexpr uint64_t kCublasWorkspaceBytes = 4ull << 20;
   uint64_t workspace_bytes_ = 0;
   void* gesvdj_params_ = nullptr;  // gesvdjInfo_t
   runtime::Kernel* kernel_ = nullptr;
