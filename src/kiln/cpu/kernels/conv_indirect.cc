@@ -30,38 +30,46 @@ constexpr int kMaxNv = 2;
 // ptrs[t * MR + r]: row r's input features for tap t (a zero row when the tap reads nothing).
 // bp: the packed kernel panel, [taps][C][NV * kLanes]. Rows >= mr and columns >= ncols are
 // computed but not stored. acc_in: add to the values already in `out`.
+// The full tile, in registers (Note [Register accumulators] in simd_f32.h).
 template <int MR, int NV>
-void Tile(const float* const* ptrs, int64_t t0, int64_t t1, int64_t c0, int64_t c1, int64_t C,
-          const float* bp, float* out, int64_t ldo, int mr, int ncols, bool acc_in) {
+inline __attribute__((always_inline)) void FullTile(const float* const* ptrs, int64_t t0, int64_t t1,
+                                                    int64_t c0, int64_t c1, int64_t C,
+                                                    const float* bp, float* out, int64_t ldo,
+                                                    bool acc_in) {
   constexpr int NR = NV * kLanes;
-  Vec acc[MR][NV];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) {
-      const int n = ncols - v * kLanes;
-      if (!acc_in || r >= mr || n <= 0) acc[r][v] = Zero();
-      else if (n >= kLanes) acc[r][v] = Load(out + r * ldo + v * kLanes);
-      else acc[r][v] = LoadN(out + r * ldo + v * kLanes, n);
-    }
+  Regs<MR * NV> acc;
+  Unroll<MR * NV>([&](auto i) {
+    Get<i>(acc) = acc_in ? Load(out + (i / NV) * ldo + (i % NV) * kLanes) : Zero();
+  });
   const int64_t nc = c1 - c0;
   for (int64_t t = t0; t < t1; ++t) {
     const float* a[MR];
     for (int r = 0; r < MR; ++r) a[r] = ptrs[t * MR + r] + c0;
     const float* b = bp + (t * C + c0) * NR;
     for (int64_t c = 0; c < nc; ++c) {
-      Vec bv[NV];
-      for (int v = 0; v < NV; ++v) bv[v] = Load(b + c * NR + v * kLanes);
-      for (int r = 0; r < MR; ++r) {
+      Regs<NV> bv;
+      Unroll<NV>([&](auto v) { Get<v>(bv) = Load(b + c * NR + v * kLanes); });
+      Unroll<MR>([&](auto r) {
         const Vec av = Broadcast(a[r] + c);
-        for (int v = 0; v < NV; ++v) acc[r][v] = Fma(av, bv[v], acc[r][v]);
-      }
+        Unroll<NV>([&](auto v) { Get<r * NV + v>(acc) = Fma(av, Get<v>(bv), Get<r * NV + v>(acc)); });
+      });
     }
   }
-  for (int r = 0; r < mr; ++r)
-    for (int v = 0; v < NV; ++v) {
-      const int n = ncols - v * kLanes;
-      if (n >= kLanes) Store(out + r * ldo + v * kLanes, acc[r][v]);
-      else if (n > 0) StoreN(out + r * ldo + v * kLanes, acc[r][v], n);
-    }
+  Unroll<MR * NV>([&](auto i) { Store(out + (i / NV) * ldo + (i % NV) * kLanes, Get<i>(acc)); });
+}
+
+template <int MR, int NV>
+void Tile(const float* const* ptrs, int64_t t0, int64_t t1, int64_t c0, int64_t c1, int64_t C,
+          const float* bp, float* out, int64_t ldo, int mr, int ncols, bool acc_in) {
+  constexpr int NR = NV * kLanes;
+  if (mr == MR && ncols == NR) return FullTile<MR, NV>(ptrs, t0, t1, c0, c1, C, bp, out, ldo, acc_in);
+  // A partial tile through a full one on the stack (the partial loads and stores kept out of
+  // the register tile's function body: with them GCC stored the accumulators every k).
+  alignas(64) float tile[MR * NR];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) tile[r * NR + j] = acc_in && r < mr && j < ncols ? out[r * ldo + j] : 0.0f;
+  FullTile<MR, NV>(ptrs, t0, t1, c0, c1, C, bp, tile, NR, acc_in);
+  for (int r = 0; r < mr; ++r) std::memcpy(out + r * ldo, tile + r * NR, ncols * sizeof(float));
 }
 
 using TileFn = void (*)(const float* const*, int64_t, int64_t, int64_t, int64_t, int64_t,

@@ -26,38 +26,39 @@ using namespace simd;  // kLanes, Vec, Zero, Load, Broadcast, Fma, Store, LoadN,
 
 // C[MR, NV * kLanes] (+)= Ap[kc][MR] * Bp[kc][NV * kLanes], both operands packed (zero-padded
 // past the matrix). Rows >= mr and columns >= ncols are computed but neither read nor stored.
+// The full tile, in registers (Note [Register accumulators] in simd_f32.h).
+template <int MR, int NV>
+inline __attribute__((always_inline)) void FullTile(int64_t kc, const float* __restrict ap,
+                                                    const float* __restrict bp, float* __restrict c,
+                                                    int64_t ldc, bool acc_in) {
+  constexpr int NR = NV * kLanes;
+  Regs<MR * NV> acc;
+  Unroll<MR * NV>([&](auto i) {
+    Get<i>(acc) = acc_in ? Load(c + (i / NV) * ldc + (i % NV) * kLanes) : Zero();
+  });
+  for (int64_t k = 0; k < kc; ++k) {
+    Regs<NV> b;
+    Unroll<NV>([&](auto v) { Get<v>(b) = Load(bp + k * NR + v * kLanes); });
+    Unroll<MR>([&](auto r) {
+      const Vec a = Broadcast(ap + k * MR + r);
+      Unroll<NV>([&](auto v) { Get<r * NV + v>(acc) = Fma(a, Get<v>(b), Get<r * NV + v>(acc)); });
+    });
+  }
+  Unroll<MR * NV>([&](auto i) { Store(c + (i / NV) * ldc + (i % NV) * kLanes, Get<i>(acc)); });
+}
+
 template <int MR, int NV>
 void MicroKernel(int64_t kc, const float* __restrict ap, const float* __restrict bp,
                  float* __restrict c, int64_t ldc, int mr, int ncols, bool acc_in) {
   constexpr int NR = NV * kLanes;
-  Vec acc[MR][NV];
-  const bool full = mr == MR && ncols == NR;
+  if (mr == MR && ncols == NR) return FullTile<MR, NV>(kc, ap, bp, c, ldc, acc_in);
+  // A partial tile through a full one on the stack (the partial loads and stores kept out of
+  // the register tile's function body: with them GCC stored the accumulators every k).
+  alignas(64) float tile[MR * NR];
   for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NV; ++v) {
-      const int n = ncols - v * kLanes;
-      if (!acc_in || r >= mr || n <= 0) acc[r][v] = Zero();
-      else if (full || n >= kLanes) acc[r][v] = Load(c + r * ldc + v * kLanes);
-      else acc[r][v] = LoadN(c + r * ldc + v * kLanes, n);
-    }
-  for (int64_t k = 0; k < kc; ++k) {
-    Vec b[NV];
-    for (int v = 0; v < NV; ++v) b[v] = Load(bp + k * NR + v * kLanes);
-    for (int r = 0; r < MR; ++r) {
-      const Vec a = Broadcast(ap + k * MR + r);
-      for (int v = 0; v < NV; ++v) acc[r][v] = Fma(a, b[v], acc[r][v]);
-    }
-  }
-  if (full) {
-    for (int r = 0; r < MR; ++r)
-      for (int v = 0; v < NV; ++v) Store(c + r * ldc + v * kLanes, acc[r][v]);
-    return;
-  }
-  for (int r = 0; r < mr; ++r)
-    for (int v = 0; v < NV; ++v) {
-      const int n = ncols - v * kLanes;
-      if (n >= kLanes) Store(c + r * ldc + v * kLanes, acc[r][v]);
-      else if (n > 0) StoreN(c + r * ldc + v * kLanes, acc[r][v], n);
-    }
+    for (int j = 0; j < NR; ++j) tile[r * NR + j] = acc_in && r < mr && j < ncols ? c[r * ldc + j] : 0.0f;
+  FullTile<MR, NV>(kc, ap, bp, tile, NR, acc_in);
+  for (int r = 0; r < mr; ++r) std::memcpy(c + r * ldc, tile + r * NR, ncols * sizeof(float));
 }
 
 using KernelFn = void (*)(int64_t, const float*, const float*, float*, int64_t, int, int, bool);

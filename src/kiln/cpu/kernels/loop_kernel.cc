@@ -157,6 +157,103 @@ int NumInputLeaves(const HloInstruction& instr) {
   return n;
 }
 
+// Note [Contiguous dynamic slices]
+//   A scan over stacked weights (lax.scan over layers: gpt_scan) starts each step with
+//   dynamic-slice(stacked, i, 0, 0) and a reshape dropping the unit dimension: one contiguous
+//   range of the stacked array (every dimension after the first sliced one taken whole, every
+//   one before it of size 1). Through the block expression program that copy cost ~1 ns an
+//   element (index maps, per-block dispatch); as one memcpy from the clamped start's offset
+//   (split over the pool when large) it runs at memory speed. Any chain of reshapes, bitcasts
+//   and copies above the slice keeps the elements in order (layouts are normalized row-major),
+//   so it is the same copy.
+class ContiguousSliceKernel final : public CpuKernel {
+ public:
+  std::string name_;
+  int operand = 0;                   // input leaf of the sliced array
+  std::unique_ptr<ExprProgram> starts;  // the start indices (rank-0 roots)
+  std::vector<int64_t> dims, sizes;
+  int width = 0;
+  int num_inputs = 0;
+
+  std::string name() const override { return name_; }
+  Status Run(std::span<const ArrayView> inputs, std::span<const ArrayView> outputs,
+             const KernelContext& ctx) const override {
+    if (outputs.size() != 1 || static_cast<int>(inputs.size()) < num_inputs)
+      return InvalidArgument(name_, ": expected ", num_inputs, " inputs and 1 output");
+    const ArrayView& in = inputs[operand];
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    if (in.shape.dimensions() != dims || outputs[0].shape.num_elements() != n)
+      return InvalidArgument(name_, ": shapes differ from the compiled ones");
+    if (n == 0) return OkStatus();
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    std::vector<const void*> ptrs = InputPointers(inputs);
+    KILN_ASSIGN_OR_RETURN(ExprRunState ss, starts->Prepare(ptrs));
+    ExprScratch scratch = starts->NewScratch(ss);
+    std::vector<const void*> vals(rank);
+    starts->EvalBlock(scratch, 0, 1, {}, vals);
+    const std::vector<int64_t> strides = RowMajorStrides(dims);
+    int64_t offset = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      offset += ClampedIndexValue(vals[d], starts->root_type(static_cast<int>(d)), dims[d] - sizes[d]) *
+                strides[d];
+    ParallelCopy(ctx, outputs[0].data, static_cast<const uint8_t*>(in.data) + offset * width, n * width);
+    return OkStatus();
+  }
+};
+
+// The kernel of Note [Contiguous dynamic slices] when `lr` is such a slice; null otherwise.
+StatusOr<std::unique_ptr<CpuKernel>> MaybeContiguousSlice(const HloInstruction& instr,
+                                                          const LoopRoots& lr,
+                                                          const CpuKernelOptions& options) {
+  if (lr.roots.size() != 1) return std::unique_ptr<CpuKernel>();
+  const HloInstruction* node = lr.roots[0];
+  const Shape& out = node->shape();
+  while (node->opcode() == HloOpcode::kReshape || node->opcode() == HloOpcode::kBitcast ||
+         node->opcode() == HloOpcode::kCopy) {
+    if (lr.leaves(node) >= 0 || node->operand_count() != 1 || !node->operand(0)->shape().IsArray() ||
+        node->operand(0)->shape().element_type() != out.element_type() ||
+        node->operand(0)->shape().num_elements() != out.num_elements())
+      return std::unique_ptr<CpuKernel>();
+    node = node->operand(0);
+  }
+  if (node->opcode() != HloOpcode::kDynamicSlice || lr.leaves(node) >= 0)
+    return std::unique_ptr<CpuKernel>();
+  const HloInstruction* src = node->operand(0);
+  const int leaf = lr.leaves(src);
+  const Shape& ss = src->shape();
+  const std::vector<int64_t>& sizes = node->attrs().dynamic_slice_sizes;
+  if (leaf < 0 || !ss.IsArray() || ss.rank() == 0 || ss.element_type() != out.element_type() ||
+      static_cast<int64_t>(sizes.size()) != ss.rank() || node->operand_count() != ss.rank() + 1)
+    return std::unique_ptr<CpuKernel>();
+  // One range: some dim k with every slice size before it 1 and every dim after it whole.
+  int64_t kd = 0;
+  while (kd < ss.rank() - 1 && sizes[kd] == 1) ++kd;
+  for (int64_t d = 0; d < ss.rank(); ++d)
+    if (sizes[d] < 0 || sizes[d] > ss.dimensions(d) || (d > kd && sizes[d] != ss.dimensions(d)))
+      return std::unique_ptr<CpuKernel>();
+  std::vector<const HloInstruction*> starts;
+  for (int64_t d = 0; d < ss.rank(); ++d) {
+    const HloInstruction* s = node->operand(1 + d);
+    if (!s->shape().IsArray() || s->shape().rank() != 0 || !IsIntegralType(s->shape().element_type()))
+      return std::unique_ptr<CpuKernel>();
+    starts.push_back(s);
+  }
+  auto k = std::make_unique<ContiguousSliceKernel>();
+  ExprProgram::Options so;
+  so.block_elements = 1;
+  so.fuse_chains = options.expr_chains;
+  KILN_ASSIGN_OR_RETURN(k->starts, ExprProgram::Compile(starts, {}, {}, lr.leaves, so));
+  k->operand = leaf;
+  k->dims = ss.dimensions();
+  k->sizes = sizes;
+  k->width = PrimitiveByteWidth(out.element_type());
+  k->num_inputs = NumInputLeaves(instr);
+  k->name_ = StrCat(instr.opcode() == HloOpcode::kFusion ? "slice_copy_fusion[" : "slice_copy[",
+                    ShapeText(out), " <- ", ShapeText(ss), "]");
+  return std::unique_ptr<CpuKernel>(std::move(k));
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<CpuKernel>> CreateLoopKernel(const HloInstruction& instr,
@@ -169,6 +266,10 @@ StatusOr<std::unique_ptr<CpuKernel>> CreateLoopKernel(const HloInstruction& inst
       return Unimplemented("loop kernel: dynamic-update-slice root");
   if (lr.roots.empty() || !lr.roots[0]->shape().IsArray())
     return Unimplemented("loop kernel: non-array root");
+  {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<CpuKernel> slice, MaybeContiguousSlice(instr, lr, options));
+    if (slice) return slice;
+  }
   ExprProgram::Options po;
   po.block_elements = options.block_elements;
   po.fuse_chains = options.expr_chains;

@@ -821,3 +821,103 @@ TEST(LoopKernelTest, FusedChainsAreOneOp) {
 
 }  // namespace
 }  // namespace kiln::cpu
+
+namespace kiln::cpu {
+namespace {
+
+// Note [Contiguous dynamic slices]: a slice that is one range of its operand (a scan's step of
+// stacked weights) is one copy from the clamped start; others stay on the block program.
+TEST(LoopKernelTest, ContiguousDynamicSliceIsOneCopy) {
+  struct Case {
+    const char* hlo;
+    bool contiguous;
+  };
+  const Case cases[] = {
+      {R"(
+HloModule m
+fused {
+  x = f32[3,5,7] parameter(0)
+  i = s32[] parameter(1)
+  z = s32[] constant(0)
+  d = f32[1,5,7] dynamic-slice(x, i, z, z), dynamic_slice_sizes={1,5,7}
+  ROOT r = f32[5,7] reshape(d)
+}
+ENTRY e {
+  x = f32[3,5,7] parameter(0)
+  i = s32[] parameter(1)
+  ROOT f = f32[5,7] fusion(x, i), kind=kLoop, calls=fused
+})", true},
+      // Rows [i, i+2) of dim 1 under a unit dim 0 (one range), s64 indices, computed start.
+      {R"(
+HloModule m
+fused {
+  x = f32[4,6,8] parameter(0)
+  i = s64[] parameter(1)
+  j = s64[] parameter(2)
+  one = s64[] constant(1)
+  k = s64[] add(j, one)
+  z = s64[] constant(0)
+  d = f32[1,2,8] dynamic-slice(x, i, k, z), dynamic_slice_sizes={1,2,8}
+  ROOT r = f32[16] reshape(d)
+}
+ENTRY e {
+  x = f32[4,6,8] parameter(0)
+  i = s64[] parameter(1)
+  j = s64[] parameter(2)
+  ROOT f = f32[16] fusion(x, i, j), kind=kLoop, calls=fused
+})", true},
+      // Columns: not one range.
+      {R"(
+HloModule m
+fused {
+  x = f32[4,6] parameter(0)
+  i = s32[] parameter(1)
+  z = s32[] constant(0)
+  ROOT d = f32[4,2] dynamic-slice(x, z, i), dynamic_slice_sizes={4,2}
+}
+ENTRY e {
+  x = f32[4,6] parameter(0)
+  i = s32[] parameter(1)
+  ROOT f = f32[4,2] fusion(x, i), kind=kLoop, calls=fused
+})", false},
+      // Standalone dynamic-slice, not fused.
+      {R"(
+HloModule m
+ENTRY e {
+  x = f32[5,3] parameter(0)
+  i = s32[] parameter(1)
+  j = s32[] parameter(2)
+  ROOT d = f32[2,3] dynamic-slice(x, i, j), dynamic_slice_sizes={2,3}
+})", true},
+  };
+  for (const Case& c : cases) {
+    std::unique_ptr<HloModule> m = testing::Parse(c.hlo);
+    ASSERT_NE(m, nullptr);
+    const HloInstruction* instr = testing::Find(*m);
+    StatusOr<std::unique_ptr<CpuKernel>> kernel = CreateCpuKernel(*instr);
+    ASSERT_TRUE(kernel.ok()) << kernel.status().ToString();
+    EXPECT_EQ((*kernel)->name().find("slice_copy") == 0, c.contiguous) << (*kernel)->name();
+    // Starts below 0, in range and past the end (clamped).
+    for (int64_t start : {-3, 0, 1, 2, 9}) {
+      std::vector<Literal> ops = testing::RandomOperands(*instr, static_cast<uint64_t>(start + 10));
+      for (size_t o = 1; o < ops.size(); ++o) {
+        const PrimitiveType t = instr->operand(o)->shape().element_type();
+        ops[o] = t == PrimitiveType::kS64
+                     ? Literal::CreateR0<int64_t>(t, start)
+                     : Literal::CreateR0<int32_t>(t, static_cast<int32_t>(start));
+      }
+      StatusOr<Literal> want = testing::Reference(*instr, ops);
+      ASSERT_TRUE(want.ok()) << want.status().ToString();
+      for (bool pool : {false, true}) {
+        StatusOr<Literal> got =
+            testing::RunKernel(**kernel, *instr, ops, pool ? testing::TestPool() : nullptr);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        Comparison cmp = CompareLiterals(*got, *want, CompareOptions{});
+        EXPECT_TRUE(cmp.ok()) << (*kernel)->name() << " start " << start << ":\n" << cmp.ToString();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kiln::cpu

@@ -10,6 +10,8 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
+#include <utility>
 
 #define KILN_SIMD_F32 1
 
@@ -46,6 +48,34 @@ inline void StoreN(float* p, Vec v, int n) {
   std::memcpy(p, tmp, n * sizeof(float));
 }
 #endif
+
+// Note [Register accumulators]
+//   A micro-kernel's accumulators as a local array (Vec acc[MR][NV], indexed in loops over r
+//   and v) are not kept in registers by GCC 12 in every instantiation: for the AVX2 6 x 16
+//   tiles (and AVX-512's 12 x 32) it keeps the array in memory and stores every
+//   multiply-add's result back to the stack on every k -- 12 stores per 12 FMAs, which made
+//   those kernels store-bound (~30 of ~90 GFLOP/s on one Zen 3 core; the same kernel with
+//   Regs: ~70). Regs<N> holds N vectors as distinct members (a chain of bases) that are only
+//   ever named through compile-time indices (Get<I>, inside Unroll), so scalar replacement
+//   turns each into a register.
+template <int N>
+struct Regs : Regs<N - 1> {
+  Vec x;
+};
+template <>
+struct Regs<0> {};
+template <int I, int N>
+inline Vec& Get(Regs<N>& r) {
+  static_assert(I >= 0 && I < N);
+  return static_cast<Regs<I + 1>&>(r).x;
+}
+// f(std::integral_constant<int, I>{}) for I = 0 .. N-1, in order, unrolled.
+template <int N, class F>
+inline __attribute__((always_inline)) void Unroll(F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) __attribute__((always_inline)) {
+    (f(std::integral_constant<int, I>{}), ...);
+  }(std::make_integer_sequence<int, N>{});
+}
 
 }  // namespace kiln::cpu::internal::simd
 
