@@ -491,6 +491,12 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
   // (an outer product). Every later stage finds them present.
   if (target->opcode() == HloOpcode::kDot && !target->attrs().dot_dimension_numbers)
     target->attrs().dot_dimension_numbers.emplace();
+  // So is a reduce-window or select-and-scatter without window=: a window of no dimensions,
+  // which fits a scalar operand (the verifier refuses it for any other rank).
+  if ((target->opcode() == HloOpcode::kReduceWindow ||
+       target->opcode() == HloOpcode::kSelectAndScatter) &&
+      !target->attrs().window)
+    target->attrs().window.emplace();
   std::vector<NameRef> refs;
   if (called.condition || called.body) {
     if (!called.condition || !called.body)
@@ -522,16 +528,7 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
       instr->called_computations().empty())
     async_sugar_users_.push_back({instr, op_tok.offset});
 
-  if (elided) {
-    if (!options_.fill_elided_constants)
-      return ErrorAt(name_tok.offset,
-                     StrCat("constant '", name,
-                            "' has an elided value ({...}); set fill_elided_constants to fill it "
-                            "with random values"));
-    auto filled = FillLiteral(instr->shape(), options_.fill_seed + elided_fill_counter_++);
-    if (!filled.ok()) return ErrorAt(name_tok.offset, filled.status().message());
-    instr->set_literal(std::move(filled).value());
-  }
+  if (elided) KILN_RETURN_IF_ERROR(FillElidedConstant(instr, name_tok.offset));
 
   if (is_root) {
     if (*saw_root)
@@ -589,14 +586,20 @@ Status HloParser::ParseOperands(PendingInstruction& p, HloInstruction* instr, bo
       KILN_ASSIGN_OR_RETURN(operand_shape, ParseShape());
     }
     const Token t = lex_.Peek();
-    // A nested instruction: "shape opcode(...)".
-    if (has_shape && t.kind == TokKind::kIdent && ParseHloOpcode(t.text) && current_pending_) {
+    // A nested instruction: "shape opcode(...)", or "opcode(...)" whose shape is inferred (as
+    // XLA reads "add(x, multiply(y, z))"; a name is never followed by '(', so an operand named
+    // like an opcode stays a name). parameter and constant need their shape.
+    std::optional<HloOpcode> nested_op =
+        t.kind == TokKind::kIdent && current_pending_ ? ParseHloOpcode(t.text) : std::nullopt;
+    if (nested_op && (has_shape || (*nested_op != HloOpcode::kParameter &&
+                                    *nested_op != HloOpcode::kConstant))) {
       Lexer::State st = lex_.GetState();
       lex_.Next();
       const bool nested = lex_.PeekKind() == TokKind::kLparen;
       lex_.SetState(st);
       if (nested) {
-        KILN_ASSIGN_OR_RETURN(std::string name, ParseNestedOperand(std::move(operand_shape)));
+        KILN_ASSIGN_OR_RETURN(std::string name,
+                              ParseNestedOperand(std::move(operand_shape), /*infer_shape=*/!has_shape));
         p.operands.push_back({std::move(name), t.offset});
         continue;
       }
@@ -635,8 +638,22 @@ Status HloParser::BuildAsyncWrapper(HloModule* module, PendingWrapper& p) {
   return OkStatus();
 }
 
-// operand ::= shape opcode '(' operands ')'   (no attributes; as XLA's parser reads them)
-StatusOr<std::string> HloParser::ParseNestedOperand(Shape shape) {
+// A constant written as constant({...}) (a dump without its large constants, also nested as
+// an operand): filled with deterministic random values if the options ask for it, else an
+// error naming it.
+Status HloParser::FillElidedConstant(HloInstruction* constant, size_t offset) {
+  if (!options_.fill_elided_constants)
+    return ErrorAt(offset, StrCat("constant '", constant->name(),
+                                  "' has an elided value ({...}); set fill_elided_constants to fill "
+                                  "it with random values"));
+  auto filled = FillLiteral(constant->shape(), options_.fill_seed + elided_fill_counter_++);
+  if (!filled.ok()) return ErrorAt(offset, filled.status().message());
+  constant->set_literal(std::move(filled).value());
+  return OkStatus();
+}
+
+// operand ::= shape? opcode '(' operands ')'   (no attributes; as XLA's parser reads them)
+StatusOr<std::string> HloParser::ParseNestedOperand(Shape shape, bool infer_shape) {
   const Token op_tok = lex_.Next();
   std::optional<HloOpcode> opcode = ParseHloOpcode(op_tok.text);
   if (!opcode) return ErrorAt(op_tok.offset, StrCat("unknown opcode '", op_tok.text, "'"));
@@ -655,11 +672,12 @@ StatusOr<std::string> HloParser::ParseNestedOperand(Shape shape) {
   bool elided = false;
   q.operands_offset = lex_.NextTokenOffset();
   KILN_RETURN_IF_ERROR(ParseOperands(q, q.instr, &elided));
-  if (elided) return ErrorAt(op_tok.offset, "a nested constant needs its value");
+  if (elided) KILN_RETURN_IF_ERROR(FillElidedConstant(q.instr, op_tok.offset));
   KILN_RETURN_IF_ERROR(CheckArity(q));
   if (q.instr->opcode() == HloOpcode::kDot && !q.instr->attrs().dot_dimension_numbers)
     q.instr->attrs().dot_dimension_numbers.emplace();
   current_names_->emplace(name, q.instr);
+  if (infer_shape) infer_shapes_.push_back({q.instr, op_tok.offset});
   q.owned = std::move(owned);
   current_pending_->push_back(std::move(q));
   return name;

@@ -461,6 +461,46 @@ Status ParseEnumInto(HloParser* p, const E (&values)[N], std::string_view (*name
 }
 }  // namespace
 
+// shaped_literal ::= shape literal_value
+//                  | '(' shaped_literal (',' shaped_literal)* ')'   (XLA's tuple form)
+// "s32[1] {0}" is ambiguous (layout or value): the brace is read as a layout first, and as the
+// value if that leaves no value to read. A tuple is written either as its shape and then its
+// value ("(s32[2]{0}, pred[]) ({1, 2}, true)", kiln's printer) or element by element, each with
+// its shape ("( s32[2]{0} {1, 2}, pred[] true )", XLA's printer).
+StatusOr<Literal> HloParser::ParseShapedLiteral(bool* elided) {
+  Lexer::State before = lex_.GetState();
+  StatusOr<Shape> shape = ParseShape();
+  StatusOr<Literal> parsed = shape.ok() ? ParseLiteral(*shape, elided) : StatusOr<Literal>(shape.status());
+  if (parsed.ok()) return parsed;
+  Lexer::State after = lex_.GetState();
+  lex_.SetState(before);
+  if (lex_.PeekKind() == TokKind::kLparen) {
+    lex_.Next();
+    std::vector<Literal> elements;
+    Status bad = OkStatus();
+    if (lex_.PeekKind() != TokKind::kRparen) {
+      do {
+        StatusOr<Literal> e = ParseShapedLiteral(elided);
+        if (!e.ok()) {
+          bad = e.status();
+          break;
+        }
+        elements.push_back(std::move(e).value());
+      } while (TryConsume(TokKind::kComma));
+    }
+    if (bad.ok() && TryConsume(TokKind::kRparen)) return Literal::MakeTuple(std::move(elements));
+    lex_.SetState(after);
+    return parsed.status();
+  }
+  StatusOr<Shape> bare = ParseShape(/*allow_layout=*/false);
+  if (bare.ok()) {
+    StatusOr<Literal> retry = ParseLiteral(*bare, elided);
+    if (retry.ok()) return retry;
+  }
+  lex_.SetState(after);
+  return parsed.status();
+}
+
 // attribute ::= name '=' value; dispatched on the name (and the opcode where a name is shared).
 Status HloParser::ParseInstructionAttribute(PendingInstruction& p, CalledRefs& called,
                                             const Token& name_token) {
@@ -726,25 +766,8 @@ Status HloParser::ParseInstructionAttribute(PendingInstruction& p, CalledRefs& c
     KILN_RETURN_IF_ERROR(ParseEnumInto(this, kAll, CustomCallScheduleString, &a.custom_call_schedule,
                                        "custom-call schedule (SCHEDULE_...)"));
   } else if (n == "literal") {
-    // literal ::= shape literal_value. "s32[1] {0}" is ambiguous (layout or value): read the
-    // brace as a layout first, and as the value if that leaves no value to read.
-    Lexer::State before = lex_.GetState();
     bool elided = false;
-    StatusOr<Shape> shape = ParseShape();
-    StatusOr<Literal> parsed = shape.ok() ? ParseLiteral(*shape, &elided) : StatusOr<Literal>(shape.status());
-    if (!parsed.ok()) {
-      Lexer::State after = lex_.GetState();
-      lex_.SetState(before);
-      StatusOr<Shape> bare = ParseShape(/*allow_layout=*/false);
-      if (bare.ok()) {
-        StatusOr<Literal> retry = ParseLiteral(*bare, &elided);
-        if (retry.ok()) parsed = std::move(retry);
-        else lex_.SetState(after);
-      } else {
-        lex_.SetState(after);
-      }
-    }
-    KILN_ASSIGN_OR_RETURN(Literal lit, std::move(parsed));
+    KILN_ASSIGN_OR_RETURN(Literal lit, ParseShapedLiteral(&elided));
     if (elided) return ErrorAt(name_token.offset, "custom-call literal= may not be elided");
     target->set_literal(std::move(lit));
   } else if (n == "channel_id") {
