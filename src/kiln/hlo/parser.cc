@@ -231,6 +231,8 @@ Status HloParser::ParseComputation(HloModule* module) {
   if (is_entry && module->entry_computation())
     return ErrorAt(name_tok.offset, StrCat("second ENTRY computation '", name, "'"));
 
+  std::optional<Shape> signature_result;  // the "-> shape" of a signature
+  size_t signature_offset = 0;
   if (lex_.PeekKind() == TokKind::kLparen) {
     lex_.Next();
     if (!TryConsume(TokKind::kRparen)) {
@@ -242,7 +244,8 @@ Status HloParser::ParseComputation(HloModule* module) {
       KILN_RETURN_IF_ERROR(Expect(TokKind::kRparen, "')'"));
     }
     KILN_RETURN_IF_ERROR(Expect(TokKind::kArrow, "'->'"));
-    KILN_RETURN_IF_ERROR(ParseShape().status());
+    signature_offset = lex_.NextTokenOffset();
+    KILN_ASSIGN_OR_RETURN(signature_result, ParseShape());
   }
   std::string execution_thread;
   while (TryConsume(TokKind::kComma)) {
@@ -287,6 +290,14 @@ Status HloParser::ParseComputation(HloModule* module) {
   if (pending.empty()) return ErrorAt(close_offset, StrCat("computation '", name, "' is empty"));
   KILN_RETURN_IF_ERROR(FinishComputation(comp, pending, names));
   comp->set_root_instruction(root ? root : pending.back().instr);
+  // The signature's result must be the root's shape (layouts aside), as XLA checks; a root
+  // whose shape is still to be inferred is left to the verifier.
+  const HloInstruction* r = comp->root_instruction();
+  if (signature_result && r->shape().element_type() != PrimitiveType::kInvalid &&
+      !Shape::Compatible(*signature_result, r->shape()))
+    return ErrorAt(signature_offset, StrCat("computation '", name, "' returns ",
+                                            signature_result->ToString(false), " but its root '",
+                                            r->name(), "' is ", r->shape().ToString(false)));
   return OkStatus();
 }
 
@@ -319,6 +330,14 @@ Status HloParser::FinishComputation(HloComputation* comp,
       if (it == names.end())
         return ErrorAt(ref.offset, StrCat("operand '", ref.name, "' is not defined in computation '",
                                           comp->name(), "'"));
+      // A shape written with the operand must be the operand's (layouts aside), as XLA checks;
+      // an operand whose own shape is still to be inferred is checked by the verifier instead.
+      const Shape& actual = it->second->shape();
+      if (ref.declared && actual.element_type() != PrimitiveType::kInvalid &&
+          !Shape::Compatible(*ref.declared, actual))
+        return ErrorAt(ref.offset, StrCat("the declared operand shape ", ref.declared->ToString(false),
+                                          " of '", ref.name, "' is not its shape ",
+                                          actual.ToString(false)));
       p.instr->AppendOperand(it->second);
     }
     for (const NameRef& ref : p.control_predecessors) {
@@ -606,6 +625,7 @@ Status HloParser::ParseOperands(PendingInstruction& p, HloInstruction* instr, bo
     }
     KILN_ASSIGN_OR_RETURN(std::string name, ParseName("operand name"));
     p.operands.push_back({std::move(name), t.offset});
+    if (has_shape) p.operands.back().declared = std::move(operand_shape);
   } while (TryConsume(TokKind::kComma));
   return Expect(TokKind::kRparen, "')'");
 }

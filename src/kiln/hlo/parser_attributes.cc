@@ -217,6 +217,8 @@ StatusOr<Window> HloParser::ParseWindow() {
 }
 
 // dim_labels ::= lhs '_' kernel '->' output, e.g. b01f_01io->b01f
+// A '?' marks a dimension of no role (XLA allows it for custom calls: "?b01f_0?1io->b01?f"); a
+// side with one may leave out its batch/feature letters and spatial dimensions (-1).
 StatusOr<ConvolutionDimensionNumbers> HloParser::ParseDimLabels() {
   const Token t = lex_.Peek();
   if (t.kind != TokKind::kDimLabels) return Expected("dimension labels (e.g. b01f_01io->b01f)");
@@ -233,11 +235,13 @@ StatusOr<ConvolutionDimensionNumbers> HloParser::ParseDimLabels() {
                   std::vector<int64_t>* spatial) -> Status {
     int64_t num_spatial = static_cast<int64_t>(s.size()) - 2;
     spatial->assign(std::max<int64_t>(num_spatial, 0), -1);
-    bool seen_a = false, seen_b = false;
+    bool seen_a = false, seen_b = false, unknown = false;
     for (size_t i = 0; i < s.size(); ++i) {
       char c = s[i];
       int64_t pos = static_cast<int64_t>(i);
-      if (c == a && !seen_a) {
+      if (c == '?') {
+        unknown = true;
+      } else if (c == a && !seen_a) {
         *da = pos;
         seen_a = true;
       } else if (c == b && !seen_b) {
@@ -249,8 +253,10 @@ StatusOr<ConvolutionDimensionNumbers> HloParser::ParseDimLabels() {
         return ErrorAt(t.offset, StrCat("malformed dimension labels '", text, "' (at '", s, "')"));
       }
     }
-    if (!seen_a || !seen_b)
+    if ((!seen_a || !seen_b) && !unknown)
       return ErrorAt(t.offset, StrCat("malformed dimension labels '", text, "' (at '", s, "')"));
+    if (!seen_a) *da = -1;
+    if (!seen_b) *db = -1;
     return OkStatus();
   };
   KILN_RETURN_IF_ERROR(side(lhs, 'b', 'f', &dn.input_batch_dimension, &dn.input_feature_dimension,

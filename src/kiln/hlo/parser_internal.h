@@ -34,6 +34,7 @@ inline constexpr int kMaxNestingDepth = 200;
 struct NameRef {
   std::string name;
   size_t offset = 0;  // where the name is written, for errors
+  std::optional<Shape> declared;  // an operand's shape written before its name ("f32[2] %x")
 };
 
 // Called computations of one instruction, by the attribute that named them.

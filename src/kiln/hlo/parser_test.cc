@@ -188,6 +188,31 @@ ENTRY e {
   EXPECT_FLOAT_EQ(Find(*m, "d")->literal().GetAsDouble(0), 0.1f);
 }
 
+TEST(ParserTest, U64ConstantFromANegativeInteger) {
+  auto m = Parse("HloModule m\nENTRY e {\n  ROOT c = u64[2] constant({-1, 9223372036854775808})\n}\n");
+  ASSERT_TRUE(m);
+  const Literal& c = m->entry_computation()->root_instruction()->literal();
+  EXPECT_EQ(c.data<uint64_t>()[0], ~uint64_t{0});
+  EXPECT_EQ(c.data<uint64_t>()[1], uint64_t{1} << 63);
+}
+
+TEST(ParserTest, DimLabelsWithUnknownDimensions) {
+  // XLA's custom calls may mark a dimension of no role with '?'.
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  ROOT r = f32[100]{0} custom-call(), window={size=2x2}, dim_labels=?b01f_0?1io->b01?f, custom_call_target="t"
+})");
+  ASSERT_TRUE(m);
+  const ConvolutionDimensionNumbers& d = *m->entry_computation()->root_instruction()->attrs().convolution_dimension_numbers;
+  EXPECT_EQ(d.input_batch_dimension, 1);
+  EXPECT_EQ(d.input_feature_dimension, 4);
+  EXPECT_EQ(d.input_spatial_dimensions, (std::vector<int64_t>{2, 3, -1}));
+  EXPECT_EQ(d.kernel_spatial_dimensions, (std::vector<int64_t>{0, 2, -1}));
+  EXPECT_EQ(d.output_spatial_dimensions, (std::vector<int64_t>{1, 2, -1}));
+  std::string printed = PrintModule(*m);
+  EXPECT_NE(printed.find("dim_labels=?b01f_0?1io->b01?f"), std::string::npos) << printed;
+}
+
 TEST(ParserTest, PercentNamesSignatureAndCalledComputations) {
   auto m = Parse(R"(HloModule m, is_scheduled=true
 
