@@ -1,4 +1,4 @@
-// Shape kernels: broadcast, reshape, transpose, slice, concatenate, pad, reverse, iota, bitcast
+// Shape kernels: broadcast, reshape, transpose, slice, concatenate, pad, reverse, shuffle, iota, bitcast
 // (with layouts), get/set-dimension-size, size-0 and rank-0 shapes.
 #include <gtest/gtest.h>
 
@@ -155,6 +155,22 @@ TEST(ShapeTest, BitcastFollowsLayouts) {
   EXPECT_EQ(Ints(MustRun(Entry(R"(
   a = s32[2,3]{1,0} constant({{1, 2, 3}, {4, 5, 6}})
   ROOT c = s32[2,3]{0,1} copy(a))"))), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(ShapeTest, ShuffleRotates) {
+  // mode=rotate: result[i] = x[(i + shift) mod n] along each listed dimension.
+  ExpectSameDoubles(Doubles(MustRun(Entry(R"(
+  v = f32[5] constant({1, 2, 3, 4, 5})
+  ROOT r = f32[5] shuffle(v), dimensions={0}, mode=rotate, shifts={2})"))), {3, 4, 5, 1, 2});
+  EXPECT_EQ(Ints(MustRun(Entry(R"(
+  v = s32[2,3] constant({{1, 2, 3}, {4, 5, 6}})
+  ROOT r = s32[2,3] shuffle(v), dimensions={0,1}, mode=rotate, shifts={1,-1})"))),
+            (std::vector<int64_t>{6, 4, 5, 3, 1, 2}));
+  auto other = RunHlo(Entry(R"(
+  v = f32[5] constant({1, 2, 3, 4, 5})
+  ROOT r = f32[5] shuffle(v), dimensions={0}, mode=butterfly, shifts={2})"));
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("shuffle mode=butterfly"), std::string::npos) << other.status().message();
 }
 
 TEST(ShapeTest, NonDefaultOperandLayoutsDoNotChangeValues) {
