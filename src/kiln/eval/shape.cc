@@ -347,6 +347,22 @@ StatusOr<Literal> EvalBitcast(const HloInstruction& instr, std::span<const Liter
   const Shape& rs = instr.shape();
   if (!rs.IsArray()) return ShapeError(instr, "must produce an array");
   Literal out(rs);
+  const PrimitiveType in_type = a.shape().element_type(), out_type = rs.element_type();
+  const int in_bits = eval_internal::BitcastWidth(in_type), out_bits = eval_internal::BitcastWidth(out_type);
+  if (in_type != out_type && (in_bits % 8 != 0 || out_bits % 8 != 0)) {
+    // A sub-byte side: XLA's bitcast of a packed array (layout E(n)), e.g. s4[16]{0:E(4)} ->
+    // s8[8]: the same bits, elements packed little-endian. Only default (row-major) layouts.
+    // The E(n) itself is not required (the compiled backends drop layouts before their
+    // evaluator kernels run): the element counts times the widths must match.
+    const Shape& in_shape = instr.operand(0)->shape();
+    if (a.element_count() * in_bits != out.element_count() * out_bits)
+      return ShapeError(instr, StrCat("cannot bitcast ", a.shape().ToString(false), " to ",
+                                      rs.ToString(false), " (bit sizes differ)"));
+    if (!IsIdentityOrder(MajorToMinor(in_shape)) || !IsIdentityOrder(MajorToMinor(rs)))
+      return UnsupportedInstruction(instr, "sub-byte bitcast with a non-default layout");
+    eval_internal::UnpackBits(eval_internal::PackBits(a), out);
+    return out;
+  }
   if (out.size_bytes() != a.size_bytes() ||
       PrimitiveByteWidth(rs.element_type()) != PrimitiveByteWidth(a.shape().element_type()))
     return ShapeError(instr, StrCat("cannot bitcast ", a.shape().ToString(false), " to ",
