@@ -176,14 +176,16 @@ StatusOr<Literal> EvalConvert(const HloInstruction& instr, std::span<const Liter
 
 // ---- bitcast-convert ----
 
+}  // namespace
+
 // Bits per element as bitcast-convert sees them (pred is a byte, as in XLA).
 int BitcastWidth(PrimitiveType t) { return t == PrimitiveType::kPred ? 8 : PrimitiveBitWidth(t); }
 
 // Raw bits of a sub-byte element as stored in a Literal (one byte, IntN sign-extended).
-uint64_t ReadSubByte(PrimitiveType t, uint8_t byte) {
+static uint64_t ReadSubByte(PrimitiveType t, uint8_t byte) {
   return byte & LowMask(PrimitiveBitWidth(t));
 }
-uint8_t WriteSubByte(PrimitiveType t, uint64_t bits) {
+static uint8_t WriteSubByte(PrimitiveType t, uint64_t bits) {
   int w = PrimitiveBitWidth(t);
   if (IsSignedIntegralType(t)) return static_cast<uint8_t>(SignExtend(bits, w));
   return static_cast<uint8_t>(bits & LowMask(w));
@@ -224,6 +226,8 @@ void UnpackBits(const std::vector<uint8_t>& bytes, Literal& out) {
     out.untyped_data()[i] = WriteSubByte(t, bits);
   }
 }
+
+namespace {
 
 StatusOr<Literal> EvalBitcastConvert(const HloInstruction& instr,
                                      std::span<const Literal* const> ops, Evaluator&) {

@@ -1,6 +1,9 @@
-// Bounded dynamic arrays: SliceToDynamic, PadToStatic, SetBound and runtime-size tracking
+// Bounded dynamic arrays: SliceToDynamic, PadToStatic, SetBound and runtime-size tracking;
+// DynamicConvolutionForward of static shapes (the convolution it describes)
 // (Note [Dynamic sizes] in dynamic_shapes.h).
 #include "kiln/eval/dynamic_shapes.h"
+
+#include "kiln/eval/kernels.h"
 
 #include <algorithm>
 #include <cstring>
@@ -44,7 +47,8 @@ StatusOr<std::vector<int64_t>> Evaluator::DynamicSizes(const HloInstruction& ins
 namespace eval_internal {
 
 bool IsDynamicShapeCustomCall(std::string_view target) {
-  return target == "SliceToDynamic" || target == "PadToStatic" || target == "SetBound";
+  return target == "SliceToDynamic" || target == "PadToStatic" || target == "SetBound" ||
+         target == "DynamicConvolutionForward";
 }
 
 void TrackDynamicSizes(const HloInstruction& instr, std::span<const Literal* const> ops,
@@ -144,6 +148,15 @@ std::optional<StatusOr<Literal>> EvalDynamicShapeCustomCall(const HloInstruction
   const std::string& target = instr.attrs().custom_call_target;
   if (target == "PadToStatic") return EvalPadToStatic(instr, ops, e);
   if (target == "SliceToDynamic") return EvalKeepData(instr, ops);
+  if (target == "DynamicConvolutionForward") {
+    // XLA's dynamic padder's convolution: with static shapes it is the convolution its window
+    // and dim_labels describe (the padding of a dynamic one depends on runtime sizes).
+    if (ops.size() != 2 || !ops[0]->shape().IsArray() || !ops[1]->shape().IsArray() ||
+        ops[0]->shape().is_dynamic() || ops[1]->shape().is_dynamic() || !instr.shape().IsArray() ||
+        instr.shape().is_dynamic())
+      return UnsupportedInstruction(instr, "DynamicConvolutionForward with dynamic shapes");
+    return KernelRegistry::Global().Find(HloOpcode::kConvolution)(instr, ops, e);
+  }
   if (target == "SetBound") {
     // A bound on a value (XLA's value inference reads it); the data passes through.
     if (ops.size() == 1 && Shape::Compatible(ops[0]->shape(), instr.shape())) return *ops[0];

@@ -7,6 +7,7 @@
 namespace kiln {
 namespace {
 
+using testing::Doubles;
 using testing::Ints;
 using testing::MustRun;
 using testing::RunHlo;
@@ -81,6 +82,43 @@ ENTRY e {
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
   EXPECT_NE(r.status().message().find("unsupported: reverse at line 6 (%v): the dynamic size"), std::string::npos)
       << r.status().message();
+}
+
+TEST(DynamicShapesTest, StaticDynamicConvolutionForwardIsTheConvolution) {
+  // XLA's dynamic padder writes DynamicConvolutionForward; with static shapes it computes the
+  // convolution its window and dim_labels describe.
+  Literal x(Shape(PrimitiveType::kF32, {1, 5, 2}));
+  Literal w(Shape(PrimitiveType::kF32, {3, 2, 2}));
+  for (int64_t i = 0; i < x.element_count(); ++i) x.SetFromDouble(i, 0.25 * static_cast<double>(i) - 1);
+  for (int64_t i = 0; i < w.element_count(); ++i) w.SetFromDouble(i, 0.5 - 0.125 * static_cast<double>(i));
+  std::vector<Literal> args;
+  args.push_back(std::move(x));
+  args.push_back(std::move(w));
+  Literal out = MustRun(R"(HloModule m
+ENTRY e {
+  x = f32[1,5,2] parameter(0)
+  w = f32[3,2,2] parameter(1)
+  c = f32[1,5,2] convolution(x, w), window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f
+  d = f32[1,5,2] custom-call(x, w), window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f, custom_call_target="DynamicConvolutionForward"
+  ROOT t = (f32[1,5,2], f32[1,5,2]) tuple(c, d)
+})",
+                        args);
+  EXPECT_EQ(Doubles(out.tuple_element(1)), Doubles(out.tuple_element(0)));
+  // Dynamic shapes are a clear refusal (their padding depends on the runtime sizes).
+  auto dyn = RunHlo(R"(HloModule m
+ENTRY e {
+  x = f32[1,5,2] parameter(0)
+  w = f32[3,2,2] parameter(1)
+  one = s32[] constant(1)
+  four = s32[] constant(4)
+  two = s32[] constant(2)
+  xd = f32[1,<=5,2] custom-call(x, one, four, two), custom_call_target="SliceToDynamic"
+  ROOT d = f32[1,<=5,2] custom-call(xd, w), window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f, custom_call_target="DynamicConvolutionForward"
+})",
+                    args);
+  ASSERT_FALSE(dyn.ok());
+  EXPECT_NE(dyn.status().message().find("DynamicConvolutionForward with dynamic shapes"), std::string::npos)
+      << dyn.status().message();
 }
 
 TEST(DynamicShapesTest, PartialReduceIsAClearRefusal) {

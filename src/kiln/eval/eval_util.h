@@ -135,4 +135,10 @@ inline Literal MakeArray(const Shape& shape) { return Literal(shape); }
 // INT64_MAX, which clamp to hi).
 int64_t ClampedIndex(const Literal& index, int64_t element, int64_t lo, int64_t hi);
 
+// Bit streams as bitcast-convert and sub-byte bitcasts see them (eval/convert.cc): the
+// elements of `l` packed little-endian at their bit width (pred: a byte), and back into `out`.
+int BitcastWidth(PrimitiveType t);
+std::vector<uint8_t> PackBits(const Literal& l);
+void UnpackBits(const std::vector<uint8_t>& bytes, Literal& out);
+
 }  // namespace kiln::eval_internal

@@ -5,7 +5,8 @@
 // trailing dimension of size 1. Index values of any integer type are read as int64 (u64 values
 // above INT64_MAX count as huge).
 //
-// gather: each start is clamped so the whole slice fits in the operand (XLA's semantics).
+// gather: each start is clamped so the whole slice fits in the operand (XLA's semantics); a
+// gather from an empty operand (a collapsed dimension of size 0) gives zeros.
 // scatter: an update window that does not fit entirely in the operand is skipped as a whole
 // (not clamped), exactly as XLA's evaluator and CPU backend do. Windows are applied in
 // row-major order of the update scatter dimensions, and within a window in row-major order, so
@@ -170,6 +171,9 @@ StatusOr<Literal> EvalGather(const HloInstruction& instr, std::span<const Litera
   }
 
   Literal out(rs);
+  // An empty operand (a collapsed dimension of size 0 with slice size 0) has nothing to read:
+  // every gathered element is zero, as XLA's gather simplifier rewrites such a gather.
+  if (os.num_elements() == 0) return out;
   const int width = PrimitiveByteWidth(os.element_type());
   const std::vector<int64_t> ostrides = RowMajorStrides(os.dimensions());
   std::vector<int64_t> bstrides(iv.batch_dims.size(), 1);

@@ -79,6 +79,20 @@ ENTRY e {
   ROOT s = s32[3] scatter(x, i, u), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=comb
 })";
 
+TEST(GatherScatter, GatherFromAnEmptyOperandGivesZeros) {
+  // A collapsed dimension of size 0 (slice size 0) leaves nothing to read; the result still has
+  // elements (the offset dimension), all zero. Reading the operand here ran off its buffer.
+  auto r = RunHlo(R"(
+ENTRY e {
+  x = f32[0,2] parameter(0)
+  i = s32[3] parameter(1)
+  ROOT g = f32[3,2] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={0,2}
+})",
+                  {F32({0, 2}, {}), Ints(PrimitiveType::kS32, {3}, {0, 1, 2})});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Values(*r), (std::vector<double>(6, 0.0)));
+}
+
 TEST(GatherScatter, ScatterAppliesUpdatesInIndexOrder) {
   if (!KernelRegistry::Global().Find(HloOpcode::kCompare) ||
       !KernelRegistry::Global().Find(HloOpcode::kAdd))

@@ -334,6 +334,17 @@ StatusOr<Literal> EvalCustomCall(const HloInstruction& instr, std::span<const Li
     return std::move(*r);
   if (target == "PartialReduce")
     return UnsupportedInstruction(instr, kPartialReduceUnsupported);
+  if (target == "GetRngSeed") {
+    // The run's RNG state (its seed, unless rng ops ran before), as an integer scalar: XLA's
+    // custom call for a program that seeds its own generator. Not advanced.
+    if (!ops.empty() || !instr.shape().IsArray() || instr.shape().rank() != 0 ||
+        !IsIntegralType(instr.shape().element_type()))
+      return InvalidArgument("custom-call GetRngSeed %", instr.name(),
+                             " takes no operands and returns an integer scalar");
+    Literal out(instr.shape());
+    out.SetFromInt64(0, static_cast<int64_t>(e.rng_state()));
+    return out;
+  }
   if (IsAnnotationTarget(target)) {
     if (ops.size() == 1 && Shape::Compatible(ops[0]->shape(), instr.shape())) return *ops[0];
     return UnsupportedInstruction(

@@ -107,6 +107,15 @@ ENTRY e {
 
 // ---- rng ----
 
+TEST(Misc, GetRngSeedIsTheRunsSeed) {
+  auto module = ParseHloModule("HloModule m\nENTRY e {\n  ROOT s = u64[] custom-call(), custom_call_target=\"GetRngSeed\"\n}\n");
+  ASSERT_TRUE(module.ok()) << module.status().ToString();
+  Evaluator e(EvaluatorOptions{.rng_seed = 1234});
+  auto r = e.Run(**module, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->data<uint64_t>()[0], 1234u);
+}
+
 TEST(Misc, RngUniformAndNormalAreInRangeAndDeterministic) {
   auto module = ParseHloModule(R"(
 ENTRY e {

@@ -1,10 +1,12 @@
 // Shape kernels: broadcast, reshape, dynamic-reshape, transpose, slice, concatenate, pad,
 // reverse, iota, bitcast, get-dimension-size, set-dimension-size. All but iota move whole
 // elements (type-agnostic byte copies through StridedCopy).
+#include <charconv>
 #include <cstring>
 #include <numeric>
 
 #include "kiln/base/strings.h"
+#include "kiln/eval/array_util.h"
 #include "kiln/eval/eval_util.h"
 #include "kiln/eval/kernels.h"
 
@@ -218,6 +220,73 @@ StatusOr<Literal> EvalReverse(const HloInstruction& instr, std::span<const Liter
   return out;
 }
 
+// An attribute kept verbatim (attrs().extra) as an integer list "{a,b,...}".
+StatusOr<std::vector<int64_t>> ExtraIntList(const HloInstruction& instr, std::string_view name) {
+  for (const auto& [key, value] : instr.attrs().extra) {
+    if (key != name) continue;
+    std::string_view v = value;
+    if (v.size() < 2 || v.front() != '{' || v.back() != '}')
+      return ShapeError(instr, StrCat(name, "= must be a list of integers, got ", value));
+    std::vector<int64_t> out;
+    for (std::string_view part : StrSplit(v.substr(1, v.size() - 2), ',')) {
+      while (!part.empty() && part.front() == ' ') part.remove_prefix(1);
+      while (!part.empty() && part.back() == ' ') part.remove_suffix(1);
+      if (part.empty()) continue;
+      int64_t x = 0;
+      auto r = std::from_chars(part.data(), part.data() + part.size(), x);
+      if (r.ec != std::errc() || r.ptr != part.data() + part.size())
+        return ShapeError(instr, StrCat(name, "= must be a list of integers, got ", value));
+      out.push_back(x);
+    }
+    return out;
+  }
+  return ShapeError(instr, StrCat("has no ", name, "="));
+}
+
+// shuffle(x), dimensions={d...}, mode=rotate, shifts={s...}: a rotation of each listed
+// dimension, result[.., i, ..] = x[.., (i + s) mod n, ..] (XLA's constant folding of
+// shuffle({1,2,3,4,5}) with shifts={2} gives {3,4,5,1,2}). Other modes are refused.
+StatusOr<Literal> EvalShuffle(const HloInstruction& instr, std::span<const Literal* const> ops,
+                              Evaluator&) {
+  if (ops.size() != 1) return ShapeError(instr, "takes one operand");
+  const Literal& a = *ops[0];
+  KILN_RETURN_IF_ERROR(ExpectArray(a, instr, "operand"));
+  KILN_RETURN_IF_ERROR(ExpectSameType(instr, a));
+  if (a.shape().dimensions() != instr.shape().dimensions())
+    return ShapeError(instr, "result dimensions differ from the operand's");
+  std::string mode;
+  for (const auto& [key, value] : instr.attrs().extra)
+    if (key == "mode") mode = value;
+  if (mode != "rotate") return UnsupportedInstruction(instr, StrCat("shuffle mode=", mode.empty() ? "(none)" : mode));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, ExtraIntList(instr, "dimensions"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int64_t> shifts, ExtraIntList(instr, "shifts"));
+  if (dims.size() != shifts.size()) return ShapeError(instr, "dimensions and shifts differ in length");
+  const Shape& s = a.shape();
+  std::vector<int64_t> shift(s.rank(), 0);
+  for (size_t k = 0; k < dims.size(); ++k) {
+    if (dims[k] < 0 || dims[k] >= s.rank()) return ShapeError(instr, "dimension out of range");
+    const int64_t n = s.dimensions(dims[k]);
+    if (n > 0) shift[dims[k]] = ((shifts[k] % n) + n) % n;
+  }
+  Literal out(instr.shape());
+  const int64_t w = ElementWidth(s);
+  const std::vector<int64_t> strides = StridesOf(s);
+  std::vector<int64_t> idx(s.rank(), 0);
+  const uint8_t* src = a.untyped_data();
+  uint8_t* dst = out.untyped_data();
+  for (int64_t e = 0; e < out.element_count(); ++e) {
+    int64_t lin = 0;
+    for (int64_t d = 0; d < s.rank(); ++d) {
+      int64_t i = idx[d] + shift[d];
+      if (i >= s.dimensions(d)) i -= s.dimensions(d);
+      lin += i * strides[d];
+    }
+    std::memcpy(dst + e * w, src + lin * w, w);
+    eval_internal::NextRowMajorIndex(idx, s.dimensions());
+  }
+  return out;
+}
+
 template <class T>
 T IotaValue(int64_t v) {
   using namespace eval_internal;  // NOLINT
@@ -278,6 +347,22 @@ StatusOr<Literal> EvalBitcast(const HloInstruction& instr, std::span<const Liter
   const Shape& rs = instr.shape();
   if (!rs.IsArray()) return ShapeError(instr, "must produce an array");
   Literal out(rs);
+  const PrimitiveType in_type = a.shape().element_type(), out_type = rs.element_type();
+  const int in_bits = eval_internal::BitcastWidth(in_type), out_bits = eval_internal::BitcastWidth(out_type);
+  if (in_type != out_type && (in_bits % 8 != 0 || out_bits % 8 != 0)) {
+    // A sub-byte side: XLA's bitcast of a packed array (layout E(n)), e.g. s4[16]{0:E(4)} ->
+    // s8[8]: the same bits, elements packed little-endian. Only default (row-major) layouts.
+    // The E(n) itself is not required (the compiled backends drop layouts before their
+    // evaluator kernels run): the element counts times the widths must match.
+    const Shape& in_shape = instr.operand(0)->shape();
+    if (a.element_count() * in_bits != out.element_count() * out_bits)
+      return ShapeError(instr, StrCat("cannot bitcast ", a.shape().ToString(false), " to ",
+                                      rs.ToString(false), " (bit sizes differ)"));
+    if (!IsIdentityOrder(MajorToMinor(in_shape)) || !IsIdentityOrder(MajorToMinor(rs)))
+      return UnsupportedInstruction(instr, "sub-byte bitcast with a non-default layout");
+    eval_internal::UnpackBits(eval_internal::PackBits(a), out);
+    return out;
+  }
   if (out.size_bytes() != a.size_bytes() ||
       PrimitiveByteWidth(rs.element_type()) != PrimitiveByteWidth(a.shape().element_type()))
     return ShapeError(instr, StrCat("cannot bitcast ", a.shape().ToString(false), " to ",
@@ -348,6 +433,7 @@ void RegisterShapeKernels(KernelRegistry& r) {
   r.Register(HloOpcode::kConcatenate, EvalConcatenate);
   r.Register(HloOpcode::kPad, EvalPad);
   r.Register(HloOpcode::kReverse, EvalReverse);
+  r.Register(HloOpcode::kShuffle, EvalShuffle);
   r.Register(HloOpcode::kIota, EvalIota);
   r.Register(HloOpcode::kBitcast, EvalBitcast);
   r.Register(HloOpcode::kGetDimensionSize, EvalGetDimensionSize);

@@ -1,4 +1,4 @@
-// Shape kernels: broadcast, reshape, transpose, slice, concatenate, pad, reverse, iota, bitcast
+// Shape kernels: broadcast, reshape, transpose, slice, concatenate, pad, reverse, shuffle, iota, bitcast
 // (with layouts), get/set-dimension-size, size-0 and rank-0 shapes.
 #include <gtest/gtest.h>
 
@@ -155,6 +155,44 @@ TEST(ShapeTest, BitcastFollowsLayouts) {
   EXPECT_EQ(Ints(MustRun(Entry(R"(
   a = s32[2,3]{1,0} constant({{1, 2, 3}, {4, 5, 6}})
   ROOT c = s32[2,3]{0,1} copy(a))"))), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(ShapeTest, SubByteBitcastAcrossWidths) {
+  // XLA's constant folding test (DontFoldSubByteWidthChangingBitcasts): a packed s4[16] read as
+  // s8[8], element 2i in the low nibble of byte i.
+  EXPECT_EQ(Ints(MustRun(Entry(R"(
+  c4 = s4[16]{0:E(4)} constant({0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1})
+  ROOT b = s8[8]{0} bitcast(c4))"))), (std::vector<int64_t>{16, 50, 84, 118, -104, -70, -36, -2}));
+  // And back, as u4: 0xAB -> {0xB, 0xA}.
+  EXPECT_EQ(Ints(MustRun(Entry(R"(
+  c = u8[2] constant({171, 18})
+  ROOT b = u4[4]{0:E(4)} bitcast(c))"))), (std::vector<int64_t>{11, 10, 2, 1}));
+  // Same width, another type: the bits, canonical for the result type.
+  EXPECT_EQ(Ints(MustRun(Entry(R"(
+  c = s4[2] constant({-1, 7})
+  ROOT b = u4[2] bitcast(c))"))), (std::vector<int64_t>{15, 7}));
+  // Different bit sizes: refused.
+  StatusOr<Literal> bad = RunHlo(Entry(R"(
+  c = s4[16]{0:E(4)} constant({0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1})
+  ROOT b = s8[16]{0} bitcast(c))"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().ToString().find("bit sizes differ"), std::string::npos) << bad.status().ToString();
+}
+
+TEST(ShapeTest, ShuffleRotates) {
+  // mode=rotate: result[i] = x[(i + shift) mod n] along each listed dimension.
+  ExpectSameDoubles(Doubles(MustRun(Entry(R"(
+  v = f32[5] constant({1, 2, 3, 4, 5})
+  ROOT r = f32[5] shuffle(v), dimensions={0}, mode=rotate, shifts={2})"))), {3, 4, 5, 1, 2});
+  EXPECT_EQ(Ints(MustRun(Entry(R"(
+  v = s32[2,3] constant({{1, 2, 3}, {4, 5, 6}})
+  ROOT r = s32[2,3] shuffle(v), dimensions={0,1}, mode=rotate, shifts={1,-1})"))),
+            (std::vector<int64_t>{6, 4, 5, 3, 1, 2}));
+  auto other = RunHlo(Entry(R"(
+  v = f32[5] constant({1, 2, 3, 4, 5})
+  ROOT r = f32[5] shuffle(v), dimensions={0}, mode=butterfly, shifts={2})"));
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("shuffle mode=butterfly"), std::string::npos) << other.status().message();
 }
 
 TEST(ShapeTest, NonDefaultOperandLayoutsDoNotChangeValues) {

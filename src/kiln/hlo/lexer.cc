@@ -150,7 +150,12 @@ Token Lexer::Lex() {
     case ',': return Make(TokKind::kComma, start, start + 1);
     case ':': return Make(TokKind::kColon, start, start + 1);
     case '=': return Make(TokKind::kEqual, start, start + 1);
-    case '?': return Make(TokKind::kQuestion, start, start + 1);
+    case '?': {
+      // dim_labels may start with an unknown dimension ("?b01f_0?1io->b01?f").
+      size_t end = 0;
+      if (MatchDimLabels(start, &end)) return Make(TokKind::kDimLabels, start, end);
+      return Make(TokKind::kQuestion, start, start + 1);
+    }
     case '*': return Make(TokKind::kAsterisk, start, start + 1);
     case '#': return Make(TokKind::kOctothorp, start, start + 1);
     case '+': return Make(TokKind::kPlus, start, start + 1);

@@ -231,6 +231,8 @@ Status HloParser::ParseComputation(HloModule* module) {
   if (is_entry && module->entry_computation())
     return ErrorAt(name_tok.offset, StrCat("second ENTRY computation '", name, "'"));
 
+  std::optional<Shape> signature_result;  // the "-> shape" of a signature
+  size_t signature_offset = 0;
   if (lex_.PeekKind() == TokKind::kLparen) {
     lex_.Next();
     if (!TryConsume(TokKind::kRparen)) {
@@ -242,7 +244,8 @@ Status HloParser::ParseComputation(HloModule* module) {
       KILN_RETURN_IF_ERROR(Expect(TokKind::kRparen, "')'"));
     }
     KILN_RETURN_IF_ERROR(Expect(TokKind::kArrow, "'->'"));
-    KILN_RETURN_IF_ERROR(ParseShape().status());
+    signature_offset = lex_.NextTokenOffset();
+    KILN_ASSIGN_OR_RETURN(signature_result, ParseShape());
   }
   std::string execution_thread;
   while (TryConsume(TokKind::kComma)) {
@@ -287,6 +290,14 @@ Status HloParser::ParseComputation(HloModule* module) {
   if (pending.empty()) return ErrorAt(close_offset, StrCat("computation '", name, "' is empty"));
   KILN_RETURN_IF_ERROR(FinishComputation(comp, pending, names));
   comp->set_root_instruction(root ? root : pending.back().instr);
+  // The signature's result must be the root's shape (layouts aside), as XLA checks; a root
+  // whose shape is still to be inferred is left to the verifier.
+  const HloInstruction* r = comp->root_instruction();
+  if (signature_result && r->shape().element_type() != PrimitiveType::kInvalid &&
+      !Shape::Compatible(*signature_result, r->shape()))
+    return ErrorAt(signature_offset, StrCat("computation '", name, "' returns ",
+                                            signature_result->ToString(false), " but its root '",
+                                            r->name(), "' is ", r->shape().ToString(false)));
   return OkStatus();
 }
 
@@ -319,6 +330,14 @@ Status HloParser::FinishComputation(HloComputation* comp,
       if (it == names.end())
         return ErrorAt(ref.offset, StrCat("operand '", ref.name, "' is not defined in computation '",
                                           comp->name(), "'"));
+      // A shape written with the operand must be the operand's (layouts aside), as XLA checks;
+      // an operand whose own shape is still to be inferred is checked by the verifier instead.
+      const Shape& actual = it->second->shape();
+      if (ref.declared && actual.element_type() != PrimitiveType::kInvalid &&
+          !Shape::Compatible(*ref.declared, actual))
+        return ErrorAt(ref.offset, StrCat("the declared operand shape ", ref.declared->ToString(false),
+                                          " of '", ref.name, "' is not its shape ",
+                                          actual.ToString(false)));
       p.instr->AppendOperand(it->second);
     }
     for (const NameRef& ref : p.control_predecessors) {
@@ -491,6 +510,12 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
   // (an outer product). Every later stage finds them present.
   if (target->opcode() == HloOpcode::kDot && !target->attrs().dot_dimension_numbers)
     target->attrs().dot_dimension_numbers.emplace();
+  // So is a reduce-window or select-and-scatter without window=: a window of no dimensions,
+  // which fits a scalar operand (the verifier refuses it for any other rank).
+  if ((target->opcode() == HloOpcode::kReduceWindow ||
+       target->opcode() == HloOpcode::kSelectAndScatter) &&
+      !target->attrs().window)
+    target->attrs().window.emplace();
   std::vector<NameRef> refs;
   if (called.condition || called.body) {
     if (!called.condition || !called.body)
@@ -522,16 +547,7 @@ Status HloParser::ParseInstruction(HloComputation* comp, std::vector<PendingInst
       instr->called_computations().empty())
     async_sugar_users_.push_back({instr, op_tok.offset});
 
-  if (elided) {
-    if (!options_.fill_elided_constants)
-      return ErrorAt(name_tok.offset,
-                     StrCat("constant '", name,
-                            "' has an elided value ({...}); set fill_elided_constants to fill it "
-                            "with random values"));
-    auto filled = FillLiteral(instr->shape(), options_.fill_seed + elided_fill_counter_++);
-    if (!filled.ok()) return ErrorAt(name_tok.offset, filled.status().message());
-    instr->set_literal(std::move(filled).value());
-  }
+  if (elided) KILN_RETURN_IF_ERROR(FillElidedConstant(instr, name_tok.offset));
 
   if (is_root) {
     if (*saw_root)
@@ -589,20 +605,27 @@ Status HloParser::ParseOperands(PendingInstruction& p, HloInstruction* instr, bo
       KILN_ASSIGN_OR_RETURN(operand_shape, ParseShape());
     }
     const Token t = lex_.Peek();
-    // A nested instruction: "shape opcode(...)".
-    if (has_shape && t.kind == TokKind::kIdent && ParseHloOpcode(t.text) && current_pending_) {
+    // A nested instruction: "shape opcode(...)", or "opcode(...)" whose shape is inferred (as
+    // XLA reads "add(x, multiply(y, z))"; a name is never followed by '(', so an operand named
+    // like an opcode stays a name). parameter and constant need their shape.
+    std::optional<HloOpcode> nested_op =
+        t.kind == TokKind::kIdent && current_pending_ ? ParseHloOpcode(t.text) : std::nullopt;
+    if (nested_op && (has_shape || (*nested_op != HloOpcode::kParameter &&
+                                    *nested_op != HloOpcode::kConstant))) {
       Lexer::State st = lex_.GetState();
       lex_.Next();
       const bool nested = lex_.PeekKind() == TokKind::kLparen;
       lex_.SetState(st);
       if (nested) {
-        KILN_ASSIGN_OR_RETURN(std::string name, ParseNestedOperand(std::move(operand_shape)));
+        KILN_ASSIGN_OR_RETURN(std::string name,
+                              ParseNestedOperand(std::move(operand_shape), /*infer_shape=*/!has_shape));
         p.operands.push_back({std::move(name), t.offset});
         continue;
       }
     }
     KILN_ASSIGN_OR_RETURN(std::string name, ParseName("operand name"));
     p.operands.push_back({std::move(name), t.offset});
+    if (has_shape) p.operands.back().declared = std::move(operand_shape);
   } while (TryConsume(TokKind::kComma));
   return Expect(TokKind::kRparen, "')'");
 }
@@ -635,8 +658,22 @@ Status HloParser::BuildAsyncWrapper(HloModule* module, PendingWrapper& p) {
   return OkStatus();
 }
 
-// operand ::= shape opcode '(' operands ')'   (no attributes; as XLA's parser reads them)
-StatusOr<std::string> HloParser::ParseNestedOperand(Shape shape) {
+// A constant written as constant({...}) (a dump without its large constants, also nested as
+// an operand): filled with deterministic random values if the options ask for it, else an
+// error naming it.
+Status HloParser::FillElidedConstant(HloInstruction* constant, size_t offset) {
+  if (!options_.fill_elided_constants)
+    return ErrorAt(offset, StrCat("constant '", constant->name(),
+                                  "' has an elided value ({...}); set fill_elided_constants to fill "
+                                  "it with random values"));
+  auto filled = FillLiteral(constant->shape(), options_.fill_seed + elided_fill_counter_++);
+  if (!filled.ok()) return ErrorAt(offset, filled.status().message());
+  constant->set_literal(std::move(filled).value());
+  return OkStatus();
+}
+
+// operand ::= shape? opcode '(' operands ')'   (no attributes; as XLA's parser reads them)
+StatusOr<std::string> HloParser::ParseNestedOperand(Shape shape, bool infer_shape) {
   const Token op_tok = lex_.Next();
   std::optional<HloOpcode> opcode = ParseHloOpcode(op_tok.text);
   if (!opcode) return ErrorAt(op_tok.offset, StrCat("unknown opcode '", op_tok.text, "'"));
@@ -655,11 +692,12 @@ StatusOr<std::string> HloParser::ParseNestedOperand(Shape shape) {
   bool elided = false;
   q.operands_offset = lex_.NextTokenOffset();
   KILN_RETURN_IF_ERROR(ParseOperands(q, q.instr, &elided));
-  if (elided) return ErrorAt(op_tok.offset, "a nested constant needs its value");
+  if (elided) KILN_RETURN_IF_ERROR(FillElidedConstant(q.instr, op_tok.offset));
   KILN_RETURN_IF_ERROR(CheckArity(q));
   if (q.instr->opcode() == HloOpcode::kDot && !q.instr->attrs().dot_dimension_numbers)
     q.instr->attrs().dot_dimension_numbers.emplace();
   current_names_->emplace(name, q.instr);
+  if (infer_shape) infer_shapes_.push_back({q.instr, op_tok.offset});
   q.owned = std::move(owned);
   current_pending_->push_back(std::move(q));
   return name;

@@ -217,6 +217,8 @@ StatusOr<Window> HloParser::ParseWindow() {
 }
 
 // dim_labels ::= lhs '_' kernel '->' output, e.g. b01f_01io->b01f
+// A '?' marks a dimension of no role (XLA allows it for custom calls: "?b01f_0?1io->b01?f"); a
+// side with one may leave out its batch/feature letters and spatial dimensions (-1).
 StatusOr<ConvolutionDimensionNumbers> HloParser::ParseDimLabels() {
   const Token t = lex_.Peek();
   if (t.kind != TokKind::kDimLabels) return Expected("dimension labels (e.g. b01f_01io->b01f)");
@@ -233,11 +235,13 @@ StatusOr<ConvolutionDimensionNumbers> HloParser::ParseDimLabels() {
                   std::vector<int64_t>* spatial) -> Status {
     int64_t num_spatial = static_cast<int64_t>(s.size()) - 2;
     spatial->assign(std::max<int64_t>(num_spatial, 0), -1);
-    bool seen_a = false, seen_b = false;
+    bool seen_a = false, seen_b = false, unknown = false;
     for (size_t i = 0; i < s.size(); ++i) {
       char c = s[i];
       int64_t pos = static_cast<int64_t>(i);
-      if (c == a && !seen_a) {
+      if (c == '?') {
+        unknown = true;
+      } else if (c == a && !seen_a) {
         *da = pos;
         seen_a = true;
       } else if (c == b && !seen_b) {
@@ -249,8 +253,10 @@ StatusOr<ConvolutionDimensionNumbers> HloParser::ParseDimLabels() {
         return ErrorAt(t.offset, StrCat("malformed dimension labels '", text, "' (at '", s, "')"));
       }
     }
-    if (!seen_a || !seen_b)
+    if ((!seen_a || !seen_b) && !unknown)
       return ErrorAt(t.offset, StrCat("malformed dimension labels '", text, "' (at '", s, "')"));
+    if (!seen_a) *da = -1;
+    if (!seen_b) *db = -1;
     return OkStatus();
   };
   KILN_RETURN_IF_ERROR(side(lhs, 'b', 'f', &dn.input_batch_dimension, &dn.input_feature_dimension,
@@ -460,6 +466,46 @@ Status ParseEnumInto(HloParser* p, const E (&values)[N], std::string_view (*name
   return OkStatus();
 }
 }  // namespace
+
+// shaped_literal ::= shape literal_value
+//                  | '(' shaped_literal (',' shaped_literal)* ')'   (XLA's tuple form)
+// "s32[1] {0}" is ambiguous (layout or value): the brace is read as a layout first, and as the
+// value if that leaves no value to read. A tuple is written either as its shape and then its
+// value ("(s32[2]{0}, pred[]) ({1, 2}, true)", kiln's printer) or element by element, each with
+// its shape ("( s32[2]{0} {1, 2}, pred[] true )", XLA's printer).
+StatusOr<Literal> HloParser::ParseShapedLiteral(bool* elided) {
+  Lexer::State before = lex_.GetState();
+  StatusOr<Shape> shape = ParseShape();
+  StatusOr<Literal> parsed = shape.ok() ? ParseLiteral(*shape, elided) : StatusOr<Literal>(shape.status());
+  if (parsed.ok()) return parsed;
+  Lexer::State after = lex_.GetState();
+  lex_.SetState(before);
+  if (lex_.PeekKind() == TokKind::kLparen) {
+    lex_.Next();
+    std::vector<Literal> elements;
+    Status bad = OkStatus();
+    if (lex_.PeekKind() != TokKind::kRparen) {
+      do {
+        StatusOr<Literal> e = ParseShapedLiteral(elided);
+        if (!e.ok()) {
+          bad = e.status();
+          break;
+        }
+        elements.push_back(std::move(e).value());
+      } while (TryConsume(TokKind::kComma));
+    }
+    if (bad.ok() && TryConsume(TokKind::kRparen)) return Literal::MakeTuple(std::move(elements));
+    lex_.SetState(after);
+    return parsed.status();
+  }
+  StatusOr<Shape> bare = ParseShape(/*allow_layout=*/false);
+  if (bare.ok()) {
+    StatusOr<Literal> retry = ParseLiteral(*bare, elided);
+    if (retry.ok()) return retry;
+  }
+  lex_.SetState(after);
+  return parsed.status();
+}
 
 // attribute ::= name '=' value; dispatched on the name (and the opcode where a name is shared).
 Status HloParser::ParseInstructionAttribute(PendingInstruction& p, CalledRefs& called,
@@ -726,25 +772,8 @@ Status HloParser::ParseInstructionAttribute(PendingInstruction& p, CalledRefs& c
     KILN_RETURN_IF_ERROR(ParseEnumInto(this, kAll, CustomCallScheduleString, &a.custom_call_schedule,
                                        "custom-call schedule (SCHEDULE_...)"));
   } else if (n == "literal") {
-    // literal ::= shape literal_value. "s32[1] {0}" is ambiguous (layout or value): read the
-    // brace as a layout first, and as the value if that leaves no value to read.
-    Lexer::State before = lex_.GetState();
     bool elided = false;
-    StatusOr<Shape> shape = ParseShape();
-    StatusOr<Literal> parsed = shape.ok() ? ParseLiteral(*shape, &elided) : StatusOr<Literal>(shape.status());
-    if (!parsed.ok()) {
-      Lexer::State after = lex_.GetState();
-      lex_.SetState(before);
-      StatusOr<Shape> bare = ParseShape(/*allow_layout=*/false);
-      if (bare.ok()) {
-        StatusOr<Literal> retry = ParseLiteral(*bare, &elided);
-        if (retry.ok()) parsed = std::move(retry);
-        else lex_.SetState(after);
-      } else {
-        lex_.SetState(after);
-      }
-    }
-    KILN_ASSIGN_OR_RETURN(Literal lit, std::move(parsed));
+    KILN_ASSIGN_OR_RETURN(Literal lit, ParseShapedLiteral(&elided));
     if (elided) return ErrorAt(name_token.offset, "custom-call literal= may not be elided");
     target->set_literal(std::move(lit));
   } else if (n == "channel_id") {

@@ -133,6 +133,30 @@ TEST(ParserErrorsTest, MessagesWithPositionAndCaret) {
   for (const ErrorCase& c : cases) EXPECT_EQ(ParseError(c.text), c.error) << c.text;
 }
 
+TEST(ParserErrorsTest, WhatXlaRefusesKilnRefuses) {
+  // A declared operand shape that is not the operand's, a signature whose result is not the
+  // root's, and a finite constant beyond its type's range (it would become inf).
+  EXPECT_EQ(ParseError(Entry("  p = f32[2,2] parameter(0)\n  c = f32[2,2] constant({{1, 2}, {3, 4}})\n"
+                             "  ROOT a = f32[2,2] add(f32[2,2] p, f32[2,5] c)")),
+            "t.hlo:5:46: the declared operand shape f32[2,5] of 'c' is not its shape f32[2,2]\n"
+            "  ROOT a = f32[2,2] add(f32[2,2] p, f32[2,5] c)\n"
+            "                                             ^");
+  EXPECT_NE(ParseError("HloModule m\nENTRY %e () -> f32[1] {\n  ROOT c = f32[2] constant({1, 2})\n}")
+                .find("t.hlo:2:16: computation 'e' returns f32[1] but its root 'c' is f32[2]"),
+            std::string::npos);
+  EXPECT_NE(ParseError(Entry("  ROOT c = f16[] constant(-65520)")).find("value -65520 out of range for f16"),
+            std::string::npos);
+  EXPECT_NE(ParseError(Entry("  ROOT c = f8e4m3fn[] constant(1000)")).find("out of range for f8e4m3fn"),
+            std::string::npos);
+  // In range: the largest f16 and bf16 values, inf, and a u64 written as a negative int64
+  // (its two's complement, as XLA reads it); narrower unsigned types still refuse negatives.
+  EXPECT_EQ(ParseError(Entry("  a = f16[] constant(-65504)\n  b = bf16[] constant(-65505)\n"
+                             "  c = f16[] constant(-inf)\n  d = u64[] constant(-1)\n  ROOT t = (f16[], bf16[], f16[], u64[]) tuple(a, b, c, d)")),
+            "<parsed>");
+  EXPECT_NE(ParseError(Entry("  ROOT c = u32[] constant(-1)")).find("integer -1 out of range for u32"),
+            std::string::npos);
+}
+
 TEST(ParserErrorsTest, LongLinesAreWindowed) {
   std::string body = "  ROOT t = (" ;
   for (int i = 0; i < 100; ++i) body += "f32[], ";

@@ -34,6 +34,7 @@ inline constexpr int kMaxNestingDepth = 200;
 struct NameRef {
   std::string name;
   size_t offset = 0;  // where the name is written, for errors
+  std::optional<Shape> declared;  // an operand's shape written before its name ("f32[2] %x")
 };
 
 // Called computations of one instruction, by the attribute that named them.
@@ -111,8 +112,12 @@ class HloParser {
   // ---- literals (parser_literal.cc) ----
   // The literal of a constant of `shape`; sets *elided if written as {...}.
   StatusOr<Literal> ParseLiteral(const Shape& shape, bool* elided);
+  // A literal written with its shape (custom-call literal=), in kiln's or XLA's tuple form.
+  StatusOr<Literal> ParseShapedLiteral(bool* elided);
   // Deterministic random fill for elided constants.
   StatusOr<Literal> FillLiteral(const Shape& shape, uint64_t seed);
+  // Fills an elided constant (fill_elided_constants) or refuses it, naming it at `offset`.
+  Status FillElidedConstant(HloInstruction* constant, size_t offset);
 
   // ---- attributes (parser_attributes.cc) ----
   Status ParseInstructionAttribute(PendingInstruction& pending, CalledRefs& called,
@@ -197,7 +202,7 @@ class HloParser {
   std::vector<PendingInstruction>* current_pending_ = nullptr;
   std::unordered_map<std::string, HloInstruction*>* current_names_ = nullptr;
   int64_t nested_counter_ = 0;
-  StatusOr<std::string> ParseNestedOperand(Shape shape);
+  StatusOr<std::string> ParseNestedOperand(Shape shape, bool infer_shape = false);
   Status InferShapes(HloModule* module);
   std::optional<NameRef> entry_ref_;
 };

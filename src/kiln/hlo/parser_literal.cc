@@ -205,6 +205,16 @@ Status ParseElementTyped(HloParser* p, Literal* lit, int64_t i) {
       lit->data<T>()[i] = static_cast<T>(v);
     } else {
       uint64_t v = 0;
+      // u64 also takes a negative int64, as its two's complement (XLA reads u64[] constant(-1)
+      // as 2^64-1); narrower unsigned types refuse negatives.
+      if (kBits == 64 && b != e && *b == '-') {
+        int64_t sv = 0;
+        auto r = std::from_chars(b, e, sv);
+        if (r.ec != std::errc() || r.ptr != e)
+          return p->ErrorAt(t.offset, StrCat("integer ", t.text, " out of range for ", PrimitiveTypeName(type)));
+        lit->data<T>()[i] = static_cast<T>(static_cast<uint64_t>(sv));
+        return OkStatus();
+      }
       auto r = std::from_chars(b, e, v);
       uint64_t hi = kBits == 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << kBits) - 1;
       if (r.ec != std::errc() || r.ptr != e || v > hi)
@@ -243,7 +253,12 @@ Status ParseElementTyped(HloParser* p, Literal* lit, int64_t i) {
     }
     Wide v;
     KILN_RETURN_IF_ERROR(ParseFloating<Wide>(p, type, &v));
-    lit->data<T>()[i] = T(v);
+    const T narrowed(v);
+    // A finite value beyond the type's range (f16[] constant(-65520) would become -inf) is an
+    // error, as in XLA; inf and nan are written as such.
+    if (std::isfinite(v) && !std::isfinite(static_cast<double>(static_cast<Wide>(narrowed))))
+      return p->ErrorAt(t.offset, StrCat("value ", t.text, " out of range for ", PrimitiveTypeName(type)));
+    lit->data<T>()[i] = narrowed;
     return OkStatus();
   }
 }

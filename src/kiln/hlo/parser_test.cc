@@ -107,6 +107,112 @@ ENTRY e {
   EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT y = parameter(0)\n}\n").find("expected shape"), std::string::npos);
 }
 
+TEST(ParserTest, NestedOperandsWithoutShapes) {
+  // An operand written as "opcode(...)" has its shape inferred like a top-level instruction
+  // without one; a name spelled like an opcode ("add") stays a name unless '(' follows it.
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  add = add(f32[10] parameter(0), f32[10] parameter(1))
+  ROOT r = tuple(add, multiply(add, negate(add)), add)
+})");
+  ASSERT_TRUE(m);
+  const HloInstruction* r = m->entry_computation()->root_instruction();
+  EXPECT_EQ(r->shape().ToString(), "(f32[10]{0}, f32[10]{0}, f32[10]{0})");
+  ASSERT_EQ(r->operand_count(), 3);
+  EXPECT_EQ(r->operand(0), Find(*m, "add"));
+  const HloInstruction* mul = r->operand(1);
+  EXPECT_EQ(mul->opcode(), HloOpcode::kMultiply);
+  EXPECT_EQ(mul->shape().ToString(), "f32[10]{0}");
+  EXPECT_EQ(mul->operand(0), Find(*m, "add"));
+  EXPECT_EQ(mul->operand(1)->opcode(), HloOpcode::kNegate);
+  // parameter and constant still need their shape.
+  EXPECT_NE(ParseError("HloModule m\nENTRY e {\n  ROOT a = f32[] add(parameter(0), parameter(1))\n}\n"),
+            "");
+}
+
+TEST(ParserTest, ElidedNestedConstantFilledOnRequest) {
+  const char* text = R"(HloModule m
+ENTRY e {
+  ROOT a = add(f32[3,2] reshape(f32[2,3] parameter(0)), f32[3,2] constant({...}))
+})";
+  EXPECT_NE(ParseError(text).find("has an elided value ({...}); set fill_elided_constants"), std::string::npos);
+  ParseOptions fill;
+  fill.fill_elided_constants = true;
+  auto m = Parse(text, fill);
+  ASSERT_TRUE(m);
+  const HloInstruction* c = m->entry_computation()->root_instruction()->operand(1);
+  ASSERT_EQ(c->opcode(), HloOpcode::kConstant);
+  ASSERT_TRUE(c->has_literal());
+  EXPECT_EQ(c->literal().element_count(), 6);
+}
+
+TEST(ParserTest, ScalarWindowOpsWithoutWindow) {
+  // XLA writes no window= for a reduce-window or select-and-scatter of a scalar: a window of no
+  // dimensions.
+  auto m = Parse(R"(HloModule m
+add { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT s = f32[] add(a, b) }
+ge { a = f32[] parameter(0)  b = f32[] parameter(1)  ROOT c = pred[] compare(a, b), direction=GE }
+ENTRY e {
+  x = f32[] parameter(0)
+  i = f32[] constant(1)
+  rw = f32[] reduce-window(x, i), to_apply=add
+  ROOT ss = f32[] select-and-scatter(x, rw, i), select=ge, scatter=add
+})");
+  ASSERT_TRUE(m);
+  for (const char* name : {"rw", "ss"}) {
+    const HloInstruction* w = Find(*m, name);
+    ASSERT_TRUE(w->attrs().window.has_value()) << name;
+    EXPECT_TRUE(w->attrs().window->dimensions.empty()) << name;
+  }
+}
+
+TEST(ParserTest, CustomCallLiteralInXlasTupleForm) {
+  // XLA prints a tuple literal element by element, each with its shape; kiln prints the tuple
+  // shape and then the value. Both read the same.
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  a = f32[1] custom-call(), custom_call_target="t", literal=( s32[4]{0} {4, 128, 128, 3}, pred[2]{0} {1, 0} )
+  b = f32[1] custom-call(), custom_call_target="t", literal=(s32[4]{0}, pred[2]{0}) ({4, 128, 128, 3}, {1, 0})
+  c = f32[1] custom-call(), custom_call_target="t", literal=s32[2]{0} {1, 2}
+  ROOT d = f32[1] custom-call(), custom_call_target="t", literal=f32[] 0.1
+})");
+  ASSERT_TRUE(m);
+  const Literal& a = Find(*m, "a")->literal();
+  ASSERT_EQ(a.tuple_size(), 2);
+  EXPECT_EQ(a.shape().ToString(false), "(s32[4], pred[2])");
+  EXPECT_EQ(a.tuple_element(0).GetAsDouble(1), 128);
+  EXPECT_EQ(a.tuple_element(1).GetAsDouble(0), 1);
+  EXPECT_EQ(Find(*m, "b")->literal().shape().ToString(false), "(s32[4], pred[2])");
+  EXPECT_EQ(Find(*m, "b")->literal().tuple_element(0).GetAsDouble(3), 3);
+  EXPECT_EQ(Find(*m, "c")->literal().GetAsDouble(1), 2);
+  EXPECT_FLOAT_EQ(Find(*m, "d")->literal().GetAsDouble(0), 0.1f);
+}
+
+TEST(ParserTest, U64ConstantFromANegativeInteger) {
+  auto m = Parse("HloModule m\nENTRY e {\n  ROOT c = u64[2] constant({-1, 9223372036854775808})\n}\n");
+  ASSERT_TRUE(m);
+  const Literal& c = m->entry_computation()->root_instruction()->literal();
+  EXPECT_EQ(c.data<uint64_t>()[0], ~uint64_t{0});
+  EXPECT_EQ(c.data<uint64_t>()[1], uint64_t{1} << 63);
+}
+
+TEST(ParserTest, DimLabelsWithUnknownDimensions) {
+  // XLA's custom calls may mark a dimension of no role with '?'.
+  auto m = Parse(R"(HloModule m
+ENTRY e {
+  ROOT r = f32[100]{0} custom-call(), window={size=2x2}, dim_labels=?b01f_0?1io->b01?f, custom_call_target="t"
+})");
+  ASSERT_TRUE(m);
+  const ConvolutionDimensionNumbers& d = *m->entry_computation()->root_instruction()->attrs().convolution_dimension_numbers;
+  EXPECT_EQ(d.input_batch_dimension, 1);
+  EXPECT_EQ(d.input_feature_dimension, 4);
+  EXPECT_EQ(d.input_spatial_dimensions, (std::vector<int64_t>{2, 3, -1}));
+  EXPECT_EQ(d.kernel_spatial_dimensions, (std::vector<int64_t>{0, 2, -1}));
+  EXPECT_EQ(d.output_spatial_dimensions, (std::vector<int64_t>{1, 2, -1}));
+  std::string printed = PrintModule(*m);
+  EXPECT_NE(printed.find("dim_labels=?b01f_0?1io->b01?f"), std::string::npos) << printed;
+}
+
 TEST(ParserTest, PercentNamesSignatureAndCalledComputations) {
   auto m = Parse(R"(HloModule m, is_scheduled=true
 

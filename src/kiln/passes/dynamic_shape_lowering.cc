@@ -16,6 +16,14 @@ bool IsCustomCall(const HloInstruction& instr, std::string_view target) {
   return instr.opcode() == HloOpcode::kCustomCall && instr.attrs().custom_call_target == target;
 }
 
+bool IsStatic(const Shape& s) { return s.IsArray() && !s.is_dynamic(); }
+
+bool IsStaticDynamicConvolution(const HloInstruction& instr) {
+  return IsCustomCall(instr, "DynamicConvolutionForward") && instr.operand_count() == 2 &&
+         IsStatic(instr.shape()) && IsStatic(instr.operand(0)->shape()) &&
+         IsStatic(instr.operand(1)->shape()) && instr.attrs().convolution_dimension_numbers;
+}
+
 // One s32 size per dimension; nullptr: the bound.
 using Sizes = std::vector<HloInstruction*>;
 
@@ -29,6 +37,22 @@ class Lowering {
       if (instr->shape().IsArray() && instr->shape().is_dynamic()) KILN_RETURN_IF_ERROR(Track(instr));
       if (IsCustomCall(*instr, "PadToStatic")) {
         KILN_RETURN_IF_ERROR(LowerPadToStatic(instr));
+        changed = true;
+      } else if (IsStaticDynamicConvolution(*instr)) {
+        // XLA's DynamicConvolutionForward with static shapes: the convolution it describes.
+        auto conv = std::make_unique<HloInstruction>(HloOpcode::kConvolution, instr->shape());
+        conv->AppendOperand(instr->operand(0));
+        conv->AppendOperand(instr->operand(1));
+        const HloAttributes& a = instr->attrs();
+        HloAttributes& b = conv->attrs();
+        b.window = a.window;
+        b.convolution_dimension_numbers = a.convolution_dimension_numbers;
+        b.feature_group_count = a.feature_group_count;
+        b.batch_group_count = a.batch_group_count;
+        b.precision_config = a.precision_config;
+        HloInstruction* replacement = editor_.Add(std::move(conv), instr);
+        MoveControlDependencies(instr, replacement);
+        KILN_RETURN_IF_ERROR(ReplaceInstruction(instr, replacement));
         changed = true;
       } else if (instr->opcode() == HloOpcode::kGetDimensionSize) {
         KILN_RETURN_IF_ERROR(LowerGetDimensionSize(instr));
@@ -196,7 +220,8 @@ class Lowering {
 bool HasWork(const HloComputation& c) {
   for (const HloInstruction* i : c.instructions())
     if (i->opcode() == HloOpcode::kGetDimensionSize || i->opcode() == HloOpcode::kSetDimensionSize ||
-        IsCustomCall(*i, "SliceToDynamic") || IsCustomCall(*i, "PadToStatic") || IsCustomCall(*i, "SetBound"))
+        IsCustomCall(*i, "SliceToDynamic") || IsCustomCall(*i, "PadToStatic") || IsCustomCall(*i, "SetBound") ||
+        IsStaticDynamicConvolution(*i))
       return true;
   return false;
 }

@@ -11,6 +11,8 @@
 //   SetBound(x)                   -> x
 //   PadToStatic(d)                -> tuple(select(iota_0 < s_0 && ..., copy(d), 0), s_0, ...)
 //   get-dimension-size(d), dims={k} -> s_k (a constant for a static dimension or a bound)
+//   DynamicConvolutionForward(x, w) of static shapes -> convolution(x, w) (same window,
+//                                    dim_labels, groups, precision)
 // A PadToStatic or get-dimension-size that reads a dynamic size the rules do not give (the
 // result of a reduce, a while loop's state) is Unimplemented, naming both instructions, rather
 // than a silent bound. Other dynamic shapes are left as they are (held at their bounds).

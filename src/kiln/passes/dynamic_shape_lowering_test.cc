@@ -98,6 +98,27 @@ ENTRY e {
       << r.status().message();
 }
 
+TEST(DynamicShapeLoweringTest, StaticDynamicConvolutionForwardBecomesAConvolution) {
+  const char* text = R"(HloModule m
+ENTRY e {
+  x = f32[1,5,2] parameter(0)
+  w = f32[3,2,2] parameter(1)
+  ROOT d = f32[1,5,2] custom-call(x, w), window={size=3 pad=1_1}, dim_labels=b0f_0io->b0f, custom_call_target="DynamicConvolutionForward"
+})";
+  Literal x(Shape(PrimitiveType::kF32, {1, 5, 2}));
+  Literal w(Shape(PrimitiveType::kF32, {3, 2, 2}));
+  for (int64_t i = 0; i < x.element_count(); ++i) x.SetFromDouble(i, static_cast<double>(i % 7) - 3);
+  for (int64_t i = 0; i < w.element_count(); ++i) w.SetFromDouble(i, static_cast<double>(i % 5) - 2);
+  std::vector<Literal> args;
+  args.push_back(std::move(x));
+  args.push_back(std::move(w));
+  ExpectSameValues(text, args);
+  auto m = Parse(text);
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(DynamicShapeLowering().Run(*m).ok());
+  EXPECT_EQ(m->entry_computation()->root_instruction()->opcode(), HloOpcode::kConvolution);
+}
+
 TEST(DynamicShapeLoweringTest, NothingToDo) {
   auto m = Parse("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\n");
   ASSERT_TRUE(m);

@@ -37,6 +37,10 @@ Shape RowMajor(PrimitiveType type, std::vector<int64_t> dims) {
   return Shape::ArrayWithDefaultLayout(type, std::move(dims));
 }
 
+// Bits per element as a bitcast sees them (pred a byte; s4/u4/f4 their width, not the byte a
+// Literal stores them in: s4[16]{0:E(4)} -> s8[8] is a bitcast across widths, not a reshape).
+int ElementBits(PrimitiveType t) { return t == PrimitiveType::kPred ? 8 : PrimitiveBitWidth(t); }
+
 HloInstruction* AddUnary(HloEditor& editor, HloOpcode op, HloInstruction* operand, Shape shape,
                          const HloInstruction* like) {
   auto instr = std::make_unique<HloInstruction>(op, std::move(shape));
@@ -54,8 +58,10 @@ StatusOr<HloInstruction*> RewriteBitcast(HloEditor& editor, HloInstruction* bitc
   const std::vector<int64_t> in_order = MajorToMinor(LeafLayout(in), in.rank());
   const std::vector<int64_t> out_order = MajorToMinor(LeafLayout(out), out.rank());
   const PrimitiveType in_type = in.element_type(), out_type = out.element_type();
-  const bool same_width = PrimitiveByteWidth(in_type) == PrimitiveByteWidth(out_type);
-  if (IsIdentity(in_order) && IsIdentity(out_order) && in_type != out_type && !same_width)
+  const bool same_width = ElementBits(in_type) == ElementBits(out_type);
+  const bool sub_byte = ElementBits(in_type) % 8 != 0 || ElementBits(out_type) % 8 != 0;
+  if (IsIdentity(in_order) && IsIdentity(out_order) && in_type != out_type && !same_width &&
+      !sub_byte)
     return bitcast;  // a row-major view of the same bytes at another width
 
   HloInstruction* cur = operand;
@@ -76,6 +82,23 @@ StatusOr<HloInstruction*> RewriteBitcast(HloEditor& editor, HloInstruction* bitc
     }
     if (in_type != out_type)
       cur = AddUnary(editor, HloOpcode::kBitcastConvert, cur, RowMajor(out_type, physical_out), bitcast);
+  } else if (sub_byte) {
+    // Across widths with a sub-byte side (a packed array, E(n)): bitcast-convert's minor
+    // dimension of the width ratio, between flat row-major views.
+    const int64_t wi = ElementBits(in_type), wo = ElementBits(out_type);
+    const int64_t n_in = in.num_elements(), n_out = out.num_elements();
+    if (wi * n_in != wo * n_out || (wi > wo ? wi % wo : wo % wi) != 0)
+      return InvalidArgument("bitcast %", bitcast->name(), ": ", in.ToString(false),
+                             " and ", out.ToString(false), " have different bit sizes");
+    if (wi > wo) {
+      cur = AddUnary(editor, HloOpcode::kReshape, cur, RowMajor(in_type, {n_in}), bitcast);
+      cur = AddUnary(editor, HloOpcode::kBitcastConvert, cur, RowMajor(out_type, {n_in, wi / wo}),
+                     bitcast);
+    } else {
+      cur = AddUnary(editor, HloOpcode::kReshape, cur, RowMajor(in_type, {n_out, wo / wi}), bitcast);
+      cur = AddUnary(editor, HloOpcode::kBitcastConvert, cur, RowMajor(out_type, {n_out}), bitcast);
+    }
+    cur = AddUnary(editor, HloOpcode::kReshape, cur, RowMajor(out_type, physical_out), bitcast);
   } else {
     cur = AddUnary(editor, HloOpcode::kBitcast, cur, RowMajor(out_type, physical_out), bitcast);
   }
@@ -101,9 +124,10 @@ bool NeedsRewrite(const HloInstruction& bitcast) {
   if (!in.IsArray() || !out.IsArray()) return false;
   // Different widths with default layouts stay bitcasts (RewriteBitcast returns them as they
   // are); everything else becomes logical operations.
+  // A sub-byte side is rewritten too (bitcast-convert; the backends' bitcast is a byte view).
+  const int wi = ElementBits(in.element_type()), wo = ElementBits(out.element_type());
   return !(IsDefaultOrder(LeafLayout(in), in.rank()) && IsDefaultOrder(LeafLayout(out), out.rank()) &&
-           in.element_type() != out.element_type() &&
-           PrimitiveByteWidth(in.element_type()) != PrimitiveByteWidth(out.element_type()));
+           in.element_type() != out.element_type() && wi != wo && wi % 8 == 0 && wo % 8 == 0);
 }
 
 Shape DefaultLayouts(Shape s) {

@@ -11,8 +11,9 @@
 //      bitcast-convert when the element type changes at the same width) into the result's
 //      physical dimensions, and a transpose back to the result's logical order (identity steps
 //      left out). A bitcast between default layouts becomes a reshape (same element type), a
-//      reshape + bitcast-convert (same width), or stays a row-major bitcast (a view of the
-//      same bytes, different width);
+//      reshape + bitcast-convert (same width), reshape + bitcast-convert + reshape (across
+//      widths with a sub-byte side: s4[16]{0:E(4)} -> s8[8]), or stays a row-major bitcast (a
+//      view of the same bytes, different byte widths);
 //   2. then drops every layout (and every other layout attribute: tiling, memory space,
 //      element size) from every instruction of every computation, fused and embedded ones
 //      included, and from entry_computation_layout, putting the default layout in its place.

@@ -93,6 +93,29 @@ ENTRY e {
   EXPECT_NE(out.find("bitcast-convert("), std::string::npos) << out;
 }
 
+TEST(LayoutNormalizationTest, SubByteBitcastAcrossWidthsBecomesBitcastConvert) {
+  // XLA's constant folding test: s4[16]{0:E(4)} -> s8[8] (was a reshape s4[16] -> s4[8]: s4
+  // and s8 have the same byte width in a Literal, not the same bit width).
+  std::string out = Normalize(R"(
+HloModule m
+ENTRY e {
+  c4 = s4[16]{0:E(4)} constant({0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1})
+  ROOT b = s8[8]{0} bitcast(c4)
+})");
+  EXPECT_NE(out.find("s4[8,2]{1,0} reshape("), std::string::npos) << out;
+  EXPECT_NE(out.find("s8[8]{0} bitcast-convert("), std::string::npos) << out;
+  EXPECT_EQ(out.find(" bitcast("), std::string::npos) << out;
+  // The other way, to a 2-d result.
+  out = Normalize(R"(
+HloModule m
+ENTRY e {
+  a = s8[2,4]{1,0} parameter(0)
+  ROOT b = u4[2,8]{1,0:E(4)} bitcast(a)
+})");
+  EXPECT_NE(out.find("u4[8,2]{1,0} bitcast-convert("), std::string::npos) << out;
+  EXPECT_NE(out.find("u4[2,8]{1,0} reshape("), std::string::npos) << out;
+}
+
 TEST(LayoutNormalizationTest, BitcastInsideFusionAndEntryLayoutsAreNormalized) {
   const char* hlo = R"(
 HloModule m, entry_computation_layout={(f32[4,8]{0,1})->f32[8,4]{1,0}}

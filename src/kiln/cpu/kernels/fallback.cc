@@ -51,7 +51,9 @@ class EvaluatorFallbackKernel final : public CpuKernel {
     }
     Evaluator evaluator(eo);
     Literal result;
-    const bool stateful = instr_.opcode() == HloOpcode::kRng || instr_.opcode() == HloOpcode::kRngGetAndUpdateState;
+    const bool stateful = instr_.opcode() == HloOpcode::kRng || instr_.opcode() == HloOpcode::kRngGetAndUpdateState ||
+                          (instr_.opcode() == HloOpcode::kCustomCall &&
+                           instr_.attrs().custom_call_target == "GetRngSeed");
     if (stateful && ctx.rng_state != nullptr) {
       // The run's RNG state: read, advance as the evaluator does, publish (retried if another
       // kernel advanced it meanwhile), so ops see the state in some order, each exactly once.

@@ -46,6 +46,10 @@ class GatherKernel final : public CpuKernel {
       return InvalidArgument(name_, ": views do not match the instruction");
     const int64_t n = out_shape_.num_elements();
     if (n == 0) return OkStatus();
+    if (operand_shape_.num_elements() == 0) {  // nothing to read: zeros, as the evaluator
+      std::memset(outputs[0].data, 0, static_cast<size_t>(n) * width_);
+      return OkStatus();
+    }
     const int64_t orank = operand_shape_.rank();
     const int64_t nbatch = idx_.batch_count();
     // Linear operand offset of every batch position's clamped start.

@@ -118,6 +118,11 @@ TEST(GatherKernelTest, Forms) {
        " ROOT g = f32[5,1,1,7] gather(x, i), offset_dims={2,3}, collapsed_slice_dims={0},"
        " start_index_map={0,2}, index_vector_dim=2, slice_sizes={1,1,7}",
        -1, 2},
+      // an empty operand (collapsed dimension of size 0): zeros, nothing read
+      {"x = f32[0,2] parameter(0)\n i = s32[3] parameter(1)\n"
+       " ROOT g = f32[3,2] gather(x, i), offset_dims={1}, collapsed_slice_dims={0},"
+       " start_index_map={0}, index_vector_dim=1, slice_sizes={0,2}",
+       0, 2},
       // large: parallel rows
       {"x = f32[1000,64] parameter(0)\n i = s32[3000,1] parameter(1)\n"
        " ROOT g = f32[3000,64] gather(x, i), offset_dims={1}, collapsed_slice_dims={0},"
