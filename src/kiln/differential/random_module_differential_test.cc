@@ -11,6 +11,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,21 +42,27 @@ const Client& TheClient() {
   return *c;
 }
 
-StatusOr<Literal> CompileAndRun(const HloModule& module, const std::string& device, std::span<const Literal> args) {
-  CompileOptions options;
-  options.threads = 2;
-  if (device == "interpreter") options.flags["interpreter_max_loop_iterations"] = "1024";
-  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, TheClient().Compile(module, device, options));
-  ExecuteOptions eo;
-  eo.poison = true;  // an element no kernel writes comes back as NaN
-  return exe->Run(args, eo);
-}
-
 // What the seeds compared (so that a run comparing nothing fails).
 struct Counts {
   int64_t runs = 0;      // (seed, backend) pairs compared
   int64_t elements = 0;  // output elements compared
+  // Instructions a backend ran on the host evaluator (CompileReport::host_fallbacks): there
+  // the comparison checks the evaluator against itself.
+  std::map<std::string, int64_t> fallbacks;
 };
+
+StatusOr<Literal> CompileAndRun(const HloModule& module, const std::string& device, std::span<const Literal> args,
+                                Counts* counts = nullptr) {
+  CompileOptions options;
+  options.threads = 2;
+  if (device == "interpreter") options.flags["interpreter_max_loop_iterations"] = "1024";
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, TheClient().Compile(module, device, options));
+  if (counts)
+    for (const auto& [what, n] : exe->compile_report().host_fallbacks) counts->fallbacks[device + " " + what] += n;
+  ExecuteOptions eo;
+  eo.poison = true;  // an element no kernel writes comes back as NaN
+  return exe->Run(args, eo);
+}
 
 // Runs seed `seed` on every backend; "" when all agree, else what went wrong.
 std::string CheckSeed(uint64_t seed, Counts& counts) {
@@ -68,7 +75,7 @@ std::string CheckSeed(uint64_t seed, Counts& counts) {
   std::string problems;
   for (const PlatformInfo& p : TheClient().Platforms()) {
     if (!p.built || p.name == "interpreter" || p.devices.empty()) continue;
-    auto actual = CompileAndRun(**module, p.name, args);
+    auto actual = CompileAndRun(**module, p.name, args, &counts);
     if (!actual.ok()) {
       problems += StrCat(p.name, ": ", actual.status().message(), "\n");
       continue;
@@ -103,6 +110,8 @@ TEST(RandomModuleDifferential, BackendsMatchEvaluator) {
   EXPECT_GT(counts.elements, seeds);
   std::printf("%lld seeds, %lld backend runs compared, %lld output elements\n", static_cast<long long>(seeds),
               static_cast<long long>(counts.runs), static_cast<long long>(counts.elements));
+  for (const auto& [what, n] : counts.fallbacks)
+    std::printf("  host fallback: %s x%lld\n", what.c_str(), static_cast<long long>(n));
 }
 
 }  // namespace

@@ -112,6 +112,15 @@ double TypeMax(PT t) {
   }
 }
 
+// Whether float arithmetic with results bounded by `bound` could overflow type t (or take an
+// operand that may be infinite: bound kHuge): then the rounding of the operands decides between
+// a finite value, an infinity and NaN (inf - inf, 0 * inf), and the backends need not agree.
+bool MayOverflow(PT t, double bound) {
+  if (!(IsFloatingPointType(t) || IsComplexType(t))) return false;
+  const double max = t == PT::kF16 ? 65504 : t == PT::kF64 || t == PT::kC128 ? 1e300 : 3.4e38;
+  return bound >= std::min(kHuge, max / 16);
+}
+
 std::string Join(const std::vector<int64_t>& v, const char* sep = ",") {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -158,13 +167,26 @@ class Generator {
   // (-1 for non-arrays).
   int Emit(Comp& c, const std::string& name, const Shape& shape, const std::string& rhs, bool exact,
            double bound, bool is_parameter = false) {
-    c.lines.push_back(name + " = " + ShapeText(shape) + " " + rhs);
+    // Now and then a non-default layout (a permutation of minor_to_major) on an array of rank
+    // >= 2: layouts are the compiler's business, the values must not change.
+    std::string text = ShapeText(shape);
+    if (shape.IsArray() && shape.rank() >= 2 && r_.Chance(layout_percent_)) {
+      std::vector<int64_t> m2m(shape.rank());
+      for (int64_t i = 0; i < shape.rank(); ++i) m2m[i] = shape.rank() - 1 - i;
+      for (int64_t i = shape.rank() - 1; i > 0; --i) std::swap(m2m[i], m2m[r_.Below(i + 1)]);
+      Shape with = shape;
+      with.set_layout(Layout(m2m));
+      text = with.ToString(/*print_layout=*/true);
+    }
+    c.lines.push_back(name + " = " + text + " " + rhs);
     if (!shape.IsArray()) return -1;
     Value v;
     v.name = name;
     v.shape = shape;
     v.exact = exact || !(IsFloat(shape.element_type()) || IsComplex(shape.element_type()));
     v.bound = std::min(bound, kHuge);
+    // A value that may exceed its float type's range may be infinite.
+    if (MayOverflow(shape.element_type(), v.bound * 16)) v.bound = kHuge;
     if (IsInt(shape.element_type()) || IsPred(shape.element_type()))
       v.bound = std::min(v.bound, TypeMax(shape.element_type()));
     v.line = static_cast<int>(c.lines.size()) - 1;
@@ -193,7 +215,13 @@ class Generator {
     }
     return PT::kF32;
   }
-  int64_t RandomDim() { return r_.Chance(3) ? 0 : r_.Range(1, o_.max_dim); }
+  int64_t RandomDim() {
+    if (big_ && r_.Chance(25)) {
+      static const int64_t kBig[] = {15, 16, 17, 31, 32, 33, 63, 64, 100, 129};
+      return kBig[r_.Below(10)];
+    }
+    return r_.Chance(3) ? 0 : r_.Range(1, o_.max_dim);
+  }
   // A size in [0, d], rarely 0 when d > 0.
   int64_t SizeUpTo(int64_t d) { return r_.Chance(5) ? r_.Range(0, d) : r_.Range(std::min<int64_t>(1, d), d); }
   std::vector<int64_t> Capped(std::vector<int64_t> dims) {
@@ -286,6 +314,37 @@ class Generator {
       const int64_t dim = r_.Below(shape.rank());
       return Emit(c, NewName(), shape, "iota(), iota_dimension=" + std::to_string(dim), true,
                   static_cast<double>(o_.max_dim));
+    }
+    if (choice < 90 && shape.rank() >= 1 && shape.num_elements() <= 64) {
+      // An array constant: what constant folding and the simplifier get to work on.
+      double b = 0;
+      std::vector<int64_t> index(shape.rank(), 0);
+      std::string lit;
+      const int64_t n = shape.num_elements();
+      for (int64_t e = 0; e < n; ++e) {
+        // Opening braces for every dimension whose index is 0 from the innermost outwards.
+        int64_t open = 0;
+        for (int64_t d = shape.rank() - 1; d >= 0 && index[d] == 0; --d) ++open;
+        if (e > 0) lit += ", ";
+        lit += std::string(open, '{');
+        const double v = RandomConstantValue(t);
+        b = std::max(b, std::fabs(v));
+        lit += ConstantText(t, v);
+        // Advance the index, closing the dimensions that wrap.
+        int64_t d = shape.rank() - 1;
+        int64_t close = 0;
+        for (; d >= 0; --d) {
+          if (++index[d] < shape.dimensions(d)) break;
+          index[d] = 0;
+          ++close;
+        }
+        lit += std::string(close, '}');
+      }
+      if (n == 0) {
+        for (int64_t d = 0; d < shape.rank(); ++d) lit += "{";
+        lit = "{}";
+      }
+      return Emit(c, NewName("k"), shape, "constant(" + lit + ")", true, b);
     }
     const double cv = RandomConstantValue(t);
     const std::string k = Constant(c, t, cv);
@@ -491,6 +550,8 @@ class Generator {
 
   Source& r_;
   RandomModuleOptions o_;
+  int layout_percent_ = 0;
+  bool big_ = false;  // this module draws some large dimensions (and max_big_elements)  // chance of a non-default layout per array (set per module)
   int next_id_ = 0;
   std::vector<Shape> params_;
   std::vector<std::string> computations_;
@@ -542,7 +603,7 @@ bool Generator::Unary(Comp& c) {
   if (name == "floor" || name == "ceil" || name.starts_with("round")) b = a.bound + 1;
   if (name == "sqrt" || name == "cbrt") b = std::sqrt(a.bound) + 1;
   if (name == "rsqrt") b = kHuge;
-  if (name == "log" || name == "log-plus-one") b = 1000;
+  if (name == "log" || name == "log-plus-one") b = kHuge;  // log(0) = -inf
   if (name == "is-finite") b = 1;
   Use(c, a);
   Emit(c, NewName(), *shape, name + "(" + a.name + ")", u.out == 2 || (u.out == 1 && a.exact), b);
@@ -601,6 +662,9 @@ bool Generator::Binary(Comp& c) {
   if (name == "divide" || name == "power") bound = kHuge;
   if (name == "atan2") bound = 4;
   if (name == "compare") bound = 1;
+  if ((name == "add" || name == "subtract" || name == "multiply") &&
+      (MayOverflow(t, bound) || MayOverflow(t, a.bound) || MayOverflow(t, b.bound)))
+    return false;
   if (IsInt(t) && name != "maximum" && name != "minimum" && name != "and" && name != "xor" && name != "or") bound = kHuge;
   Use(c, a);
   Use(c, b);
@@ -954,6 +1018,9 @@ bool Generator::Reduce(Comp& c) {
   const Shape init_shape = Shape::Scalar(t);
   auto shape = InferReduceShape({&a.shape}, {&init_shape}, dims, ps);
   if (!shape.ok()) return false;
+  if ((kind->op == "add" || kind->op == "multiply") &&
+      (MayOverflow(t, a.bound) || MayOverflow(t, ReduceBound(kind->op, a.bound, kind->init, n))))
+    return false;
   Use(c, a);
   Emit(c, NewName(), *shape, "reduce(" + a.name + ", " + init + "), dimensions={" + Join(dims) + "}, to_apply=" + red,
        ReduceExact(kind->op, t, a.exact), ReduceBound(kind->op, a.bound, kind->init, n));
@@ -1001,6 +1068,8 @@ bool Generator::ReduceWindow(Comp& c) {
   const Shape init_shape = Shape::Scalar(t);
   auto shape = InferReduceWindowShape({&a.shape}, {&init_shape}, w, ps);
   if (!shape.ok() || shape->num_elements() > o_.max_elements) return false;
+  if (kind->op == "add" && (MayOverflow(t, a.bound) || MayOverflow(t, ReduceBound("add", a.bound, 0, window_elements))))
+    return false;
   const std::string init = Constant(c, t, kind->init);
   const std::string red = Reducer(kind->op, t);
   Use(c, a);
@@ -1053,6 +1122,13 @@ bool Generator::Dot(Comp& c) {
   auto shape = InferDotShape(a.shape, rs, dn);
   if (!shape.ok() || shape->num_elements() > o_.max_elements) return false;
   Value b = Get(c, Need(c, rs, false));
+  {
+    int64_t kk = 1;
+    for (int64_t d : lc) kk *= a.shape.dimensions(d);
+    if (MayOverflow(t, a.bound) || MayOverflow(t, b.bound) ||
+        MayOverflow(t, a.bound * b.bound * static_cast<double>(std::max<int64_t>(kk, 1))))
+      return false;
+  }
   std::string attrs;
   if (!lb.empty()) attrs += ", lhs_batch_dims={" + Join(lb) + "}";
   if (!lc.empty()) attrs += ", lhs_contracting_dims={" + Join(lc) + "}";
@@ -1165,6 +1241,8 @@ bool Generator::Scatter(Comp& c) {
   if (!shape.ok()) return false;
   Value idx = Get(c, Need(c, idx_shape, true));
   Value upd = Get(c, Need(c, upd_shape, false));
+  if (op == "add" && (MayOverflow(t, a.bound) || MayOverflow(t, a.bound + upd.bound * static_cast<double>(n))))
+    return false;
   const std::string red = Reducer(op, t);
   Use(c, a);
   Use(c, idx);
@@ -1348,6 +1426,11 @@ RandomModule Generator::Generate() {
   Comp entry;
   entry.name = "main";
   entry.is_entry = true;
+  layout_percent_ = r_.Chance(30) ? 15 : 0;
+  if (r_.Chance(25)) {
+    big_ = true;
+    o_.max_elements = std::max(o_.max_elements, o_.max_big_elements);
+  }
   Fill(entry, static_cast<int>(r_.Range(1, o_.max_instructions)));
   // Root: the unused values that are not parameters, the most recent first (at most 4).
   std::vector<int> roots;

@@ -51,6 +51,9 @@ struct RandomModuleOptions {
   int max_rank = 4;
   int64_t max_dim = 9;
   int64_t max_elements = 512;  // per array
+  // A quarter of the modules draw some large dimensions (15-129: vector tails, tiling, row
+  // splitting) and hold arrays up to this many elements.
+  int64_t max_big_elements = 8192;
   int max_nesting = 2;         // while/conditional inside bodies and branches
 };
 
