@@ -121,6 +121,20 @@ bool MayOverflow(PT t, double bound) {
   return bound >= std::min(kHuge, max / 16);
 }
 
+// Mantissa bits of a float or complex type (0 otherwise). An inexact value converted to a
+// type of more bits would be compared at the wider type's tolerance while it carries the
+// narrow type's rounding: such converts take exact values only.
+int Precision(PT t) {
+  switch (t) {
+    case PT::kBF16: return 8;
+    case PT::kF16: return 11;
+    case PT::kF32: case PT::kC64: return 24;
+    case PT::kF64: case PT::kC128: return 53;
+    default: return 0;
+  }
+}
+bool Widens(PT from, PT to) { return Precision(from) > 0 && Precision(to) > Precision(from); }
+
 std::string Join(const std::vector<int64_t>& v, const char* sep = ",") {
   std::string s;
   for (size_t i = 0; i < v.size(); ++i) {
@@ -299,7 +313,7 @@ class Generator {
         if (v.shape.dimensions() != shape.dimensions()) return false;
         const PT s = v.shape.element_type();
         if (IsComplex(s) && !IsComplex(t)) return false;
-        const bool discontinuous = (IsInt(t) || IsPred(t)) && (IsFloat(s) || IsComplex(s));
+        const bool discontinuous = ((IsInt(t) || IsPred(t)) && (IsFloat(s) || IsComplex(s))) || Widens(s, t);
         return v.exact || (!exact && !discontinuous);
       });
       if (i >= 0 && InferConvertShape(c.values[i].shape, t).ok()) {
@@ -456,6 +470,10 @@ class Generator {
   bool TupleGte(Comp& c);
   bool While(Comp& c);
   bool Conditional(Comp& c);
+  bool ArgMax(Comp& c);
+  bool Call(Comp& c);
+  bool Map(Comp& c);
+  bool ReducePrecision(Comp& c);
 
   // Draws `n` instructions into `c`.
   void Fill(Comp& c, int n) {
@@ -479,7 +497,8 @@ class Generator {
         {&Generator::Iota, 1},         {&Generator::Reduce, 6},         {&Generator::ReduceWindow, 3},
         {&Generator::Dot, 5},          {&Generator::Gather, 3},         {&Generator::Scatter, 3},
         {&Generator::Sort, 3},         {&Generator::TupleGte, 1},       {&Generator::While, nest ? 2 : 0},
-        {&Generator::Conditional, nest ? 2 : 0},
+        {&Generator::Conditional, nest ? 2 : 0}, {&Generator::Call, nest ? 1 : 0},
+        {&Generator::ArgMax, 3},       {&Generator::Map, 2},            {&Generator::ReducePrecision, 1},
     };
     int total = 0;
     for (const Op& op : ops) total += op.weight;
@@ -716,7 +735,7 @@ bool Generator::Convert(Comp& c) {
   Value a = Get(c, Any(c));
   const PT s = a.shape.element_type();
   const PT t = RandomType();
-  if ((IsFloat(s) || IsComplex(s)) && (IsInt(t) || IsPred(t)) && !a.exact) return false;
+  if ((IsFloat(s) || IsComplex(s)) && (IsInt(t) || IsPred(t) || Widens(s, t)) && !a.exact) return false;
   auto shape = InferConvertShape(a.shape, t);
   if (!shape.ok()) return false;
   double b = a.bound;
@@ -1419,6 +1438,98 @@ bool Generator::Conditional(Comp& c) {
                                   return s;
                                 }() + "}";
   Emit(c, NewName(), result, "conditional(" + ops + ")" + attrs, exact, bound);
+  return true;
+}
+
+// reduce(x, iota, init, -1) with a reducer keeping the larger value (or smaller, per `max`)
+// and, among equal values, the smaller index: a total order (TOTALORDER for floats), so the
+// result does not depend on the reduction order. As JAX's argmax/argmin.
+bool Generator::ArgMax(Comp& c) {
+  Value a = Get(c, Any(c));
+  const PT t = a.shape.element_type();
+  if (a.shape.rank() == 0 || !a.exact || IsComplex(t) || IsPred(t)) return false;
+  const int64_t d = r_.Below(a.shape.rank());
+  const bool max = r_.Chance(50);
+  const std::string ts = std::string(PrimitiveTypeName(t)) + "[]";
+  const std::string name = NewName(max ? "argmax" : "argmin");
+  const std::string type = IsFloat(t) ? ", type=TOTALORDER" : "";
+  computations_.push_back(name + " {\n  a = " + ts + " parameter(0)\n  ai = s32[] parameter(1)\n  b = " + ts +
+                          " parameter(2)\n  bi = s32[] parameter(3)\n  better = pred[] compare(a, b), direction=" +
+                          (max ? "GT" : "LT") + type + "\n  eq = pred[] compare(a, b), direction=EQ" + type +
+                          "\n  lower = pred[] compare(ai, bi), direction=LT\n  tie = pred[] and(eq, lower)\n"
+                          "  pick = pred[] or(better, tie)\n  v = " + ts + " select(pick, a, b)\n"
+                          "  i = s32[] select(pick, ai, bi)\n  ROOT r = (" + ts + ", s32[]) tuple(v, i)\n}\n");
+  const Shape idx_shape = Shape::Array(PT::kS32, a.shape.dimensions());
+  const std::string idx = NewName();
+  Emit(c, idx, idx_shape, "iota(), iota_dimension=" + std::to_string(d), true, 1);
+  const std::string init = Constant(c, t, RandomConstantValue(t));
+  const std::string init_i = Constant(c, PT::kS32, -1);
+  std::vector<int64_t> out_dims;
+  for (int64_t i = 0; i < a.shape.rank(); ++i)
+    if (i != d) out_dims.push_back(a.shape.dimensions(i));
+  const Shape vs = Shape::Array(t, out_dims), is = Shape::Array(PT::kS32, out_dims);
+  const std::string red = NewName("red");
+  Use(c, a);
+  Emit(c, red, Shape::Tuple({vs, is}),
+       "reduce(" + a.name + ", " + idx + ", " + init + ", " + init_i + "), dimensions={" + std::to_string(d) +
+           "}, to_apply=" + name,
+       true, 1);
+  Emit(c, NewName(), vs, "get-tuple-element(" + red + "), index=0", true, a.bound + 4);
+  Emit(c, NewName(), is, "get-tuple-element(" + red + "), index=1", true, static_cast<double>(a.shape.dimensions(d)));
+  return true;
+}
+
+// call(x), to_apply=sub: a sub-computation drawn like a branch.
+bool Generator::Call(Comp& c) {
+  Value a = Get(c, Any(c));
+  Value pv = a;
+  pv.name = NewName("a");
+  const std::string name = NewName("callee");
+  Comp s = SubComputation(name, c.depth + 1, {pv}, /*tuple_param=*/false);
+  const Shape result = r_.Chance(50) ? a.shape : s.values.back().shape;
+  const int ri = ResultOf(s, result);
+  const Value rv = s.values[ri];
+  SetRoot(s, {ri});
+  computations_.push_back(Text(s));
+  Use(c, a);
+  Emit(c, NewName(), result, "call(" + a.name + "), to_apply=" + name, rv.exact, rv.bound);
+  return true;
+}
+
+// map(a, b) with a scalar binary computation (add, maximum, multiply, ...).
+bool Generator::Map(Comp& c) {
+  Value a = Get(c, Any(c));
+  const PT t = a.shape.element_type();
+  std::vector<std::string> ops;
+  if (IsPred(t)) ops = {"and", "or", "xor"};
+  else if (IsComplex(t)) ops = {"add", "multiply"};
+  else ops = {"add", "maximum", "minimum", "multiply"};
+  const std::string op = ops[r_.Below(ops.size())];
+  Value b = Get(c, Need(c, a.shape, false));
+  const double bound = op == "add" ? a.bound + b.bound : op == "multiply" ? a.bound * b.bound : std::max(a.bound, b.bound);
+  if ((op == "add" || op == "multiply") && (MayOverflow(t, a.bound) || MayOverflow(t, b.bound) || MayOverflow(t, bound)))
+    return false;
+  std::vector<int64_t> dims;
+  for (int64_t i = 0; i < a.shape.rank(); ++i) dims.push_back(i);
+  const std::string fn = Reducer(op, t);
+  Use(c, a);
+  Use(c, b);
+  const bool exact = !(IsFloat(t) || IsComplex(t)) || ((op == "maximum" || op == "minimum") && a.exact && b.exact);
+  Emit(c, NewName(), a.shape, "map(" + a.name + ", " + b.name + "), dimensions={" + Join(dims) + "}, to_apply=" + fn,
+       exact, bound);
+  return true;
+}
+
+bool Generator::ReducePrecision(Comp& c) {
+  Value a = Get(c, Any(c));
+  if (!IsFloat(a.shape.element_type())) return false;
+  static const std::pair<int, int> kFormats[] = {{5, 10}, {8, 7}, {4, 3}, {5, 2}, {8, 23}, {3, 1}};
+  const auto [e, m] = kFormats[r_.Below(6)];
+  if (!InferReducePrecisionShape(a.shape, e, m).ok()) return false;
+  Use(c, a);
+  Emit(c, NewName(), a.shape,
+       "reduce-precision(" + a.name + "), exponent_bits=" + std::to_string(e) + ", mantissa_bits=" + std::to_string(m),
+       a.exact, kHuge);
   return true;
 }
 

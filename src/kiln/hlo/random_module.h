@@ -23,7 +23,8 @@
 //   (bit-identical on every correct backend: inputs, integer arithmetic, data movement, max/min,
 //   converts and compares of exact values, floor/ceil/sign of exact floats) and a bound on its
 //   magnitude. What is discontinuous in its input -- compare, floor/ceil/round/sign, convert to
-//   an integer or pred, bitcast-convert, is-finite, sort keys with a payload, indices of
+//   an integer or pred, convert to a wider float (it would be compared at the wider type's
+//   tolerance), bitcast-convert, is-finite, sort keys with a payload, indices of
 //   dynamic-slice/gather/scatter, conditional indices, float division (both sides: 0/0 and x/0 must not depend on rounding),
 //   sqrt/log/rsqrt/power/atan2/remainder -- takes
 //   exact operands only; exponential takes operands bounded by 8, so that a disagreement beyond
@@ -45,7 +46,7 @@
 namespace kiln {
 
 struct RandomModuleOptions {
-  int max_instructions = 14;   // instructions drawn for the entry (besides parameters)
+  int max_instructions = 20;   // instructions drawn for the entry (besides parameters)
   int max_body_instructions = 4;  // per while body / conditional branch
   int max_parameters = 6;
   int max_rank = 4;
