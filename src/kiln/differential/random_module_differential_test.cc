@@ -7,6 +7,11 @@
 //
 //   KILN_RANDOM_MODULE_SEEDS=N        how many seeds (default 300)
 //   KILN_RANDOM_MODULE_FIRST_SEED=S   the first seed (default 0)
+//   KILN_RANDOM_MODULE_INSTRUCTIONS=N at most N instructions per entry (default: the generator's)
+//   KILN_RANDOM_MODULE_FLAGS=K=V,...  backend flags for every seed (CompileOptions::flags)
+// Without KILN_RANDOM_MODULE_FLAGS, every fourth seed (seed % 4 == 3) runs the cpu backend with
+// row tiling forced on small tiles (cpu_row_tiling=force, cpu_row_tile_bytes=512), the others
+// with the defaults.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -42,6 +47,12 @@ const Client& TheClient() {
   return *c;
 }
 
+RandomModuleOptions Options() {
+  RandomModuleOptions o;
+  o.max_instructions = static_cast<int>(EnvInt("KILN_RANDOM_MODULE_INSTRUCTIONS", o.max_instructions));
+  return o;
+}
+
 // What the seeds compared (so that a run comparing nothing fails).
 struct Counts {
   int64_t runs = 0;      // (seed, backend) pairs compared
@@ -52,9 +63,18 @@ struct Counts {
 };
 
 StatusOr<Literal> CompileAndRun(const HloModule& module, const std::string& device, std::span<const Literal> args,
-                                Counts* counts = nullptr) {
+                                uint64_t seed, Counts* counts = nullptr) {
   CompileOptions options;
   options.threads = 2;
+  if (const char* f = std::getenv("KILN_RANDOM_MODULE_FLAGS"); f && *f) {
+    for (std::string_view kv : StrSplit(f, ',')) {
+      const size_t eq = kv.find('=');
+      if (eq != std::string_view::npos) options.flags[std::string(kv.substr(0, eq))] = std::string(kv.substr(eq + 1));
+    }
+  } else if (seed % 4 == 3) {
+    options.flags["cpu_row_tiling"] = "force";
+    options.flags["cpu_row_tile_bytes"] = "512";
+  }
   if (device == "interpreter") options.flags["interpreter_max_loop_iterations"] = "1024";
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<Executable> exe, TheClient().Compile(module, device, options));
   if (counts)
@@ -66,16 +86,16 @@ StatusOr<Literal> CompileAndRun(const HloModule& module, const std::string& devi
 
 // Runs seed `seed` on every backend; "" when all agree, else what went wrong.
 std::string CheckSeed(uint64_t seed, Counts& counts) {
-  const RandomModule m = GenerateRandomModule(seed);
+  const RandomModule m = GenerateRandomModule(seed, Options());
   auto module = ParseModule(m.text, StrCat("random_", seed, ".hlo"));
   if (!module.ok()) return StrCat("the generated module does not verify: ", module.status().message());
   std::vector<Literal> args = MakeRandomArguments(m.parameters, seed);
-  auto expected = CompileAndRun(**module, "interpreter", args);
+  auto expected = CompileAndRun(**module, "interpreter", args, seed);
   if (!expected.ok()) return StrCat("interpreter: ", expected.status().message());
   std::string problems;
   for (const PlatformInfo& p : TheClient().Platforms()) {
     if (!p.built || p.name == "interpreter" || p.devices.empty()) continue;
-    auto actual = CompileAndRun(**module, p.name, args, &counts);
+    auto actual = CompileAndRun(**module, p.name, args, seed, &counts);
     if (!actual.ok()) {
       problems += StrCat(p.name, ": ", actual.status().message(), "\n");
       continue;
@@ -102,7 +122,7 @@ TEST(RandomModuleDifferential, BackendsMatchEvaluator) {
     ++failures;
     if (failures <= 10)
       ADD_FAILURE() << "seed " << seed << " (inputs: MakeRandomArguments seed " << seed << "):\n"
-                    << problems << "--- module ---\n" << GenerateRandomModule(seed).text;
+                    << problems << "--- module ---\n" << GenerateRandomModule(seed, Options()).text;
   }
   EXPECT_EQ(failures, 0) << failures << " of " << seeds << " seeds from " << first << " failed";
   // The cpu backend is always built: every seed is compared on it at least.
