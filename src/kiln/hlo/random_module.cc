@@ -1343,10 +1343,16 @@ bool Generator::While(Comp& c) {
   xs.exact = !floaty;  // a float state is inexact from the second trip on
   xs.bound = floaty ? std::max(x.bound, 1.0) : TypeMax(t);
   state.push_back(xs);
-  const bool invariant = r_.Chance(50);
+  // A scan (JAX's lax.scan as a while): x' = dynamic-update-slice(x, f(x[i], y[i]), i, 0...)
+  // with rows read by dynamic-slice at the counter; the loops XLA's in-place and scan passes
+  // look for.
+  const bool scan = x.shape.rank() >= 1 && x.shape.dimensions(0) >= 1 && !IsComplex(t) && r_.Chance(35);
+  const bool invariant = scan || r_.Chance(50);
   Value y;
   if (invariant) {
-    y = Get(c, Any(c));
+    // The same value twice in the state now and then: in-place updates of one must not
+    // change the other.
+    y = scan ? Get(c, Need(c, x.shape, false)) : r_.Chance(25) ? x : Get(c, Any(c));
     Value ys = y;
     ys.name = NewName("y");
     state.push_back(ys);
@@ -1364,7 +1370,26 @@ bool Generator::While(Comp& c) {
   // Body: counter + 1, x' from the drawn instructions, the invariant unchanged.
   const std::string body_name = NewName("body");
   Comp body = SubComputation(body_name, c.depth + 1, state, /*tuple_param=*/true);
-  int xi = ResultOf(body, x.shape);
+  int xi;
+  if (scan) {
+    std::vector<int64_t> sizes = x.shape.dimensions();
+    sizes[0] = 1;
+    const std::string zero = Constant(body, PT::kS32, 0);
+    std::string idx = counter.name;
+    for (int64_t d = 1; d < x.shape.rank(); ++d) idx += ", " + zero;
+    const Shape row = Shape::Array(t, sizes);
+    const std::string xrow = NewName(), yrow = NewName(), u = NewName(), upd = NewName();
+    const std::string ds = "), dynamic_slice_sizes={" + Join(sizes) + "}";
+    Emit(body, xrow, row, "dynamic-slice(" + xs.name + ", " + idx + ds, xs.exact, xs.bound);
+    Emit(body, yrow, row, "dynamic-slice(" + state[2].name + ", " + idx + ds, y.exact, y.bound);
+    const std::string op = IsPred(t) ? "or" : r_.Chance(50) ? "add" : "maximum";
+    const double b = op == "add" ? xs.bound + y.bound : std::max(xs.bound, y.bound);
+    if (MayOverflow(t, b)) return false;
+    Emit(body, u, row, op + "(" + xrow + ", " + yrow + ")", !floaty, b);
+    xi = Emit(body, upd, x.shape, "dynamic-update-slice(" + xs.name + ", " + u + ", " + idx + ")", !floaty, b);
+  } else {
+    xi = ResultOf(body, x.shape);
+  }
   Value xr = body.values[xi];
   std::string xname = xr.name;
   if (floaty && xr.bound > xs.bound && !IsComplex(t)) {
@@ -1379,7 +1404,11 @@ bool Generator::While(Comp& c) {
   const std::string next = NewName("i");
   Emit(body, next, Shape::Scalar(PT::kS32), "add(" + counter.name + ", " + one + ")", true, 8);
   std::string ops = next + ", " + xname;
-  if (invariant) ops += ", " + state[2].name;
+  if (invariant && !floaty && !scan && Shape::Compatible(y.shape, x.shape) && r_.Chance(40)) {
+    ops = next + ", " + state[2].name + ", " + xname;  // the two swap places every trip
+  } else if (invariant) {
+    ops += ", " + state[2].name;
+  }
   body.lines.push_back("ROOT " + NewName("r") + " = " + ShapeText(tuple) + " tuple(" + ops + ")");
   computations_.push_back(Text(body));
   // The loop.
@@ -1549,6 +1578,12 @@ RandomModule Generator::Generate() {
     if (entry.uses[i] == 0 && !entry.values[i].is_parameter) roots.push_back(i);
   if (roots.empty()) roots.push_back(static_cast<int>(entry.values.size()) - 1);
   std::reverse(roots.begin(), roots.end());
+  // Outputs that alias each other or an input, now and then: a result buffer must own its memory.
+  if (r_.Chance(15)) roots.push_back(roots[r_.Below(roots.size())]);
+  if (r_.Chance(15)) {
+    const int p = Find(entry, [](const Value& v) { return v.is_parameter; });
+    if (p >= 0) roots.push_back(p);
+  }
   if (roots.size() == 1 && r_.Chance(30)) {
     // A tuple root of one element, sometimes.
     SetRoot(entry, roots, /*force_tuple=*/true);
