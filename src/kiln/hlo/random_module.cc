@@ -620,7 +620,8 @@ bool Generator::Unary(Comp& c) {
   if (IsComplex(t) && (name == "sine" || name == "cosine")) b = 30;
   if (name == "exponential" || name == "exponential-minus-one") b = std::exp(a.bound) + 1;
   if (name == "floor" || name == "ceil" || name.starts_with("round")) b = a.bound + 1;
-  if (name == "sqrt" || name == "cbrt") b = std::sqrt(a.bound) + 1;
+  if (name == "cbrt") b = std::cbrt(a.bound) + 1;
+  if (name == "sqrt") b = kHuge;  // sqrt(-1) = NaN (of either sign: kHuge also means "may be NaN")
   if (name == "rsqrt") b = kHuge;
   if (name == "log" || name == "log-plus-one") b = kHuge;  // log(0) = -inf
   if (name == "is-finite") b = 1;
@@ -666,7 +667,9 @@ bool Generator::Binary(Comp& c) {
     static const char* kDirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
     const char* dir = kDirs[r_.Below(IsComplex(t) ? 2 : 6)];
     attrs = std::string(", direction=") + dir;
-    if (IsFloat(t) && r_.Chance(30)) attrs += ", type=TOTALORDER";
+    // TOTALORDER orders NaNs by sign, which IEEE leaves open for NaNs arithmetic makes: only
+    // for values that cannot be NaN.
+    if (IsFloat(t) && r_.Chance(30) && a.bound < kHuge && b.bound < kHuge) attrs += ", type=TOTALORDER";
     shape = Shape::Array(PT::kPred, a.shape.dimensions());
   } else {
     auto op = ParseHloOpcode(o.op);
@@ -678,7 +681,7 @@ bool Generator::Binary(Comp& c) {
   double bound = std::max(a.bound, b.bound);
   if (name == "add" || name == "subtract") bound = a.bound + b.bound;
   if (name == "multiply") bound = a.bound * b.bound;
-  if (name == "divide" || name == "power") bound = kHuge;
+  if (name == "divide" || name == "power" || (name == "remainder" && !IsInt(t))) bound = kHuge;  // may be NaN
   if (name == "atan2") bound = 4;
   if (name == "compare") bound = 1;
   if ((name == "add" || name == "subtract" || name == "multiply") &&
@@ -747,7 +750,8 @@ bool Generator::Convert(Comp& c) {
 
 bool Generator::BitcastConvert(Comp& c) {
   Value a = Get(c, Any(c));
-  if (!a.exact) return false;
+  // The bits of a NaN that arithmetic made (its sign) are not the same everywhere.
+  if (!a.exact || a.bound >= kHuge) return false;
   const PT s = a.shape.element_type();
   PT t = RandomType();
   Shape in = a.shape;
@@ -1278,7 +1282,8 @@ bool Generator::Scatter(Comp& c) {
 bool Generator::Sort(Comp& c) {
   Value a = Get(c, Any(c));
   const PT t = a.shape.element_type();
-  if (a.shape.rank() == 0 || IsComplex(t)) return false;
+  // Keys under TOTALORDER: a NaN's sign decides its place, and IEEE leaves it open.
+  if (a.shape.rank() == 0 || IsComplex(t) || (IsFloat(t) && a.bound >= kHuge)) return false;
   const int64_t d = r_.Below(a.shape.rank());
   const bool greater = r_.Chance(50);
   if (!a.exact || r_.Chance(50)) {
@@ -1476,7 +1481,7 @@ bool Generator::Conditional(Comp& c) {
 bool Generator::ArgMax(Comp& c) {
   Value a = Get(c, Any(c));
   const PT t = a.shape.element_type();
-  if (a.shape.rank() == 0 || !a.exact || IsComplex(t) || IsPred(t)) return false;
+  if (a.shape.rank() == 0 || !a.exact || IsComplex(t) || IsPred(t) || (IsFloat(t) && a.bound >= kHuge)) return false;
   const int64_t d = r_.Below(a.shape.rank());
   const bool max = r_.Chance(50);
   const std::string ts = std::string(PrimitiveTypeName(t)) + "[]";

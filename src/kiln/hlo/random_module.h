@@ -28,7 +28,10 @@
 //   dynamic-slice/gather/scatter, conditional indices, float division (both sides: 0/0 and x/0 must not depend on rounding),
 //   sqrt/log/rsqrt/power/atan2/remainder -- takes
 //   exact operands only; exponential takes operands bounded by 8, so that a disagreement beyond
-//   the tolerance is a bug, not rounding. Scatter combines with add/max/min (never assignment:
+//   the tolerance is a bug, not rounding. A bound of 1e30 means "may be infinite or NaN": IEEE
+//   leaves the sign of a NaN that arithmetic makes open, so such values are never sort keys,
+//   TOTALORDER compare operands or bitcast-convert operands, and never take part in
+//   arithmetic that could turn rounding into inf - inf (MayOverflow). Scatter combines with add/max/min (never assignment:
 //   duplicate indices would make the order matter). Integer overflow is fine: HLO defines it
 //   (two's complement wrap, x/0 = -1, ...).
 //
