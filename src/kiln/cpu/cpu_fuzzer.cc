@@ -12,6 +12,7 @@
 // *_fuzzer target.
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,9 @@ kiln::Backend& Cpu() {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const kiln::RandomModule m = kiln::GenerateRandomModuleFromBytes(data, size);
   const uint64_t seed = size > 0 ? data[size - 1] : 0;
+  // KILN_FUZZER_PRINT=1 prints every module (`cpu_fuzzer FILE` shows what an input makes).
+  static const bool print = std::getenv("KILN_FUZZER_PRINT") != nullptr;
+  if (print) std::printf("--- input seed %llu ---\n%s\n", static_cast<unsigned long long>(seed), m.text.c_str());
   auto module = kiln::ParseHloModule(m.text);
   if (!module.ok()) Fail("the generated module does not parse", std::string(module.status().message()), m, seed);
   const kiln::Status verified = kiln::VerifyModule(**module);

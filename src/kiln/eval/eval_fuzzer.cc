@@ -9,6 +9,7 @@
 // *_fuzzer target.
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "kiln/eval/evaluator.h"
@@ -30,6 +31,9 @@ namespace {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const kiln::RandomModule m = kiln::GenerateRandomModuleFromBytes(data, size);
   const uint64_t seed = size > 0 ? data[size - 1] : 0;
+  // KILN_FUZZER_PRINT=1 prints every module (`eval_fuzzer FILE` shows what an input makes).
+  static const bool print = std::getenv("KILN_FUZZER_PRINT") != nullptr;
+  if (print) std::printf("--- input seed %llu ---\n%s\n", static_cast<unsigned long long>(seed), m.text.c_str());
   auto module = kiln::ParseHloModule(m.text);
   if (!module.ok()) Fail("the generated module does not parse", module.status(), m, seed);
   const kiln::Status verified = kiln::VerifyModule(**module);
