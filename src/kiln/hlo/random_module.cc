@@ -474,6 +474,7 @@ class Generator {
   bool Call(Comp& c);
   bool Map(Comp& c);
   bool ReducePrecision(Comp& c);
+  bool Convolution(Comp& c);
 
   // Draws `n` instructions into `c`.
   void Fill(Comp& c, int n) {
@@ -499,6 +500,7 @@ class Generator {
         {&Generator::Sort, 3},         {&Generator::TupleGte, 1},       {&Generator::While, nest ? 2 : 0},
         {&Generator::Conditional, nest ? 2 : 0}, {&Generator::Call, nest ? 1 : 0},
         {&Generator::ArgMax, 3},       {&Generator::Map, 2},            {&Generator::ReducePrecision, 1},
+        {&Generator::Convolution, 3},
     };
     int total = 0;
     for (const Op& op : ops) total += op.weight;
@@ -1564,6 +1566,99 @@ bool Generator::ReducePrecision(Comp& c) {
   Emit(c, NewName(), a.shape,
        "reduce-precision(" + a.name + "), exponent_bits=" + std::to_string(e) + ", mantissa_bits=" + std::to_string(m),
        a.exact, kHuge);
+  return true;
+}
+
+// convolution with 1 or 2 spatial dimensions, NHWC or NCHW labels, random window (size,
+// stride, padding, base and window dilation) and feature groups.
+bool Generator::Convolution(Comp& c) {
+  static const PT kTypes[] = {PT::kF32, PT::kF32, PT::kF32, PT::kF16, PT::kBF16, PT::kF64};
+  const PT t = kTypes[r_.Below(6)];
+  const int spatial = static_cast<int>(r_.Range(1, 2));
+  const bool nhwc = r_.Chance(50);
+  const int64_t n = r_.Range(1, 3), groups = r_.Chance(70) ? 1 : r_.Range(2, 3);
+  const int64_t cin = groups * r_.Range(1, 3), cout = groups * r_.Range(1, 3);
+  std::vector<int64_t> in_sp, k_sp;
+  Window w;
+  std::string size, stride, pad, lhs, rhs;
+  bool dilated = false;
+  int64_t window_elements = 1;
+  for (int i = 0; i < spatial; ++i) {
+    in_sp.push_back(big_ && r_.Chance(30) ? r_.Range(10, 40) : r_.Range(1, 9));
+    WindowDimension d;
+    d.size = r_.Range(1, 3);
+    d.stride = r_.Range(1, 2);
+    d.padding_low = r_.Range(0, 2);
+    d.padding_high = r_.Range(0, 2);
+    if (r_.Chance(15)) d.base_dilation = 2, dilated = true;
+    if (r_.Chance(15)) d.window_dilation = 2, dilated = true;
+    k_sp.push_back(d.size);
+    window_elements *= d.size;
+    w.dimensions.push_back(d);
+    const char* x = i ? "x" : "";
+    size += x + std::to_string(d.size);
+    stride += x + std::to_string(d.stride);
+    pad += x + std::to_string(d.padding_low) + "_" + std::to_string(d.padding_high);
+    lhs += x + std::to_string(d.base_dilation);
+    rhs += x + std::to_string(d.window_dilation);
+  }
+  ConvolutionDimensionNumbers dn;
+  std::vector<int64_t> in_dims, k_dims;
+  const std::string sp = spatial == 1 ? "0" : "01";
+  std::string labels;
+  if (nhwc) {  // b01f_01io->b01f
+    in_dims.push_back(n);
+    in_dims.insert(in_dims.end(), in_sp.begin(), in_sp.end());
+    in_dims.push_back(cin);
+    k_dims = k_sp;
+    k_dims.push_back(cin / groups);
+    k_dims.push_back(cout);
+    dn.input_batch_dimension = 0;
+    dn.input_feature_dimension = spatial + 1;
+    dn.kernel_input_feature_dimension = spatial;
+    dn.kernel_output_feature_dimension = spatial + 1;
+    dn.output_batch_dimension = 0;
+    dn.output_feature_dimension = spatial + 1;
+    for (int i = 0; i < spatial; ++i) {
+      dn.input_spatial_dimensions.push_back(i + 1);
+      dn.kernel_spatial_dimensions.push_back(i);
+      dn.output_spatial_dimensions.push_back(i + 1);
+    }
+    labels = "b" + sp + "f_" + sp + "io->b" + sp + "f";
+  } else {  // bf01_oi01->bf01
+    in_dims = {n, cin};
+    in_dims.insert(in_dims.end(), in_sp.begin(), in_sp.end());
+    k_dims = {cout, cin / groups};
+    k_dims.insert(k_dims.end(), k_sp.begin(), k_sp.end());
+    dn.input_batch_dimension = 0;
+    dn.input_feature_dimension = 1;
+    dn.kernel_input_feature_dimension = 1;
+    dn.kernel_output_feature_dimension = 0;
+    dn.output_batch_dimension = 0;
+    dn.output_feature_dimension = 1;
+    for (int i = 0; i < spatial; ++i) {
+      dn.input_spatial_dimensions.push_back(i + 2);
+      dn.kernel_spatial_dimensions.push_back(i + 2);
+      dn.output_spatial_dimensions.push_back(i + 2);
+    }
+    labels = "bf" + sp + "_oi" + sp + "->bf" + sp;
+  }
+  const Shape in_shape = Shape::Array(t, in_dims), k_shape = Shape::Array(t, k_dims);
+  if (in_shape.num_elements() > o_.max_elements) return false;
+  auto shape = InferConvolutionShape(in_shape, k_shape, groups, 1, w, dn);
+  if (!shape.ok() || shape->num_elements() > o_.max_elements) return false;
+  Value a = Get(c, Need(c, in_shape, false));
+  Value k = Get(c, Need(c, k_shape, false));
+  const double bound = a.bound * k.bound * static_cast<double>(window_elements * (cin / groups));
+  if (MayOverflow(t, a.bound) || MayOverflow(t, k.bound) || MayOverflow(t, bound)) return false;
+  std::string text = "size=" + size + " stride=" + stride + " pad=" + pad;
+  if (dilated) text += " lhs_dilate=" + lhs + " rhs_dilate=" + rhs;
+  Use(c, a);
+  Use(c, k);
+  Emit(c, NewName(), *shape,
+       "convolution(" + a.name + ", " + k.name + "), window={" + text + "}, dim_labels=" + labels +
+           (groups > 1 ? ", feature_group_count=" + std::to_string(groups) : ""),
+       false, bound);
   return true;
 }
 

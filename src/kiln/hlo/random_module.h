@@ -11,10 +11,12 @@
 // verifies. What it draws from: elementwise unary/binary/compare/select/clamp, convert,
 // bitcast-convert, broadcast, reshape, transpose, slice, dynamic-slice, dynamic-update-slice,
 // concatenate, pad (negative edges too), reverse, iota, reduce (add/mul/max/min/and/or over
-// random dimensions), reduce-window, dot (random batch/contracting dimensions), gather and
+// random dimensions), reduce-window, dot (random batch/contracting dimensions), convolution
+// (1-2 spatial dimensions, NHWC/NCHW, windows, dilations, feature groups), gather and
 // scatter (simple forms), sort (one operand, or a key and a payload, stable), tuple /
-// get-tuple-element, while with a known trip count (0-4) and conditional (pred or s32 index),
-// whose bodies and branches are generated the same way.
+// get-tuple-element, while with a known trip count (0-4; scans among them) and conditional
+// (pred or s32 index), call, map, argmax/argmin (variadic reduce), reduce-precision; bodies,
+// branches and callees are generated the same way. Random layouts now and then.
 //
 // Note [Comparable by construction]
 //   The module is meant to be run on the evaluator and on a backend with the same inputs and

@@ -58,7 +58,7 @@ TEST(RandomModule, ReachesEveryOpcode) {
                          " reshape(", " transpose(", " slice(", " dynamic-slice(", " dynamic-update-slice(",
                          " concatenate(", " pad(", " reverse(", " iota(", " reduce(", " reduce-window(", " dot(",
                          " gather(", " scatter(", " sort(", " tuple(", " get-tuple-element(", " while(",
-                         " conditional(", " call(", " map(", " reduce-precision(", "argmax"})
+                         " conditional(", " call(", " map(", " reduce-precision(", "argmax", " convolution("})
     EXPECT_NE(all.find(op), std::string::npos) << op;
 }
 
