@@ -341,8 +341,14 @@ class Generator {
         for (int64_t d = shape.rank() - 1; d >= 0 && index[d] == 0; --d) ++open;
         if (e > 0) lit += ", ";
         lit += std::string(open, '{');
-        const double v = RandomConstantValue(t);
-        b = std::max(b, std::fabs(v));
+        double v = RandomConstantValue(t);
+        if (specials_ && (IsFloat(t) || IsComplex(t)) && r_.Chance(15)) {
+          static const double kSpecials[] = {std::numeric_limits<double>::infinity(),
+                                             -std::numeric_limits<double>::infinity(),
+                                             std::numeric_limits<double>::quiet_NaN(), -0.0};
+          v = kSpecials[r_.Below(4)];
+        }
+        b = std::max(b, std::isfinite(v) ? std::fabs(v) : kHuge);
         lit += ConstantText(t, v);
         // Advance the index, closing the dimensions that wrap.
         int64_t d = shape.rank() - 1;
@@ -572,7 +578,8 @@ class Generator {
   Source& r_;
   RandomModuleOptions o_;
   int layout_percent_ = 0;
-  bool big_ = false;  // this module draws some large dimensions (and max_big_elements)  // chance of a non-default layout per array (set per module)
+  bool big_ = false;
+  bool specials_ = false;  // array constants of this module hold inf, -inf, NaN and -0 now and then  // this module draws some large dimensions (and max_big_elements)  // chance of a non-default layout per array (set per module)
   int next_id_ = 0;
   std::vector<Shape> params_;
   std::vector<std::string> computations_;
@@ -686,7 +693,10 @@ bool Generator::Binary(Comp& c) {
   if (name == "divide" || name == "power" || (name == "remainder" && !IsInt(t))) bound = kHuge;  // may be NaN
   if (name == "atan2") bound = 4;
   if (name == "compare") bound = 1;
-  if ((name == "add" || name == "subtract" || name == "multiply") &&
+  // One correctly rounded op on exact operands is the same everywhere, infinities and NaN
+  // included (x * inf, inf - inf: what simplifications must get right); on inexact ones an
+  // infinity or an overflow makes rounding decide.
+  if ((name == "add" || name == "subtract" || name == "multiply") && !(a.exact && b.exact) &&
       (MayOverflow(t, bound) || MayOverflow(t, a.bound) || MayOverflow(t, b.bound)))
     return false;
   if (IsInt(t) && name != "maximum" && name != "minimum" && name != "and" && name != "xor" && name != "or") bound = kHuge;
@@ -1667,6 +1677,7 @@ RandomModule Generator::Generate() {
   entry.name = "main";
   entry.is_entry = true;
   layout_percent_ = r_.Chance(30) ? 15 : 0;
+  specials_ = r_.Chance(30);
   if (r_.Chance(25)) {
     big_ = true;
     o_.max_elements = std::max(o_.max_elements, o_.max_big_elements);
