@@ -26,7 +26,8 @@ StatusOr<std::vector<Literal>> RunParticipants(const HloModule& module,
                                                std::span<const std::vector<Literal>> args,
                                                const ParticipantsOptions& options) {
   KILN_ASSIGN_OR_RETURN(auto grid, ParticipantGrid(module, options));
-  const auto [replicas, partitions] = grid;
+  // Plain variables, not a structured binding: clang before 16 cannot capture those (run_one).
+  const int64_t replicas = grid.first, partitions = grid.second;
   const int64_t n = replicas * partitions;
   if (args.size() != 1 && static_cast<int64_t>(args.size()) != n)
     return InvalidArgument("a run over ", n, " participants (", replicas, " replicas x ",
