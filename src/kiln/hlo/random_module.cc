@@ -245,8 +245,11 @@ class Generator {
       return n;
     };
     while (count() > o_.max_elements) {
-      int64_t& d = dims[r_.Below(dims.size())];
-      d = (d + 1) / 2;
+      // Halve a random dimension; the largest when the draw is one that cannot shrink (bytes
+      // that ran out always draw the first: eval_fuzzer's timeout-018ceb2d looped here).
+      size_t i = r_.Below(dims.size());
+      if (dims[i] <= 1) i = std::max_element(dims.begin(), dims.end()) - dims.begin();
+      dims[i] = (dims[i] + 1) / 2;
     }
     return dims;
   }
