@@ -71,8 +71,10 @@ struct RandomModule {
 // Deterministic in (seed, options) on every platform.
 RandomModule GenerateRandomModule(uint64_t seed, const RandomModuleOptions& options = {});
 
-// Every choice read from `data` (a byte at a time where that suffices; zeros once it runs
-// out), so that libFuzzer's mutations map to nearby modules. Always a valid module.
+// The first choices read from `data` (a byte at a time where that suffices), the rest drawn
+// from a generator seeded with a hash of `data` once it runs out: libFuzzer's mutations steer
+// the module, and its first inputs of a few bytes still make modules of full size. Always a
+// valid module.
 RandomModule GenerateRandomModuleFromBytes(const uint8_t* data, size_t size,
                                            const RandomModuleOptions& options = {});
 

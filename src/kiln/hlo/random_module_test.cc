@@ -45,6 +45,14 @@ TEST(RandomModule, BytesGiveValidModules) {
   }
 }
 
+// eval_fuzzer's first finding: when the generator read zeros after the bytes, Capped halved
+// the first dimension (1) forever. (The bytes now continue with a seeded generator, so this
+// input no longer reaches that path; Capped picks the largest dimension whatever it draws.)
+TEST(RandomModule, CappingTerminatesWhenBytesRunOut) {
+  const uint8_t bytes[] = {0x5d, 0x01, 0x9d, 0x78, 0xcf, 0xc2, 0x32, 0x5d, 0x5d, 0x01, 0x9d};
+  ExpectValid(GenerateRandomModuleFromBytes(bytes, sizeof bytes), "timeout-018ceb2d");
+}
+
 TEST(RandomModule, Deterministic) {
   EXPECT_EQ(GenerateRandomModule(7).text, GenerateRandomModule(7).text);
   EXPECT_NE(GenerateRandomModule(7).text, GenerateRandomModule(8).text);

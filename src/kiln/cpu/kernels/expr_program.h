@@ -66,6 +66,15 @@ class ExprRunState {
   std::vector<void*> ptrs_;        // per value id (invariant values only)
 };
 
+// Defined before ExprScratch, whose inline destructor destroys a vector of them (clang rejects
+// an incomplete element type there).
+struct ExprRun {
+  int32_t pos;
+  int32_t len;
+  int64_t base;
+  int64_t stride;
+};
+
 // Per-thread block temporaries. Made by NewScratch; reused for every block of one thread.
 // Its allocations go back to a per-thread cache when it is destroyed, and the next NewScratch
 // of the same program on that thread takes them (Note [Recycled scratch], expr_exec.cc).
@@ -85,15 +94,8 @@ class ExprScratch {
   std::vector<uint8_t> storage_;
   std::vector<void*> ptrs_;       // per value id (block values: current pointers)
   std::vector<void*> buffers_;    // per value id: its own buffer (nullptr when none)
-  std::vector<std::vector<struct ExprRun>> runs_;  // per map id
+  std::vector<std::vector<ExprRun>> runs_;  // per map id
   std::vector<uint8_t> uniform_;  // per value id: Note [Uniform block values] (expr_exec.cc)
-};
-
-struct ExprRun {
-  int32_t pos;
-  int32_t len;
-  int64_t base;
-  int64_t stride;
 };
 
 class ExprProgram {
