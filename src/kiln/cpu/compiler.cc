@@ -16,6 +16,7 @@
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/async_inliner.h"
 #include "kiln/passes/batch_norm_expander.h"
+#include "kiln/passes/map_expander.h"
 #include "kiln/passes/compile_tail.h"
 #include "kiln/passes/call_graph.h"
 #include "kiln/passes/compile_summary.h"
@@ -92,6 +93,7 @@ StatusOr<std::unique_ptr<CpuExecutable>> CpuCompiler::Compile(std::unique_ptr<Hl
   HloPassPipeline pipeline("cpu", po);
   pipeline.AddPass<AsyncInliner>(/*collectives=*/true);  // Note [Async wrappers]
   pipeline.AddPass<BatchNormExpander>();  // Note [Batch norm expansion]
+  pipeline.AddPass<MapExpander>();  // Note [Map expansion]
   pipeline.AddPass<UnfuseAll>();
   pipeline.AddPass<LayoutNormalization>();
   // Before simplification, so that reciprocals of constants fold and CSE shares reciprocals.

@@ -15,6 +15,7 @@
 #include "kiln/hlo/verifier.h"
 #include "kiln/passes/async_inliner.h"
 #include "kiln/passes/batch_norm_expander.h"
+#include "kiln/passes/map_expander.h"
 #include "kiln/passes/algebraic_simplifier.h"
 #include "kiln/passes/call_graph.h"
 #include "kiln/passes/compile_summary.h"
@@ -226,6 +227,7 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   HloPassPipeline pipeline("rocm", po);
   pipeline.AddPass<AsyncInliner>();  // Note [Async wrappers]
   pipeline.AddPass<BatchNormExpander>();  // Note [Batch norm expansion]
+  pipeline.AddPass<MapExpander>();  // Note [Map expansion]
   pipeline.AddPass<UnfuseAll>();
   pipeline.AddPass<LayoutNormalization>();
   SimplificationOptions so;
