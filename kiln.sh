@@ -199,7 +199,9 @@ cmd_fuzz() {
       if [ -n "$found" ]; then dict=(-dict="$found"); break; fi
     done
     say "fuzzing $t for ${seconds}s"
-    # A crash or leak exits non-zero (and fails the command); its input lands in $dir.
+    # A crash or leak exits non-zero (and fails the command); its input lands in $dir. UBSan's
+    # checks are recoverable (-fsanitize=undefined): halt_on_error makes a report a failure too.
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1} \
     "$bin" -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$dir/" "${dict[@]}" \
       "$corpus" "${seeds[@]}" 2>&1 | grep -vE '^".*" # Uses: [0-9]+$|recommended dictionary' | tail -n 12
   done

@@ -166,7 +166,8 @@ StatusOr<Literal> EvalConvert(const HloInstruction& instr, std::span<const Liter
                            " does not match the result ", instr.shape().ToString(false));
   Literal out(instr.shape());
   if (a.shape().element_type() == out.shape().element_type()) {
-    std::memcpy(out.untyped_data(), a.untyped_data(), a.size_bytes());
+    // An empty array has no data pointer: memcpy of null is undefined even for 0 bytes (UBSan).
+    if (a.size_bytes() > 0) std::memcpy(out.untyped_data(), a.untyped_data(), a.size_bytes());
     return out;
   }
   ConvertElements(a.shape().element_type(), a.untyped_data(), out.shape().element_type(),
@@ -256,7 +257,8 @@ StatusOr<Literal> EvalBitcastConvert(const HloInstruction& instr,
                            " cannot be bitcast to ", res.ToString(false));
   Literal out(res);
   if (wi % 8 == 0 && wo % 8 == 0) {
-    std::memcpy(out.untyped_data(), a.untyped_data(), std::min(a.size_bytes(), out.size_bytes()));
+    if (std::min(a.size_bytes(), out.size_bytes()) > 0)  // empty: no data pointers (UBSan)
+      std::memcpy(out.untyped_data(), a.untyped_data(), std::min(a.size_bytes(), out.size_bytes()));
     if (res.element_type() == PrimitiveType::kPred)
       for (size_t i = 0; i < out.size_bytes(); ++i) out.untyped_data()[i] = out.untyped_data()[i] != 0;
     return out;

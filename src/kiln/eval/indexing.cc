@@ -87,7 +87,8 @@ StatusOr<Literal> EvalDynamicUpdateSlice(const HloInstruction& instr,
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> starts,
                         StartIndices(instr, ops, 2, a.shape().dimensions(), u.shape().dimensions()));
   Literal out(instr.shape());
-  std::memcpy(out.untyped_data(), a.untyped_data(), a.size_bytes());
+  if (a.size_bytes() > 0)  // empty: no data pointers, and memcpy of null is undefined (UBSan)
+    std::memcpy(out.untyped_data(), a.untyped_data(), a.size_bytes());
   std::vector<int64_t> strides = StridesOf(a.shape());
   int64_t base = 0;
   for (size_t d = 0; d < starts.size(); ++d) base += starts[d] * strides[d];

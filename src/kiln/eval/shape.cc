@@ -65,7 +65,8 @@ StatusOr<Literal> EvalReshape(const HloInstruction& instr, std::span<const Liter
   if (out.element_count() != a.element_count())
     return ShapeError(instr, StrCat("cannot reshape ", a.shape().ToString(false), " to ",
                                     instr.shape().ToString(false)));
-  std::memcpy(out.untyped_data(), a.untyped_data(), a.size_bytes());
+  if (a.size_bytes() > 0)  // empty: no data pointers, and memcpy of null is undefined (UBSan)
+    std::memcpy(out.untyped_data(), a.untyped_data(), a.size_bytes());
   return out;
 }
 

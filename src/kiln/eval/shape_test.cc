@@ -33,6 +33,29 @@ TEST(ShapeTest, Broadcast) {
   ROOT r = f32[0,3] broadcast(a), dimensions={})")).element_count(), 0);
 }
 
+// Empty arrays have no data pointer: the copies of reshape, convert to the same type,
+// bitcast-convert and dynamic-update-slice must not memcpy from null (undefined even for 0
+// bytes; eval_fuzzer's UBSan reports).
+TEST(ShapeTest, EmptyArraysCopyNothing) {
+  EXPECT_EQ(MustRun(Entry(R"(
+  a = f32[0,3] parameter(0)
+  ROOT r = f32[3,0] reshape(a))"), {Literal(Shape::Array(PrimitiveType::kF32, {0, 3}))}).element_count(), 0);
+  EXPECT_EQ(MustRun(Entry(R"(
+  a = f32[0,3] parameter(0)
+  ROOT r = f32[0,3] convert(a))"), {Literal(Shape::Array(PrimitiveType::kF32, {0, 3}))}).element_count(), 0);
+  EXPECT_EQ(MustRun(Entry(R"(
+  a = f32[0,3] parameter(0)
+  ROOT r = s32[0,3] bitcast-convert(a))"), {Literal(Shape::Array(PrimitiveType::kF32, {0, 3}))}).element_count(), 0);
+  EXPECT_EQ(MustRun(Entry(R"(
+  a = f32[0,3] parameter(0)
+  u = f32[0,1] parameter(1)
+  i = s32[] constant(1)
+  ROOT r = f32[0,3] dynamic-update-slice(a, u, i, i))"),
+                    {Literal(Shape::Array(PrimitiveType::kF32, {0, 3})), Literal(Shape::Array(PrimitiveType::kF32, {0, 1}))})
+                .element_count(),
+            0);
+}
+
 TEST(ShapeTest, ReshapeAndTranspose) {
   EXPECT_EQ(Ints(MustRun(Entry(R"(
   a = s32[2,3] constant({{1, 2, 3}, {4, 5, 6}})
