@@ -1,5 +1,6 @@
 #include "kiln/passes/batch_norm_expander.h"
 
+#include <map>
 #include <vector>
 
 #include "kiln/hlo/computation.h"
@@ -19,7 +20,9 @@ bool IsBatchNorm(HloOpcode op) {
 // Builds the expansion of one batch-norm instruction (Note [Batch norm expansion]).
 class Expansion {
  public:
-  Expansion(HloModule& module, HloEditor& e, HloInstruction* bn) : module_(module), e_(e), bn_(bn) {}
+  // `adds`: the add computation of each compute type, shared by every expansion of the module.
+  Expansion(HloModule& module, HloEditor& e, HloInstruction* bn, std::map<PrimitiveType, HloComputation*>& adds)
+      : module_(module), e_(e), bn_(bn), adds_(adds) {}
 
   StatusOr<HloInstruction*> Build() {
     HloInstruction* x0 = bn_->operand(0);
@@ -42,7 +45,9 @@ class Expansion {
       if (d != fi_) reduce_dims_.push_back(d);
     full_ = ArrayShapeLike(compute_, dims_, xs);
     vec_ = ArrayShapeLike(compute_, {features_}, xs);
-    add_ = AddComputation();
+    HloComputation*& add = adds_[compute_];
+    if (add == nullptr) add = AddComputation();
+    add_ = add;
 
     switch (bn_->opcode()) {
       case HloOpcode::kBatchNormTraining: return Training();
@@ -190,6 +195,7 @@ class Expansion {
   HloModule& module_;
   HloEditor& e_;
   HloInstruction* bn_;
+  std::map<PrimitiveType, HloComputation*>& adds_;
   PrimitiveType type_ = PrimitiveType::kF32, compute_ = PrimitiveType::kF32;
   int64_t fi_ = 0, features_ = 0, count_ = 0;
   std::vector<int64_t> dims_, reduce_dims_;
@@ -201,6 +207,7 @@ class Expansion {
 
 StatusOr<bool> BatchNormExpander::Run(HloModule& module) {
   bool changed = false;
+  std::map<PrimitiveType, HloComputation*> adds;
   std::vector<HloComputation*> computations;
   for (HloComputation* c : module.computations()) computations.push_back(c);
   for (HloComputation* c : computations) {
@@ -210,7 +217,7 @@ StatusOr<bool> BatchNormExpander::Run(HloModule& module) {
     if (found.empty()) continue;
     HloEditor e(c);
     for (HloInstruction* bn : found) {
-      StatusOr<HloInstruction*> r = Expansion(module, e, bn).Build();
+      StatusOr<HloInstruction*> r = Expansion(module, e, bn, adds).Build();
       // Forms the expansion does not cover (other element types) stay for the evaluator.
       if (!r.ok() && r.status().code() == StatusCode::kUnimplemented) continue;
       KILN_RETURN_IF_ERROR(r.status());

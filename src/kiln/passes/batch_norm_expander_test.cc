@@ -119,6 +119,10 @@ ENTRY e {
 }
 )", true, Match::kClose);
   ExpectExpanded(*m);
+  // Both expansions (f32) share one add computation.
+  int adds = 0;
+  for (const HloComputation* c : m->computations()) adds += c->name().starts_with("batch_norm_add");
+  EXPECT_EQ(adds, 1);
 }
 
 TEST(BatchNormExpander, InsideALoopBodyAndNothingElse) {
