@@ -19,11 +19,13 @@
 #include "kiln/base/strings.h"
 #include "kiln/eval/array_util.h"
 #include "kiln/eval/kernels.h"
+#include "kiln/eval/parallel.h"
 
 namespace kiln {
 namespace {
 
 using eval_internal::ElementProduct;
+using eval_internal::EvalParallelFor;
 using eval_internal::ExpectArrayOperand;
 using eval_internal::NextRowMajorIndex;
 
@@ -164,7 +166,8 @@ Status CheckPrecision(const HloInstruction& instr) {
 
 // The plain dot of two array literals with dimension numbers `dn`, into `result_shape`.
 StatusOr<Literal> DotLiterals(const HloInstruction& instr, const Literal& lhs, const Literal& rhs,
-                              const DotDimensionNumbers& dn, const Shape& result_shape) {
+                              const DotDimensionNumbers& dn, const Shape& result_shape,
+                              const Evaluator& evaluator) {
   if (dn.lhs_batch_dimensions.size() != dn.rhs_batch_dimensions.size() ||
       dn.lhs_contracting_dimensions.size() != dn.rhs_contracting_dimensions.size())
     return InvalidArgument("dot %", instr.name(), ": mismatched dimension numbers");
@@ -197,11 +200,21 @@ StatusOr<Literal> DotLiterals(const HloInstruction& instr, const Literal& lhs, c
     std::vector<In> a = Pack<In>(lhs, ld.Perm(), result_shape.element_type());
     std::vector<In> b = Pack<In>(rhs, rd.Perm(), result_shape.element_type());
     std::vector<Acc> c(B * M * N);
-    for (int64_t bi = 0; bi < B; ++bi)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n)
-          c[(bi * M + m) * N + n] =
-              DotRow<Acc>(a.data() + ((bi * M + m) * K), b.data() + ((bi * N + n) * K), K);
+    // Items are blocks of kRows lhs rows of one batch entry: each rhs row (K contiguous values)
+    // is read once per block rather than once per lhs row, and the block's lhs rows stay in
+    // cache. Every element is still one DotRow, so the order of its sum is the serial one.
+    constexpr int64_t kRows = 8;
+    const int64_t blocks = (M + kRows - 1) / kRows;
+    EvalParallelFor(evaluator, B * blocks, std::min(M, kRows) * N * K, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t bi = item / blocks, m0 = (item % blocks) * kRows, m1 = std::min(M, m0 + kRows);
+        for (int64_t n = 0; n < N; ++n) {
+          const In* bn = b.data() + ((bi * N + n) * K);
+          for (int64_t m = m0; m < m1; ++m)
+            c[(bi * M + m) * N + n] = DotRow<Acc>(a.data() + ((bi * M + m) * K), bn, K);
+        }
+      }
+    });
     StoreAcc(c, out);
   };
   DispatchAcc(result_shape.element_type(), ls.element_type(), rs.element_type(), run);
@@ -209,7 +222,7 @@ StatusOr<Literal> DotLiterals(const HloInstruction& instr, const Literal& lhs, c
 }
 
 StatusOr<Literal> EvalDot(const HloInstruction& instr, std::span<const Literal* const> ops,
-                          Evaluator&) {
+                          Evaluator& evaluator) {
   if (!instr.attrs().sparsity.empty())
     return Unimplemented("unsupported: sparse dot %", instr.name(),
                          " (structured sparsity, sparsity=...; its metadata operands are not read by kiln)");
@@ -219,7 +232,7 @@ StatusOr<Literal> EvalDot(const HloInstruction& instr, std::span<const Literal* 
   KILN_RETURN_IF_ERROR(CheckPrecision(instr));
   DotDimensionNumbers dn;
   if (instr.attrs().dot_dimension_numbers) dn = *instr.attrs().dot_dimension_numbers;
-  return DotLiterals(instr, *ops[0], *ops[1], dn, instr.shape());
+  return DotLiterals(instr, *ops[0], *ops[1], dn, instr.shape(), evaluator);
 }
 
 // ---- scaled-dot ----
@@ -263,7 +276,7 @@ StatusOr<Literal> Dequantize(const HloInstruction& instr, const Literal& x, cons
 }
 
 StatusOr<Literal> EvalScaledDot(const HloInstruction& instr, std::span<const Literal* const> ops,
-                                Evaluator&) {
+                                Evaluator& evaluator) {
   if (ops.size() != 4)
     return UnsupportedInstruction(instr, StrCat("scaled-dot with ", ops.size(),
                                                 " operands (only lhs, rhs, lhs_scale, rhs_scale)"));
@@ -274,7 +287,7 @@ StatusOr<Literal> EvalScaledDot(const HloInstruction& instr, std::span<const Lit
   KILN_ASSIGN_OR_RETURN(Literal rhs, Dequantize(instr, *ops[1], *ops[3], complex));
   DotDimensionNumbers dn;
   if (instr.attrs().dot_dimension_numbers) dn = *instr.attrs().dot_dimension_numbers;
-  return DotLiterals(instr, lhs, rhs, dn, instr.shape());
+  return DotLiterals(instr, lhs, rhs, dn, instr.shape(), evaluator);
 }
 
 // ---- ragged-dot ----
@@ -455,7 +468,7 @@ StatusOr<Literal> EvalRaggedDot(const HloInstruction& instr, std::span<const Lit
 // the base (lhs) dilation and p = u / base_dilation must lie in [0, in_size); k' = size-1-k when
 // the window is reversed. fg(o) = o / (O / feature_groups), bg(o) = o / (O / batch_groups).
 StatusOr<Literal> EvalConvolution(const HloInstruction& instr, std::span<const Literal* const> ops,
-                                  Evaluator&) {
+                                  Evaluator& evaluator) {
   if (ops.size() != 2) return InvalidArgument("convolution %", instr.name(), " takes 2 operands");
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[0], 0));
   KILN_RETURN_IF_ERROR(ExpectArrayOperand(instr, *ops[1], 1));
@@ -553,31 +566,44 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr, std::span<const L
     std::vector<In> a = Pack<In>(lhs, lperm, rt);
     std::vector<In> b = Pack<In>(rhs, rperm, rt);
     std::vector<Acc> c(n_out * out_spatial * o_out, Acc{});
-    std::vector<int64_t> x(nsp, 0), k(nsp, 0);
-    std::vector<std::pair<int64_t, int64_t>> taps;  // (lhs spatial, kernel spatial) offsets
-    std::vector<In> patch(c_in * k_spatial);
     const int64_t group_len = c_g * k_spatial;
-    for (int64_t xs = 0; xs < out_spatial; ++xs) {
-      // The valid kernel taps for this output position.
-      taps.clear();
-      if (k_spatial > 0) {
-        std::fill(k.begin(), k.end(), 0);
-        do {
-          int64_t lin = 0, kin = 0;
-          bool ok = true;
-          for (size_t i = 0; i < nsp; ++i) {
-            int64_t p = in_pos[i][x[i] * k_sp[i] + k[i]];
-            if (p < 0) {
-              ok = false;
-              break;
-            }
-            lin += p * in_strides[i];
-            kin += (win[i].window_reversal ? k_sp[i] - 1 - k[i] : k[i]) * k_strides[i];
+    // Items are (output position xs, input batch entry nb), xs major; each writes its own
+    // output features of one output row, so chunks run on separate threads (eval/parallel.h).
+    EvalParallelFor(evaluator, out_spatial * n_in, std::max<int64_t>(1, o_per_bg * group_len),
+                    [&](int64_t begin, int64_t end) {
+      std::vector<int64_t> x(nsp, 0), k(nsp, 0);
+      std::vector<std::pair<int64_t, int64_t>> taps;  // (lhs spatial, kernel spatial) offsets
+      std::vector<In> patch(c_in * k_spatial);
+      int64_t taps_of = -1;  // the xs `taps` were computed for
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t xs = item / n_in, nb = item % n_in;
+        if (xs != taps_of) {
+          // The valid kernel taps for this output position.
+          taps_of = xs;
+          int64_t rest = xs;
+          for (size_t i = nsp; i-- > 0;) {
+            x[i] = rest % out_sp[i];
+            rest /= out_sp[i];
           }
-          if (ok) taps.emplace_back(lin, kin);
-        } while (NextRowMajorIndex(k, k_sp));
-      }
-      for (int64_t nb = 0; nb < n_in; ++nb) {
+          taps.clear();
+          if (k_spatial > 0) {
+            std::fill(k.begin(), k.end(), 0);
+            do {
+              int64_t lin = 0, kin = 0;
+              bool ok = true;
+              for (size_t i = 0; i < nsp; ++i) {
+                int64_t p = in_pos[i][x[i] * k_sp[i] + k[i]];
+                if (p < 0) {
+                  ok = false;
+                  break;
+                }
+                lin += p * in_strides[i];
+                kin += (win[i].window_reversal ? k_sp[i] - 1 - k[i] : k[i]) * k_strides[i];
+              }
+              if (ok) taps.emplace_back(lin, kin);
+            } while (NextRowMajorIndex(k, k_sp));
+          }
+        }
         // Input batch entry nb feeds output batch nb % N_out, for the output features of batch
         // group nb / N_out.
         const int64_t bg = nb / n_out, n = nb % n_out;
@@ -593,8 +619,7 @@ StatusOr<Literal> EvalConvolution(const HloInstruction& instr, std::span<const L
               DotRow<Acc>(patch.data() + (fg * group_len), b.data() + (o * group_len), group_len);
         }
       }
-      NextRowMajorIndex(x, out_sp);
-    }
+    });
     eval_internal::StorePermuted(c.data(), comp_dims, res_perm, out);
   };
   DispatchAcc(rt, ls.element_type(), rs.element_type(), run);

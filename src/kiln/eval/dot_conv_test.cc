@@ -7,7 +7,14 @@
 // groups, depthwise, batch groups, window reversal, 0-3 spatial dims, integer results).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "kiln/eval/evaluator.h"
+#include "kiln/eval/parallel.h"
 #include "kiln/eval/reference_cases.h"
+#include "kiln/hlo/parser.h"
 
 namespace kiln {
 namespace {
@@ -159,6 +166,61 @@ ENTRY e {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented) << r.status().ToString();
   EXPECT_NE(r.status().message().find("unsupported: dot"), std::string::npos);
+}
+
+// eval/parallel.h: a dot and a convolution large enough to run in parallel give the serial
+// loop's results bit for bit, whatever the thread count (each element is one thread's, summed
+// in the serial order).
+StatusOr<Literal> RunWithThreads(std::string_view hlo, const std::vector<Literal>& args, int threads) {
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<HloModule> module, ParseHloModule(hlo));
+  EvaluatorOptions options;
+  options.threads = threads;
+  Evaluator evaluator(options);
+  return evaluator.Run(*module, args);
+}
+
+Literal RandomF32(std::vector<int64_t> dims, uint32_t seed) {
+  Shape shape = Shape::Array(PrimitiveType::kF32, std::move(dims));
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> v(shape.num_elements());
+  for (double& x : v) x = u(gen);
+  return Literal::FromDoubles(shape, v);
+}
+
+void ExpectSameForEveryThreadCount(std::string_view hlo, const std::vector<Literal>& args) {
+  auto serial = RunWithThreads(hlo, args, 1);
+  ASSERT_TRUE(serial.ok()) << serial.status().ToString();
+  for (int threads : {0, 2, 3, 7}) {
+    auto parallel = RunWithThreads(hlo, args, threads);
+    ASSERT_TRUE(parallel.ok()) << parallel.status().ToString();
+    ASSERT_EQ(parallel->size_bytes(), serial->size_bytes());
+    EXPECT_EQ(std::memcmp(parallel->untyped_data(), serial->untyped_data(), serial->size_bytes()), 0)
+        << "threads " << threads;
+  }
+}
+
+TEST(DotConv, ParallelDotIsBitIdentical) {
+  // 2 x 67 x 300 x 211: above kEvalParallelMinWork, rows not a multiple of the 8-row blocks.
+  static_assert(int64_t{2} * 67 * 300 * 211 > eval_internal::kEvalParallelMinWork);
+  ExpectSameForEveryThreadCount(R"(
+ENTRY e {
+  a = f32[2,67,300] parameter(0)
+  b = f32[2,300,211] parameter(1)
+  ROOT d = f32[2,67,211] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1}
+})",
+                                {RandomF32({2, 67, 300}, 1), RandomF32({2, 300, 211}, 2)});
+}
+
+TEST(DotConv, ParallelConvolutionIsBitIdentical) {
+  // Strided, padded, two feature groups; 3 x 15 x 13 outputs x 48 features x 9 taps x 24 inputs.
+  ExpectSameForEveryThreadCount(R"(
+ENTRY e {
+  x = f32[3,30,26,48] parameter(0)
+  w = f32[3,3,24,48] parameter(1)
+  ROOT c = f32[3,15,13,48] convolution(x, w), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=2
+})",
+                                {RandomF32({3, 30, 26, 48}, 3), RandomF32({3, 3, 24, 48}, 4)});
 }
 
 }  // namespace

@@ -39,6 +39,10 @@ struct EvaluatorOptions {
   std::shared_ptr<Rendezvous> rendezvous = nullptr;
   // Stop a while loop after this many iterations with an error (-1 = no limit).
   int64_t max_loop_iterations = -1;
+  // Threads of the large dot and convolution loops (eval/parallel.h): 0 = every core, 1 = the
+  // calling thread only. The results do not depend on it: each output element is computed by
+  // one thread in the same order.
+  int threads = 0;
 };
 
 class Evaluator {

@@ -116,7 +116,7 @@ class InterpreterBackend final : public HostBackend {
   InterpreterBackend() : HostBackend(std::string(kPlatform)) {}
   std::string_view description() const override { return "the reference evaluator (host)"; }
   StatusOr<std::vector<DeviceInfo>> Devices() const override {
-    return std::vector<DeviceInfo>{{0, "host", "runs every op exactly, one thread, slowly"}};
+    return std::vector<DeviceInfo>{{0, "host", "runs every op exactly; large dots and convolutions on every core (--threads)"}};
   }
   std::string flag_help() const override {
     return FlagHelp(kFlags);
@@ -126,6 +126,7 @@ class InterpreterBackend final : public HostBackend {
     KILN_RETURN_IF_ERROR(CheckOrdinal(options.device_ordinal));
     KILN_RETURN_IF_ERROR(CheckBackendFlags(options.flags, "interpreter_", kFlags));
     EvaluatorOptions eo;
+    eo.threads = options.threads;
     if (std::string_view v = FlagOr(options.flags, "interpreter_max_loop_iterations", ""); !v.empty()) {
       auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), eo.max_loop_iterations);
       if (ec != std::errc() || p != v.data() + v.size() || eo.max_loop_iterations < 1)

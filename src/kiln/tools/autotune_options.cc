@@ -59,7 +59,7 @@ CLI::Validator SeedValidator() {
 }
 
 void AddCompileFlags(CLI::App* cmd, CompileFlags* flags, bool autotune) {
-  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend, 1 to 1024 (default: all cores)")
+  cmd->add_option("--threads", flags->threads, "host threads for the cpu backend (and the interpreter's large dots and convolutions), 1 to 1024 (default: all cores)")
       ->check(CLI::Range(1, kMaxHostThreads));
   cmd->add_option("--flag", flags->backend_flags,
                   "NAME=VALUE: a backend flag (repeatable; `kiln devices --flags` lists them; "
