@@ -201,7 +201,7 @@ std::string TunedGemmDetail(const HloInstruction& dot) {
   }
   if (c->backend() == "fission") return d + ", rocBLAS' default solution, its consumer a generated kernel (fission, autotune)";
   const int64_t solution = IntParam(*c, "solution");
-  return StrCat(d, ", solution ", solution, solution == 0 ? " (the library's default" : " (", ", autotune)");
+  return StrCat(d, ", solution ", solution, solution == 0 ? " (the library's default, autotune)" : " (autotune)");
 }
 
 std::string ConvDetail(const HloInstruction& conv) {
