@@ -445,10 +445,17 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   tail.context = "rocm compiler";
   KILN_ASSIGN_OR_RETURN(ScheduledModule scheduled, ScheduleAndAssignBuffers(*module, tail, timer));
 
-  // Thunks and kernels, computation by computation (callees first).
+  // Thunks and kernels, computation by computation (callees first), each in its schedule's
+  // order (the order buffer assignment planned lifetimes for: what an executor must follow).
   CallGraph graph(*module);
   for (const HloComputation* c : graph.sequential_computations()) {
-    for (const HloInstruction* i : c->MakeInstructionPostOrder()) {
+    std::vector<const HloInstruction*> order;
+    if (scheduled.schedule->has_sequence(c)) {
+      order = scheduled.schedule->sequence(c);
+    } else {
+      for (const HloInstruction* i : c->MakeInstructionPostOrder()) order.push_back(i);
+    }
+    for (const HloInstruction* i : order) {
       const HloOpcode op = i->opcode();
       if (IsFree(op)) continue;
       RocmThunk t;

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "kiln/base/strings.h"
 #include "kiln/hlo/parser.h"
 #include "kiln/rocm/code_object.h"
 #include "kiln/rocm/compiler/rocm_compiler.h"
+#include "kiln/rocm/compiler/rocm_executor.h"
 #include "kiln/runtime/test_macros.h"
 
 namespace kiln::rocm {
@@ -221,6 +223,68 @@ TEST(RocmCompiler, CollectivesOnRccl) {
     EXPECT_EQ(info.Find("kiln_combine_0")->wavefront_size, 64);
   }
   EXPECT_EQ(combined, 2);
+}
+
+// The executor's plan (Note [ROCm executor]; nothing runs): every step's slices resolved, the
+// library calls listed as not implemented, and a module of kernels, a loop, a host fallback and
+// one-participant collectives fully planned.
+TEST(RocmExecutor, PlansWithoutADevice) {
+  std::string why;
+  if (!Can("gfx942", HsacoPath::kClang, &why)) GTEST_SKIP() << why;
+  RocmCompileOptions o;
+  KILN_ASSERT_OK_AND_ASSIGN(o.device, codegen::DeviceSpec::FromPreset("gfx942"));
+  o.path = HsacoPath::kClang;
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<HloModule> m, ParseHloModule(kModule));
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocmCompiledModule> c, RocmCompiler::Compile(std::move(m), o));
+  KILN_ASSERT_OK_AND_ASSIGN(std::unique_ptr<RocmExecutor> e, RocmExecutor::Create(*c));
+  ASSERT_EQ(e->unsupported().size(), 2u) << e->PlanListing();
+  const std::string missing = StrJoin(e->unsupported(), "\n");
+  EXPECT_NE(missing.find("gemm %d: rocBLAS / hipBLASLt calls are not implemented"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("convolution %c: MIOpen calls are not implemented"), std::string::npos) << missing;
+  const std::string plan = e->PlanListing();
+  EXPECT_NE(plan.find("while cond / body, predicate a"), std::string::npos) << plan;
+  EXPECT_NE(plan.find(": kernel 0 (code object 0), args a"), std::string::npos) << plan;
+
+  KILN_ASSERT_OK_AND_ASSIGN(m, ParseHloModule(R"(HloModule m
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+cond {
+  p = (s32[], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[64]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[64] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  y = f32[64] all-reduce(x), replica_groups={}, to_apply=add
+  z = f32[64] tanh(y)
+  ROOT t = (s32[], f32[64]) tuple(j, z)
+}
+ENTRY e {
+  x = f32[64] parameter(0)
+  h = f32[64] custom-call(x), custom_call_target="foo"
+  i0 = s32[] constant(0)
+  t0 = (s32[], f32[64]) tuple(i0, h)
+  w = (s32[], f32[64]) while(t0), condition=cond, body=body
+  r = u32[] replica-id()
+  out = f32[64] get-tuple-element(w), index=1
+  ROOT t = (f32[64], u32[]) tuple(out, r)
+}
+)"));
+  KILN_ASSERT_OK_AND_ASSIGN(c, RocmCompiler::Compile(std::move(m), o));
+  KILN_ASSERT_OK_AND_ASSIGN(e, RocmExecutor::Create(*c));
+  EXPECT_TRUE(e->unsupported().empty()) << StrJoin(e->unsupported(), "\n");
+  const std::string plan2 = e->PlanListing();
+  for (const char* want : {"h [e]: host evaluator", "w [e]: while cond / body", "r [e]: zeros into 1 leaves",
+                           "y [body]: alone: "})
+    EXPECT_NE(plan2.find(want), std::string::npos) << want << "\n" << plan2;
 }
 
 TEST(RocmCompiler, RefusesWhatItCannotCompile) {
