@@ -9,7 +9,11 @@
 #include "kiln/hlo/clone.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/literal.h"
+#include "kiln/autotune/config.h"
+#include "kiln/passes/dot_canonicalizer.h"
 #include "kiln/passes/thunk_util.h"
+#include "kiln/rocm/rocm_device.h"
+#include "kiln/rocm/vendor_apis.h"
 #include "kiln/runtime/kernel_args.h"
 
 namespace kiln::rocm {
@@ -42,11 +46,46 @@ StatusOr<std::vector<Copy>> CopiesBetween(const BufferAssignment& a, const HloIn
 
 std::string SliceText(const BufferSlice& s) { return s.ToString(); }
 
+bool RowMajor(const Shape& s) {
+  if (!s.has_layout()) return true;
+  const std::vector<int64_t>& m2m = s.layout().minor_to_major();
+  for (size_t i = 0; i < m2m.size(); ++i)
+    if (m2m[i] != static_cast<int64_t>(m2m.size() - 1 - i)) return false;
+  return true;
+}
+
+// rocBLAS' (input, output, compute) types for a dot of `in` giving `out`; false where it has
+// none kiln uses.
+bool RocblasTypes(PrimitiveType in, PrimitiveType out, int* a, int* d, int* compute) {
+  using P = PrimitiveType;
+  auto type = [](P t) {
+    switch (t) {
+      case P::kF16: return static_cast<int>(rocblas_datatype_f16_r);
+      case P::kBF16: return static_cast<int>(rocblas_datatype_bf16_r);
+      case P::kF32: return static_cast<int>(rocblas_datatype_f32_r);
+      case P::kF64: return static_cast<int>(rocblas_datatype_f64_r);
+      case P::kC64: return static_cast<int>(rocblas_datatype_f32_c);
+      case P::kC128: return static_cast<int>(rocblas_datatype_f64_c);
+      default: return -1;
+    }
+  };
+  const bool half = in == P::kF16 || in == P::kBF16;
+  if (half ? !(out == in || out == P::kF32) : out != in) return false;
+  *a = type(in);
+  *d = type(out);
+  if (*a < 0 || *d < 0) return false;
+  *compute = half || in == P::kF32 ? static_cast<int>(rocblas_datatype_f32_r) : type(in);
+  return true;
+}
+
 }  // namespace
 
 RocmExecutor::~RocmExecutor() {
   if (allocator_ != nullptr)
     for (auto& [index, memory] : constants_) (void)allocator_->Deallocate(memory);
+  if (rocblas_ != nullptr)
+    if (StatusOr<std::shared_ptr<const RocblasApi>> api = RocblasApi::Default(); api.ok())
+      (*api)->rocblas_destroy_handle(static_cast<rocblas_handle>(rocblas_));
 }
 
 StatusOr<std::unique_ptr<RocmExecutor>> RocmExecutor::Create(const RocmCompiledModule& compiled) {
@@ -221,7 +260,35 @@ StatusOr<Step> RocmExecutor::PlanStep(const RocmThunk& thunk, const HloInstructi
       KILN_ASSIGN_OR_RETURN(s.before, CopiesBetween(a, *instr.operand(0), instr));
       return s;
     }
-    case RocmThunk::Kind::kGemm: return unsupported("rocBLAS / hipBLASLt calls are not implemented");
+    case RocmThunk::Kind::kGemm: {
+      if (instr.opcode() != HloOpcode::kDot || !IsCanonicalDot(instr))
+        return unsupported("not a canonical dot (passes/dot_canonicalizer.h)");
+      const Shape& lhs = instr.operand(0)->shape();
+      const Shape& rhs = instr.operand(1)->shape();
+      if (!RowMajor(lhs) || !RowMajor(rhs) || !RowMajor(instr.shape()))
+        return unsupported("a dot whose operands or result are not row-major");
+      if (!RocblasTypes(lhs.element_type(), instr.shape().element_type(), &s.a_type, &s.d_type, &s.compute_type) ||
+          rhs.element_type() != lhs.element_type())
+        return unsupported(StrCat("rocBLAS has no GEMM of ", PrimitiveTypeName(lhs.element_type()), " giving ",
+                                  PrimitiveTypeName(instr.shape().element_type()), " here"));
+      const bool batched = lhs.rank() == 3;
+      s.batch = batched ? lhs.dimensions(0) : 1;
+      s.m = lhs.dimensions(lhs.rank() - 2);
+      s.k = lhs.dimensions(lhs.rank() - 1);
+      s.n = rhs.dimensions(rhs.rank() - 1);
+      if (std::max({s.m, s.n, s.k, s.batch}) > INT32_MAX) return unsupported("a GEMM over rocBLAS' 32-bit sizes");
+      if (!instr.backend_config().empty())
+        if (StatusOr<autotune::Config> c = autotune::ReadConfigFromBackendConfig(instr); c.ok() && c->backend() == "rocblas")
+          if (c->params().contains("solution") && c->params()["solution"].is_number_integer())
+            s.solution = c->params()["solution"].get<int64_t>();
+      s.kind = Step::Kind::kGemm;
+      for (const HloInstruction* x : std::vector<const HloInstruction*>{instr.operand(0), instr.operand(1), &instr}) {
+        KernelArg arg;
+        KILN_ASSIGN_OR_RETURN(arg.slice, CheckedSlice(a, *x));
+        s.args.push_back(arg);
+      }
+      return s;
+    }
     case RocmThunk::Kind::kConvolution: return unsupported("MIOpen calls are not implemented");
   }
   return Internal("rocm executor: unknown thunk kind");
@@ -245,6 +312,10 @@ std::string RocmExecutor::PlanListing() const {
           }
           break;
         }
+        case Step::Kind::kGemm:
+          out += StrCat("rocblas gemm batch ", s.batch, " m ", s.m, " n ", s.n, " k ", s.k, ", solution ", s.solution, ", ",
+                        SliceText(s.args[0].slice), " x ", SliceText(s.args[1].slice), " -> ", SliceText(s.args[2].slice));
+          break;
         case Step::Kind::kWhile:
           out += StrCat("while ", s.callees[0]->name(), " / ", s.callees[1]->name(), ", predicate ", SliceText(s.predicate));
           break;
@@ -281,6 +352,18 @@ Status RocmExecutor::Initialize(runtime::Device& device, runtime::Allocator& all
       KILN_ASSIGN_OR_RETURN(runtime::Kernel * kernel, m.GetKernel(l.entry));
       launch_kernels_[k].push_back(kernel);
     }
+  }
+  // rocBLAS, where a GEMM needs it: one handle, bound to the stream of each Execute.
+  bool gemm = false;
+  for (const auto& [c, steps] : sequences_)
+    for (const Step& st : steps) gemm |= st.kind == Step::Kind::kGemm;
+  if (gemm && rocblas_ == nullptr) {
+    KILN_ASSIGN_OR_RETURN(std::shared_ptr<const RocblasApi> api, RocblasApi::Default());
+    rocblas_handle h = nullptr;
+    const rocblas_status st = api->rocblas_create_handle(&h);
+    if (st != rocblas_status_success)
+      return Internal("rocblas: rocblas_create_handle: ", api->rocblas_status_to_string(st));
+    rocblas_ = h;
   }
   // Constants: uploaded once, through a stream of their own.
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Stream> stream, device.CreateStream({}));
@@ -351,6 +434,42 @@ Status RocmExecutor::RunHost(const Step& step, runtime::Stream& stream) {
   return stream.Synchronize();  // `result` must outlive the copies
 }
 
+Status RocmExecutor::RunGemm(const Step& s, runtime::Stream& stream) {
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<const RocblasApi> api, RocblasApi::Default());
+  const RocblasApi& b = *api;
+  auto check = [&](rocblas_status st, const char* call) -> Status {
+    if (st == rocblas_status_success) return OkStatus();
+    return Internal("rocblas: ", call, " (%", s.instr->name(), "): ", b.rocblas_status_to_string(st));
+  };
+  rocblas_handle h = static_cast<rocblas_handle>(rocblas_);
+  KILN_RETURN_IF_ERROR(check(b.rocblas_set_stream(h, static_cast<RocmStream&>(stream).handle()), "rocblas_set_stream"));
+  // alpha = 1, beta = 0 in the compute type (complex: real part 1).
+  const double one[2] = {1.0, 0.0}, zero[2] = {0.0, 0.0};
+  const float onef[2] = {1.0f, 0.0f}, zerof[2] = {0.0f, 0.0f};
+  const bool dbl = s.compute_type == rocblas_datatype_f64_r || s.compute_type == rocblas_datatype_f64_c;
+  const void* alpha = dbl ? static_cast<const void*>(one) : static_cast<const void*>(onef);
+  const void* beta = dbl ? static_cast<const void*>(zero) : static_cast<const void*>(zerof);
+  // Row-major D[M,N] = A[M,K] B[K,N] is column-major D^T = B^T A^T: rocBLAS' A is kiln's rhs.
+  void* lhs = Memory(s.args[0].slice).ptr;
+  void* rhs = Memory(s.args[1].slice).ptr;
+  void* out = Memory(s.args[2].slice).ptr;
+  const auto M = static_cast<rocblas_int>(s.n), N = static_cast<rocblas_int>(s.m), K = static_cast<rocblas_int>(s.k);
+  const auto a_type = static_cast<rocblas_datatype>(s.a_type), d_type = static_cast<rocblas_datatype>(s.d_type);
+  const auto compute = static_cast<rocblas_datatype>(s.compute_type);
+  const rocblas_gemm_algo algo = s.solution > 0 ? rocblas_gemm_algo_solution_index : rocblas_gemm_algo_standard;
+  const auto solution = static_cast<int32_t>(s.solution);
+  if (s.batch == 1) {
+    return check(b.rocblas_gemm_ex(h, rocblas_operation_none, rocblas_operation_none, M, N, K, alpha, rhs, a_type, M, lhs,
+                                   a_type, K, beta, out, d_type, M, out, d_type, M, compute, algo, solution, 0),
+                 "rocblas_gemm_ex");
+  }
+  return check(b.rocblas_gemm_strided_batched_ex(h, rocblas_operation_none, rocblas_operation_none, M, N, K, alpha, rhs,
+                                                 a_type, M, s.k * s.n, lhs, a_type, K, s.m * s.k, beta, out, d_type, M,
+                                                 s.m * s.n, out, d_type, M, s.m * s.n, static_cast<rocblas_int>(s.batch),
+                                                 compute, algo, solution, 0),
+               "rocblas_gemm_strided_batched_ex");
+}
+
 Status RocmExecutor::RunStep(const Step& s, runtime::Stream& stream) {
   switch (s.kind) {
     case Step::Kind::kKernel: {
@@ -405,6 +524,7 @@ Status RocmExecutor::RunStep(const Step& s, runtime::Stream& stream) {
       KILN_RETURN_IF_ERROR(RunCopies(s.branch_before.at(0), stream));
       KILN_RETURN_IF_ERROR(RunSequence(s.callees.at(0), stream));
       return RunCopies(s.after.at(0), stream);
+    case Step::Kind::kGemm: return RunGemm(s, stream);
     case Step::Kind::kHost: return RunHost(s, stream);
     case Step::Kind::kCollectiveAlone: return RunCopies(s.before, stream);
     case Step::Kind::kZero:

@@ -18,6 +18,13 @@
 //                     into the branch's parameter and the branch's root into the result where
 //                     their slices differ;
 //     call            the same copies around the callee's sequence;
+//     gemm            a canonical dot (passes/dot_canonicalizer.h: [B,] M x K times [B,] K x N,
+//                     row-major) as rocblas_gemm_ex / rocblas_gemm_strided_batched_ex on the
+//                     stream (rocblas_set_stream), row-major as the column-major D^T = B^T A^T:
+//                     m = N, n = M, lda = N, ldb = K, ldd = N; f16 / bf16 (f32 accumulation,
+//                     f16 / bf16 / f32 results), f32, f64, c64, c128; the autotuner's rocBLAS
+//                     solution index where it chose one (a hipBLASLt or fission choice runs
+//                     rocBLAS' default);
 //     host            the operands copied to host literals, the instruction evaluated by the
 //                     reference evaluator (a one-instruction computation), the result copied
 //                     back;
@@ -25,8 +32,9 @@
 //                     by copies (all-reduce, all-gather, reduce-scatter, all-to-all, broadcast,
 //                     a permute to itself; a permute nobody sends to: zeros; replica-id and
 //                     partition-id: 0), and its -done a copy where the slices differ.
-//   Not implemented (Unsupported() lists them and Initialize fails with Unimplemented naming
-//   each): rocBLAS / hipBLASLt GEMMs, MIOpen convolutions, RCCL communicators (collectives of
+//   Not implemented (unsupported() lists them and Initialize fails with Unimplemented naming
+//   each): hipBLASLt GEMMs and dots rocBLAS does not take (integer, f8, other type pairs),
+//   MIOpen convolutions, RCCL communicators (collectives of
 //   several participants), send / recv, ragged-all-to-all and the tuple-shaped async starts.
 #pragma once
 
@@ -77,12 +85,17 @@ class RocmExecutor {
     int64_t scalar_value = 0;
   };
   struct Step {
-    enum class Kind { kKernel, kWhile, kConditional, kCall, kHost, kCollectiveAlone, kZero, kUnsupported };
+    enum class Kind { kKernel, kGemm, kWhile, kConditional, kCall, kHost, kCollectiveAlone, kZero, kUnsupported };
     Kind kind = Kind::kKernel;
     const HloInstruction* instr = nullptr;
     // kKernel
     int kernel = -1;
     std::vector<KernelArg> args;
+    // kGemm: rocBLAS' types (rocblas_datatype values), sizes, solution (0: the default); the
+    // slices in `args`: lhs, rhs, result
+    int a_type = 0, d_type = 0, compute_type = 0;
+    int64_t batch = 1, m = 0, n = 0, k = 0;
+    int64_t solution = 0;
     // kKernel (in place), kCall / kConditional (into the callee, per branch), kCollectiveAlone
     std::vector<Copy> before;
     // kCall / kConditional: the root into the result, per branch
@@ -106,6 +119,7 @@ class RocmExecutor {
   Status RunStep(const Step& step, runtime::Stream& stream);
   Status RunCopies(std::span<const Copy> copies, runtime::Stream& stream);
   Status RunHost(const Step& step, runtime::Stream& stream);
+  Status RunGemm(const Step& step, runtime::Stream& stream);
   runtime::DeviceMemory Memory(const BufferSlice& slice) const;
 
   const RocmCompiledModule& compiled_;
@@ -118,6 +132,7 @@ class RocmExecutor {
   std::vector<std::unique_ptr<runtime::Module>> modules_;       // per code object
   std::vector<std::vector<runtime::Kernel*>> launch_kernels_;  // per kernel, per launch
   std::map<int64_t, runtime::DeviceMemory> constants_;          // by allocation
+  void* rocblas_ = nullptr;                                      // rocblas_handle, where a GEMM needs it
   // During Execute: every allocation's memory
   std::vector<runtime::DeviceMemory> bases_;
   runtime::DeviceMemory scratch_;
