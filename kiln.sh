@@ -54,17 +54,18 @@ install_packages() {
 
 VENV=$BUILD_DIR/python-venv
 
-# rocm_sdk: the HIP 6.x, rocBLAS, hipBLASLt and MIOpen headers and the gfx942-capable device
+# rocm_sdk: the HIP 6.x, rocBLAS, hipBLASLt, MIOpen and RCCL headers and the gfx942-capable device
 # libraries, from Debian's newer suites (trixie, sid) through a private apt configuration (its
 # own lists and cache under the build directory; the system's apt state is untouched), unpacked
 # with dpkg -x into $BUILD_DIR/rocm-sdk/root, never installed (about 1 MB; their libraries need
 # a newer libc than Debian 12's). CMake finds them there (cmake/kiln_rocm.cmake); without them
 # the ROCm parts are skipped, and configure says why.
 ROCM_SDK_DEBS=(rocm-device-libs-17/trixie libamdhip64-dev/sid libmiopen-dev/sid libhipblaslt-dev/sid
-               librocblas-dev/sid libhipblas-dev/sid libhipblas-common-dev/sid)
+               librocblas-dev/sid libhipblas-dev/sid libhipblas-common-dev/sid librccl-dev/sid)
 rocm_sdk() {
   local w=$BUILD_DIR/rocm-sdk
-  [ -f "$w/root/usr/include/hip/hip_version.h" ] && return 0
+  # A directory unpacked before a package was added to the list is fetched again.
+  [ -f "$w/root/usr/include/hip/hip_version.h" ] && [ -f "$w/root/usr/include/rccl/rccl.h" ] && return 0
   if [ "${KILN_NO_INSTALL:-0}" = 1 ]; then
     say "KILN_NO_INSTALL=1: ROCm headers not fetched; the ROCm parts will be skipped"
     return 0

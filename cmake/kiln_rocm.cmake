@@ -1,5 +1,5 @@
 # ROCm: kiln compiles its ROCm driver (src/kiln/rocm) against the HIP 6.x headers and the headers
-# of rocBLAS, hipBLASLt and MIOpen, and links none of their libraries: everything is reached
+# of rocBLAS, hipBLASLt, MIOpen and RCCL, and links none of their libraries: everything is reached
 # through symbol tables loaded at run time (src/kiln/rocm/hip_api.h). Debian 12 has only HIP 5.2,
 # and none of the library headers, so ./kiln.sh unpacks Debian's newer -dev packages (headers
 # only, about 1 MB) and the gfx942-capable device libraries into KILN_ROCM_SDK_DIR; nothing
@@ -7,14 +7,14 @@
 #
 # What is looked for (each missing piece is printed, and the ROCm parts are then skipped):
 #   KILN_ROCM_SDK_DIR/usr/include/hip/hip_runtime_api.h with HIP_VERSION_MAJOR >= 6
-#   KILN_ROCM_SDK_DIR/usr/include/{rocblas/rocblas.h,hipblaslt/hipblaslt.h,miopen/miopen.h}
+#   KILN_ROCM_SDK_DIR/usr/include/{rocblas/rocblas.h,hipblaslt/hipblaslt.h,miopen/miopen.h,rccl/rccl.h}
 #   amd_comgr.h (Debian 12's libamd-comgr-dev)
 # Tools for compiling kernels offline (optional: kiln then compiles with hipRTC only):
 #   KILN_ROCM_CLANG (clang-19 with the amdgcn target), KILN_ROCM_DEVICE_LIBS (bitcode
 #   directories: Debian 12's rocm-device-libs, and the unpacked rocm-device-libs-17 for gfx942),
 #   KILN_ROCM_READELF (llvm-readelf, for the tests' golden checks).
 set(KILN_ROCM_SDK_DIR "${CMAKE_BINARY_DIR}/rocm-sdk/root" CACHE PATH
-    "Root of the unpacked ROCm -dev packages (./kiln.sh rocm-sdk makes it)")
+    "Root of the unpacked ROCm -dev packages (./kiln.sh build makes it)")
 
 set(_kiln_rocm_missing)
 set(_kiln_rocm_inc "${KILN_ROCM_SDK_DIR}/usr/include")
@@ -27,7 +27,7 @@ if(EXISTS "${_kiln_rocm_inc}/hip/hip_version.h")
 else()
   list(APPEND _kiln_rocm_missing "${_kiln_rocm_inc}/hip/hip_version.h")
 endif()
-foreach(_h rocblas/rocblas.h hipblaslt/hipblaslt.h miopen/miopen.h hip/hiprtc.h)
+foreach(_h rocblas/rocblas.h hipblaslt/hipblaslt.h miopen/miopen.h rccl/rccl.h hip/hiprtc.h)
   if(NOT EXISTS "${_kiln_rocm_inc}/${_h}")
     list(APPEND _kiln_rocm_missing "${_kiln_rocm_inc}/${_h}")
   endif()

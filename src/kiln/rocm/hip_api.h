@@ -100,6 +100,7 @@ struct RocmLibraryPaths {
   std::string rocblas;    // RocblasApi
   std::string hipblaslt;  // HipblasLtApi
   std::string miopen;     // MiopenApi
+  std::string rccl;       // RcclApi
 };
 RocmLibraryPaths GetRocmLibraryPaths();
 void SetRocmLibraryPaths(const RocmLibraryPaths& paths);  // thread-safe

@@ -7,10 +7,38 @@
 
 #include "kiln/base/logging.h"
 #include "kiln/base/strings.h"
+#include "kiln/rocm/hip_api.h"
 #include "kiln/rocm/rocm_device.h"
 #include "kiln/rocm/vendor_apis.h"
 
 namespace kiln::rocm {
+
+runtime::DeviceDescription RocmTargetDescription(const codegen::DeviceSpec& spec) {
+  runtime::DeviceDescription d;
+  d.platform = "rocm";
+  d.vendor = "AMD";
+  d.name = StrCat(spec.name, " (preset)");
+  d.gpu_arch = spec.gfx_arch;
+  d.multiprocessor_count = spec.sm_count;
+  d.warp_size = spec.warp_size;
+  d.max_threads_per_block = spec.max_threads_per_block;
+  d.max_threads_per_multiprocessor = spec.max_threads_per_sm;
+  d.shared_memory_per_block = static_cast<uint64_t>(spec.shared_memory_per_block);
+  d.shared_memory_per_block_optin = static_cast<uint64_t>(spec.shared_memory_per_block_optin);
+  d.shared_memory_per_multiprocessor = static_cast<uint64_t>(spec.shared_memory_per_sm);
+  d.registers_per_block = spec.registers_per_block;
+  d.registers_per_multiprocessor = spec.registers_per_sm;
+  d.l2_cache_bytes = static_cast<uint64_t>(spec.l2_cache_bytes);
+  d.memory_bandwidth_bytes_per_s = spec.memory_bandwidth_bytes_per_s;
+  if (StatusOr<std::shared_ptr<const HipApi>> hip = HipApi::Default(); hip.ok()) {
+    d.runtime_version = (*hip)->RuntimeVersion();
+    int driver = 0;
+    if ((*hip)->hipDriverGetVersion != nullptr && (*hip)->hipDriverGetVersion(&driver) == hipSuccess)
+      d.driver_version = HipVersionString(driver);
+  }
+  d.library_versions = RocmLibraryVersions();
+  return d;
+}
 
 using runtime::Device;
 using runtime::DeviceDescription;

@@ -14,6 +14,8 @@
 #include <string>
 
 #include "kiln/base/status.h"
+#include "kiln/codegen/device_spec.h"
+#include "kiln/runtime/device_description.h"
 #include "kiln/runtime/platform.h"
 #include "kiln/runtime/platform_registry.h"
 
@@ -31,6 +33,14 @@ StatusOr<std::unique_ptr<runtime::Platform>> CreateRocmPlatform(
 // Registers "rocm" with `registry`.
 Status RegisterRocmPlatform(runtime::PlatformRegistry& registry,
                             const RocmPlatformOptions& options = {});
+
+// The description a deviceless compile for `spec` (a HIP preset: gfx942 / MI300X...) stands on:
+// the preset's numbers (gfx arch, CUs, LDS, L2, bandwidth, wavefront 64), the HIP runtime's
+// version where libamdhip64 loads (hipRuntimeGetVersion needs no device) and every library's
+// (RocmLibraryVersions). The autotuning cache keys of such a compile are made from it (Note
+// [Deviceless autotuning] in rocm/compiler/rocm_compiler.cc); "(preset)" in the name keeps them
+// apart from a real device's.
+runtime::DeviceDescription RocmTargetDescription(const codegen::DeviceSpec& spec);
 
 // "gfx90a:sramecc+:xnack-" → "gfx90a" (the architecture without its target features).
 std::string GfxArchWithoutFeatures(std::string_view gcn_arch_name);

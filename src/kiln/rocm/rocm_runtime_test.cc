@@ -120,6 +120,32 @@ TEST(VendorApisTest, AbsentLibrariesReportNotFound) {
   for (const auto& [library, version] : RocmLibraryVersions()) EXPECT_FALSE(version.empty()) << library;
 }
 
+// RCCL (librccl.so.1; Debian 13's librccl1 needs a newer libc, so none here): the table is
+// compiled against RCCL's own rccl.h and the absent library is a clean NotFound
+// "rccl: librccl.so.1 not found (...)"; the headers' NCCL version is what kiln was built with.
+TEST(VendorApisTest, RcclAbsentIsNotFound) {
+  StatusOr<std::shared_ptr<const RcclApi>> rccl = RcclApi::Default();
+  if (rccl.ok()) {
+    EXPECT_FALSE((*rccl)->Version().empty());
+  } else {
+    EXPECT_TRUE(rccl.status().code() == StatusCode::kNotFound || rccl.status().code() == StatusCode::kUnavailable)
+        << rccl.status().ToString();
+    if (rccl.status().code() == StatusCode::kNotFound)
+      EXPECT_EQ(rccl.status().message().rfind("rccl: librccl.so.1 not found", 0), 0u) << rccl.status().ToString();
+  }
+  StatusOr<std::shared_ptr<const RcclApi>> missing = RcclApi::Load("librccl.so.kiln-missing");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "rccl: librccl.so.kiln-missing not found");
+  EXPECT_EQ(RcclCandidates().front(), "librccl.so.1");
+  bool listed = false;
+  for (const auto& [library, version] : RocmHeaderVersions())
+    if (library == "rccl") {
+      listed = true;
+      EXPECT_EQ(version.rfind("2.", 0), 0u) << version;  // NCCL 2.x's API (RCCL 5.4: 2.13.4)
+    }
+  EXPECT_TRUE(listed);
+}
+
 TEST(VendorApisTest, HiprtcAndComgrResolveWhereInstalled) {
   StatusOr<std::shared_ptr<const HiprtcApi>> rtc = HiprtcApi::Default();
   StatusOr<std::shared_ptr<const ComgrApi>> comgr = ComgrApi::Default();

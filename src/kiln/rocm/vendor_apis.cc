@@ -22,6 +22,9 @@ std::vector<std::string> HipblasLtCandidates() {
 std::vector<std::string> MiopenCandidates() {
   return RocmLibraryCandidates({"libMIOpen.so.1"});
 }
+std::vector<std::string> RcclCandidates() {
+  return RocmLibraryCandidates({"librccl.so.1"});
+}
 
 #define KILN_ROCM_LOAD_MEMBER(name) \
   KILN_RETURN_IF_ERROR(api->library.Load(KILN_STRINGIFY(name), &api->name));
@@ -47,6 +50,7 @@ KILN_ROCM_DEFINE_LOAD(RocblasApi, "rocblas", KILN_ROCM_ROCBLAS_FUNCTIONS, rocbla
 KILN_ROCM_DEFINE_LOAD(HipblasLtApi, "hipblaslt", KILN_ROCM_HIPBLASLT_FUNCTIONS, hipblaslt,
                       HipblasLtCandidates)
 KILN_ROCM_DEFINE_LOAD(MiopenApi, "miopen", KILN_ROCM_MIOPEN_FUNCTIONS, miopen, MiopenCandidates)
+KILN_ROCM_DEFINE_LOAD(RcclApi, "rccl", KILN_ROCM_RCCL_FUNCTIONS, rccl, RcclCandidates)
 
 #undef KILN_ROCM_DEFINE_LOAD
 #undef KILN_ROCM_LOAD_MEMBER
@@ -84,6 +88,25 @@ std::string MiopenApi::Version() const {
   return StrCat(major, ".", minor, ".", patch);
 }
 
+// NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch from NCCL 2.9 on (RCCL 5.4: 21304).
+std::string RcclApi::Version() const {
+  int code = 0;
+  if (ncclGetVersion(&code) != ncclSuccess || code <= 0) return "";
+  return StrCat(code / 10000, ".", (code / 100) % 100, ".", code % 100);
+}
+
+Status RcclStatus(const RcclApi& api, ncclResult_t result, std::string_view call, ncclComm_t comm) {
+  if (result == ncclSuccess) return OkStatus();
+  StatusCode code = StatusCode::kInternal;
+  if (result == ncclInvalidArgument || result == ncclInvalidUsage) code = StatusCode::kInvalidArgument;
+  if (result == ncclSystemError || result == ncclRemoteError) code = StatusCode::kUnavailable;
+  const char* text = api.ncclGetErrorString(result);
+  const char* last = api.ncclGetLastError(comm);
+  std::string detail = last != nullptr && *last != '\0' ? StrCat(": ", last) : std::string();
+  return Status(code, StrCat("rccl: ", call, ": ", text != nullptr ? text : "error", " (", static_cast<int>(result), ")",
+                             detail));
+}
+
 StatusOr<std::vector<std::string>> ComgrIsaNames(const ComgrApi& comgr) {
   size_t count = 0;
   if (comgr.amd_comgr_get_isa_count(&count) != AMD_COMGR_STATUS_SUCCESS) {
@@ -118,14 +141,15 @@ std::pair<std::string, std::string> VersionOf(const char* what) {
 std::vector<std::pair<std::string, std::string>> RocmLibraryVersions() {
   return {VersionOf<HiprtcApi>("hiprtc"), VersionOf<ComgrApi>("comgr"),
           VersionOf<RocblasApi>("rocblas"), VersionOf<HipblasLtApi>("hipblaslt"),
-          VersionOf<MiopenApi>("miopen")};
+          VersionOf<MiopenApi>("miopen"), VersionOf<RcclApi>("rccl")};
 }
 
 std::vector<std::pair<std::string, std::string>> RocmHeaderVersions() {
   return {{"hip", HipHeaderVersion()},
           {"rocblas", StrCat(ROCBLAS_VERSION_MAJOR, ".", ROCBLAS_VERSION_MINOR, ".", ROCBLAS_VERSION_PATCH)},
           {"hipblaslt", StrCat(HIPBLASLT_VERSION_MAJOR, ".", HIPBLASLT_VERSION_MINOR, ".", HIPBLASLT_VERSION_PATCH)},
-          {"miopen", StrCat(MIOPEN_VERSION_MAJOR, ".", MIOPEN_VERSION_MINOR, ".", MIOPEN_VERSION_PATCH)}};
+          {"miopen", StrCat(MIOPEN_VERSION_MAJOR, ".", MIOPEN_VERSION_MINOR, ".", MIOPEN_VERSION_PATCH)},
+          {"rccl", StrCat(NCCL_MAJOR, ".", NCCL_MINOR, ".", NCCL_PATCH)}};
 }
 
 }  // namespace kiln::rocm

@@ -1,9 +1,10 @@
 // ROCm's libraries besides the HIP runtime, each one symbol table loaded at run time (the
 // pattern of hip_api.h): hipRTC (run-time kernel compilation), comgr (the code-object manager:
-// which ISAs it knows), rocBLAS and hipBLASLt (GEMMs), MIOpen (convolutions).
+// which ISAs it knows), rocBLAS and hipBLASLt (GEMMs), MIOpen (convolutions), RCCL
+// (collectives: NCCL's API under NCCL's names, in librccl.so.1).
 //
 // kiln compiles these tables against the vendors' own headers (hipRTC: HIP 6.x's hiprtc.h;
-// comgr: Debian's amd_comgr.h; rocBLAS, hipBLASLt, MIOpen: their -dev packages' headers,
+// comgr: Debian's amd_comgr.h; rocBLAS, hipBLASLt, MIOpen, RCCL: their -dev packages' headers,
 // unpacked by ./kiln.sh, never installed) and links none of the libraries. Each Load returns
 // NotFound "rocblas: librocblas.so.5 not found (also looked for ...)" when the library is absent,
 // Unavailable with the loader's message when it exists but cannot load (Debian 13's builds need
@@ -15,10 +16,12 @@
 #include <hipblaslt/hipblaslt.h>
 #include <miopen/miopen.h>
 #include <miopen/version.h>
+#include <rccl/rccl.h>
 #include <rocblas/rocblas.h>
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -60,6 +63,16 @@
   X(miopenConvolutionForwardGetSolutionCount) X(miopenConvolutionForwardGetSolution)          \
   X(miopenConvolutionForwardCompileSolution) X(miopenConvolutionForwardImmediate)
 
+// RCCL: the entry points of NCCL 2.13's API that every RCCL since ROCm 5.4 has (RCCL 5.4.3's
+// rccl.h, Debian's librccl-dev, is what kiln compiles against; ncclCommSplit and the config
+// variants of NCCL 2.14+ are not in it), plus RCCL's own ncclAllToAll.
+#define KILN_ROCM_RCCL_FUNCTIONS(X)                                                            \
+  X(ncclGetVersion) X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId)               \
+  X(ncclCommInitRank) X(ncclCommInitAll) X(ncclCommDestroy) X(ncclCommAbort)                   \
+  X(ncclCommGetAsyncError) X(ncclCommCount) X(ncclCommUserRank) X(ncclAllReduce)               \
+  X(ncclBroadcast) X(ncclAllGather) X(ncclReduceScatter) X(ncclAllToAll) X(ncclSend)           \
+  X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)
+
 namespace kiln::rocm {
 
 #define KILN_ROCM_DECLARE_MEMBER(name) decltype(&::name) name = nullptr;
@@ -80,6 +93,7 @@ KILN_ROCM_API_STRUCT(ComgrApi, KILN_ROCM_COMGR_FUNCTIONS)
 KILN_ROCM_API_STRUCT(RocblasApi, KILN_ROCM_ROCBLAS_FUNCTIONS)
 KILN_ROCM_API_STRUCT(HipblasLtApi, KILN_ROCM_HIPBLASLT_FUNCTIONS)
 KILN_ROCM_API_STRUCT(MiopenApi, KILN_ROCM_MIOPEN_FUNCTIONS)
+KILN_ROCM_API_STRUCT(RcclApi, KILN_ROCM_RCCL_FUNCTIONS)
 
 #undef KILN_ROCM_API_STRUCT
 #undef KILN_ROCM_DECLARE_MEMBER
@@ -90,17 +104,22 @@ std::vector<std::string> ComgrCandidates();
 std::vector<std::string> RocblasCandidates();
 std::vector<std::string> HipblasLtCandidates();
 std::vector<std::string> MiopenCandidates();
+std::vector<std::string> RcclCandidates();
+
+// OK for ncclSuccess, else "rccl: <call>: <error string> (<code>)[: <last error>]": invalid
+// argument / usage are InvalidArgument, system and remote errors Unavailable, the rest Internal.
+Status RcclStatus(const RcclApi& api, ncclResult_t result, std::string_view call, ncclComm_t comm = nullptr);
 
 // The ISAs comgr can compile for, without feature suffixes ("gfx90a", ...), in comgr's order,
 // deduplicated. The error of ComgrApi::Default() when comgr is absent.
 StatusOr<std::vector<std::string>> ComgrIsaNames(const ComgrApi& comgr);
 
-// {"hiprtc", "9.0"}, {"rocblas", "not found (...)"}, ...: every library above, for
+// {"hiprtc", "9.0"}, {"rocblas", "not found (...)"}, {"rccl", "2.13.4"}, ...: every library above, for
 // DeviceDescription::library_versions and autotuning cache keys.
 std::vector<std::pair<std::string, std::string>> RocmLibraryVersions();
 
 // The headers' versions kiln was built with: {"rocblas", "4.4.1..."}, {"hipblaslt", ...},
-// {"miopen", "3.4.0"}.
+// {"miopen", "3.4.0"}, {"rccl", "2.13.4"} (RCCL's NCCL_VERSION_CODE).
 std::vector<std::pair<std::string, std::string>> RocmHeaderVersions();
 
 }  // namespace kiln::rocm

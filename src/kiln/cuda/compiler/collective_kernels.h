@@ -1,60 +1,23 @@
-// The device kernels of the collectives NCCL cannot do alone (collective_thunks.h), as CUDA
-// source for NVRTC: the thunk emitter compiles them with the module's other kernels and the
-// collective thunk loads them.
-//
-// Note [Reductions NCCL lacks]
-//   NCCL reduces with sum / product / min / max on its own element types only. Any other
-//   all-reduce or reduce-scatter -- a reduction computation that is not one add / multiply /
-//   minimum / maximum of its parameters (what JAX emits for a custom reducer), a type NCCL does
-//   not reduce (s16, u16, f8, s4, complex products) -- gathers every member's operand to every
-//   rank in rank order (ncclAllGather into the workspace) and then combines on the device:
-//   `kiln_combine_<k>` (operand k) folds out[i] = f(...f(f(x_0[i], x_1[i]), x_2[i])...,
-//   x_{n-1}[i]) with f the reduction computation compiled to a device function by codegen's
-//   KernelSource (the same code the fusions' reducers get), in rank order: the evaluator's
-//   result, element for element. A reduce-scatter folds only its own chunk. The workspace
-//   holds n (at most the largest group the compile's grid allows) copies of the operand.
-//
-// Note [Ragged all-to-all on NCCL]
-//   NCCL has no ragged primitive, and a grouped ncclSend/ncclRecv needs the sizes on the host,
-//   which would end every CUDA graph at the op. Instead every rank gathers every member's input
-//   and its input_offsets, send_sizes and output_offsets (four ncclAllGathers in one group) and
-//   `kiln_ragged` copies the rows on the device: block (s, u) of the grid copies the rows that
-//   member s sends this rank as its update u (its entry rank * k + u) from the gathered input to
-//   the output at the sender's output offset. The result starts as the `output` operand. An
-//   update outside the input or the output is skipped (the evaluator reports it; XLA leaves it
-//   undefined). Costs n times the input in workspace and traffic: correct and graph-friendly, not
-//   a fast all-to-all.
+// The device kernels of the collectives NCCL cannot do alone (collective_thunks.h): codegen's
+// neutral collective lowering (codegen/collective_lowering.h: Note [Reductions NCCL lacks],
+// Note [Ragged all-to-all on NCCL]), shared with the rocm compiler, in the CUDA dialect. The
+// thunk emitter compiles them with NVRTC beside the module's other kernels and the collective
+// thunk loads them.
 #pragma once
 
-#include <cstdint>
 #include <optional>
-#include <string>
-#include <utility>
-#include <vector>
 
-#include "kiln/base/status.h"
-#include "kiln/hlo/instruction.h"
+#include "kiln/codegen/collective_lowering.h"
 
 namespace kiln::cuda {
 
-struct CollectiveKernelSource {
-  std::string name;  // NVRTC program name
-  std::string source;
-  std::vector<std::pair<std::string, std::string>> headers;
-};
+using codegen::CollectiveKernelSource;
+using codegen::CombineEntry;
+using codegen::kRaggedEntry;
 
-// The kernels collective `op` (the synchronous op; an async-start's wrapped root) needs, or
-// nullopt when NCCL does it all. `device_reduction`: an all-reduce / reduce-scatter whose
-// reduction NCCL cannot do (Note [Reductions NCCL lacks]). Unimplemented when the reduction
-// computation has no device form.
-StatusOr<std::optional<CollectiveKernelSource>> CollectiveKernelsFor(const HloInstruction& op, bool device_reduction);
-
-// kiln_combine_<k>(const S* all, S* out, long long count, long long stride, long long offset,
-// int n): out[i] = fold over r < n of all[r * stride + offset + i], i < count.
-std::string CombineEntry(int64_t operand);
-// kiln_ragged(const u8* inputs, long long input_bytes, const I* input_offsets, const I* sizes,
-// const I* output_offsets, long long entries, u8* out, int n, int per, int rank, long long
-// input_rows, long long output_rows, long long row_bytes): grid (x, n * per).
-inline constexpr const char* kRaggedEntry = "kiln_ragged";
+inline StatusOr<std::optional<CollectiveKernelSource>> CollectiveKernelsFor(const HloInstruction& op,
+                                                                            bool device_reduction) {
+  return codegen::CollectiveKernelsFor(op, device_reduction, codegen::GpuDialect::kCuda);
+}
 
 }  // namespace kiln::cuda

@@ -20,18 +20,6 @@ using nccl::ncclComm_t;
 HloOpcode SyncOf(HloOpcode op) { return CollectiveSyncOpcode(op); }
 const HloInstruction& OpInstruction(const HloInstruction& instr) { return UnwrapAsyncCollective(instr); }
 
-bool NativeOp(HloOpcode op) {
-  switch (op) {
-    case HloOpcode::kAllReduce: case HloOpcode::kAllGather: case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllToAll: case HloOpcode::kCollectivePermute: case HloOpcode::kCollectiveBroadcast:
-    case HloOpcode::kReplicaId: case HloOpcode::kPartitionId: case HloOpcode::kSend: case HloOpcode::kRecv:
-    case HloOpcode::kRaggedAllToAll:
-      return true;
-    default:
-      return false;
-  }
-}
-
 CUstream Handle(runtime::Stream& s) { return static_cast<CudaStream&>(s).handle(); }
 void* Ptr(const ThunkExecuteParams& p, const BufferSlice& s) { return p.buffers->Get(s).ptr; }
 runtime::DeviceMemory Mem(const ThunkExecuteParams& p, const BufferSlice& s) { return p.buffers->Get(s); }
@@ -134,58 +122,6 @@ struct DriverBits {
 };
 
 }  // namespace
-
-bool NcclReduces(const HloInstruction& op_instr) {
-  if (op_instr.called_computations().empty()) return false;
-  const std::optional<ReductionKind> r = MatchReduction(*op_instr.called_computations()[0]);
-  if (!r) return false;
-  for (const HloInstruction* o : op_instr.operands()) {
-    const PrimitiveType t = o->shape().element_type();
-    const bool complex = t == PrimitiveType::kC64 || t == PrimitiveType::kC128;
-    if (complex && *r != ReductionKind::kSum) return false;
-    if (!complex && !NcclReductionType(t)) return false;
-  }
-  return true;
-}
-
-bool IsCollectiveThunkOp(const HloInstruction& instr) {
-  const HloOpcode op = instr.opcode();
-  if (op == HloOpcode::kAsyncStart) return IsCollectiveOpcode(OpInstruction(instr).opcode());
-  if (op == HloOpcode::kSend || op == HloOpcode::kRecv) return !instr.attrs().is_host_transfer;
-  return IsCollectiveOpcode(op) || op == HloOpcode::kReplicaId || op == HloOpcode::kPartitionId;
-}
-
-bool IsCollectiveDoneOp(const HloInstruction& instr) {
-  switch (instr.opcode()) {
-    case HloOpcode::kAllReduceDone: case HloOpcode::kAllGatherDone: case HloOpcode::kCollectivePermuteDone:
-      return true;
-    case HloOpcode::kSendDone: case HloOpcode::kRecvDone:
-      return !instr.attrs().is_host_transfer;
-    case HloOpcode::kAsyncDone: case HloOpcode::kAsyncUpdate: {
-      const HloInstruction* start = &instr;
-      while (start->opcode() != HloOpcode::kAsyncStart && start->operand_count() == 1) start = start->operand(0);
-      return start->opcode() == HloOpcode::kAsyncStart && IsCollectiveOpcode(OpInstruction(*start).opcode());
-    }
-    default:
-      return false;
-  }
-}
-
-Status CollectiveThunkApplies(const HloInstruction& instr) {
-  const HloInstruction& op_instr = OpInstruction(instr);
-  const HloOpcode op = SyncOf(op_instr.opcode());
-  if (!NativeOp(op)) return Unimplemented(HloOpcodeString(op), " has no NCCL implementation");
-  if (instr.attrs().is_host_transfer) return Unimplemented("a host transfer");
-  for (const HloInstruction* o : op_instr.operands())
-    if (!o->shape().IsArray() && !o->shape().IsToken()) return Unimplemented("a collective of tuple operands");
-  // A reduction NCCL lacks is gathered and combined on the device (Note [Reductions NCCL
-  // lacks]); whether the computation has a device form is the kernel's compile to say.
-  if ((op == HloOpcode::kAllReduce || op == HloOpcode::kReduceScatter) && op_instr.called_computations().empty())
-    return Unimplemented("no reduction computation");
-  if (op == HloOpcode::kRaggedAllToAll && op_instr.operand_count() != 6) return Unimplemented("a malformed ragged-all-to-all");
-  if (IsInPlaceCollectivePermute(instr)) return Unimplemented("the in-place collective-permute");
-  return OkStatus();
-}
 
 CollectiveThunk::CollectiveThunk(const HloInstruction& instr, const HloInstruction& op_instr, HloOpcode op)
     : GpuThunk(Kind::kCollective, instr.name()), instr_(instr), op_instr_(op_instr), op_(op) {}

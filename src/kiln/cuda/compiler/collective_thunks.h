@@ -1,7 +1,7 @@
 // Collective thunks: XLA's collectives on NCCL (docs/collectives.md), one thunk per collective
 // instruction -- all-reduce and reduce-scatter (sum, product, min, max and and / or on pred on
 // NCCL; any other reduction computation or type gathered and combined by a generated kernel:
-// Note [Reductions NCCL lacks] in collective_kernels.h), all-gather, all-to-all (array and
+// Note [Reductions NCCL lacks] in codegen/collective_lowering.h), all-gather, all-to-all (array and
 // tuple forms), ragged-all-to-all (Note [Ragged all-to-all on NCCL]), collective-permute,
 // collective-broadcast, send / recv / send-done / recv-done, replica-id, partition-id; the
 // -start forms, the same ops inside async-start wrappers, and their -done / async-done.
@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/codegen/collective_lowering.h"
 #include "kiln/cuda/compiler/gpu_thunk.h"
 #include "kiln/cuda/nccl_communicator.h"
 #include "kiln/eval/collective_groups.h"
@@ -73,17 +74,13 @@ struct GpuParticipant {
   std::vector<PendingSend> pending_sends;
 };
 
-// Whether NCCL itself reduces all-reduce / reduce-scatter `op_instr` (one add / multiply / min /
-// max of its parameters on a type NCCL reduces; complex sums as pairs of reals); otherwise its
-// thunk gathers and combines (Note [Reductions NCCL lacks]).
-bool NcclReduces(const HloInstruction& op_instr);
-
-// Whether the thunk emitter runs `instr` as a CollectiveThunk (or its -done as a
-// CollectiveDoneThunk); Unimplemented saying why not otherwise (the emitter then falls back to
-// the host evaluator, which serves one-member groups only).
-Status CollectiveThunkApplies(const HloInstruction& instr);
-bool IsCollectiveThunkOp(const HloInstruction& instr);  // the opcodes considered at all
-bool IsCollectiveDoneOp(const HloInstruction& instr);   // -done, async-done, send-done, recv-done
+// NcclReduces, CollectiveThunkApplies, IsCollectiveThunkOp, IsCollectiveDoneOp: which
+// collectives become the thunks below, shared with the rocm compiler
+// (codegen/collective_lowering.h).
+using codegen::CollectiveThunkApplies;
+using codegen::IsCollectiveDoneOp;
+using codegen::IsCollectiveThunkOp;
+using codegen::NcclReduces;
 
 struct CollectiveThunkOptions {
   // The largest group this op has in the run's grid (the thunk emitter takes the module

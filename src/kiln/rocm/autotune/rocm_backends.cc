@@ -1,6 +1,9 @@
 #include "kiln/rocm/autotune/rocm_backends.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <initializer_list>
 
 #include "kiln/base/strings.h"
 #include "kiln/codegen/emitters.h"
@@ -41,6 +44,25 @@ bool IsLibraryDot(const HloInstruction& i) {
          t == i.operand(1)->shape().element_type();
 }
 
+// Config-space checks (Backend::CheckConfig: a cache entry is validated before it is applied).
+Status CheckFields(const Config& config, std::initializer_list<const char*> fields) {
+  const nlohmann::json& p = config.params();
+  if (!p.is_object()) return InvalidArgument(config.backend(), ": config params are not an object: ", config.ToString());
+  for (auto it = p.begin(); it != p.end(); ++it)
+    if (std::find_if(fields.begin(), fields.end(), [&](const char* f) { return it.key() == f; }) == fields.end())
+      return InvalidArgument(config.backend(), ": unknown config field \"", it.key(), "\" in ", config.ToString());
+  for (const char* f : fields)
+    if (!p.contains(f)) return InvalidArgument(config.backend(), ": config without \"", f, "\": ", config.ToString());
+  return OkStatus();
+}
+
+Status CheckIndex(const Config& config, const char* field, int64_t limit = INT32_MAX) {
+  const nlohmann::json& v = config.params()[field];
+  if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > limit)
+    return InvalidArgument(config.backend(), ": \"", field, "\" must be an integer in [0, ", limit, "]: ", config.ToString());
+  return OkStatus();
+}
+
 // A library backend: configs listed from fixed options without a device.
 class LibraryBackend : public autotune::Backend {
  public:
@@ -78,6 +100,14 @@ class RocblasBackend final : public LibraryBackend {
     if (!IsLibraryDot(instr)) return InvalidArgument("rocblas: %", instr.name(), " is not a floating-point dot");
     return Config(name_, {{"solution", 0}});
   }
+  // {"solution": N}, N >= 0 (0: the library's default; others are rocblas_gemm_ex_get_solutions'
+  // indices, which only a device lists: any non-negative one is accepted offline).
+  Status CheckConfig(const HloInstruction& instr, const Config& config) override {
+    KILN_RETURN_IF_ERROR(autotune::Backend::CheckConfig(instr, config));
+    if (!IsLibraryDot(instr)) return InvalidArgument("rocblas: %", instr.name(), " is not a floating-point dot");
+    KILN_RETURN_IF_ERROR(CheckFields(config, {"solution"}));
+    return CheckIndex(config, "solution");
+  }
 };
 
 class HipblasLtBackend final : public LibraryBackend {
@@ -86,11 +116,24 @@ class HipblasLtBackend final : public LibraryBackend {
   bool CanProduceWrongResults() const override { return false; }
   StatusOr<std::vector<Config>> SupportedConfigs(const HloInstruction& instr) override {
     if (!IsLibraryDot(instr)) return std::vector<Config>{};
-    return NeedsDevice(name_, device_, library_);  // the heuristic needs a handle on a device
+    // The heuristic needs a handle on a device: offline it lists nothing (a cache entry of its
+    // own is still applied, after CheckConfig).
+    if (device_ == nullptr) return std::vector<Config>{};
+    return NeedsDevice(name_, device_, library_);
   }
   StatusOr<Config> DefaultConfig(const HloInstruction& instr) override {
     if (!IsLibraryDot(instr)) return InvalidArgument("hipblaslt: %", instr.name(), " is not a floating-point dot");
     return Config(name_, {{"index", 0}, {"heuristic", options_.exhaustive ? 128 : 16}});
+  }
+  // {"index": i, "heuristic": n}: n algorithms requested (1..128), i < n.
+  Status CheckConfig(const HloInstruction& instr, const Config& config) override {
+    KILN_RETURN_IF_ERROR(autotune::Backend::CheckConfig(instr, config));
+    if (!IsLibraryDot(instr)) return InvalidArgument("hipblaslt: %", instr.name(), " is not a floating-point dot");
+    KILN_RETURN_IF_ERROR(CheckFields(config, {"index", "heuristic"}));
+    KILN_RETURN_IF_ERROR(CheckIndex(config, "heuristic", 128));
+    const int64_t n = config.params()["heuristic"].get<int64_t>();
+    if (n < 1) return InvalidArgument("hipblaslt: \"heuristic\" must be at least 1: ", config.ToString());
+    return CheckIndex(config, "index", n - 1);
   }
 };
 
@@ -100,11 +143,24 @@ class MiopenBackend final : public LibraryBackend {
   bool CanProduceWrongResults() const override { return false; }
   StatusOr<std::vector<Config>> SupportedConfigs(const HloInstruction& instr) override {
     if (instr.opcode() != HloOpcode::kConvolution) return std::vector<Config>{};
-    return NeedsDevice(name_, device_, library_);  // find and immediate mode ask the device
+    // Find and immediate mode ask the device; offline only the default is known.
+    if (device_ == nullptr || !library_.ok()) return std::vector<Config>{*DefaultConfig(instr)};
+    return NeedsDevice(name_, device_, library_);
   }
   StatusOr<Config> DefaultConfig(const HloInstruction& instr) override {
     if (instr.opcode() != HloOpcode::kConvolution) return InvalidArgument("miopen: %", instr.name(), " is not a convolution");
     return Config(name_, {{"mode", "immediate"}, {"solution", 0}, {"fallback", true}});
+  }
+  // {"mode": "find" | "immediate", "solution": id >= 0, "fallback": bool}.
+  Status CheckConfig(const HloInstruction& instr, const Config& config) override {
+    KILN_RETURN_IF_ERROR(autotune::Backend::CheckConfig(instr, config));
+    if (instr.opcode() != HloOpcode::kConvolution) return InvalidArgument("miopen: %", instr.name(), " is not a convolution");
+    KILN_RETURN_IF_ERROR(CheckFields(config, {"mode", "solution", "fallback"}));
+    const nlohmann::json& p = config.params();
+    if (!p["mode"].is_string() || (p["mode"] != "find" && p["mode"] != "immediate"))
+      return InvalidArgument("miopen: \"mode\" must be \"find\" or \"immediate\": ", config.ToString());
+    if (!p["fallback"].is_boolean()) return InvalidArgument("miopen: \"fallback\" must be a boolean: ", config.ToString());
+    return CheckIndex(config, "solution");
   }
 };
 
@@ -159,6 +215,14 @@ class FissionBackend final : public autotune::Backend {
     return std::vector<Config>{Config("fission", {{"split", true}})};
   }
   StatusOr<Config> DefaultConfig(const HloInstruction&) override { return Config("fission", {{"split", true}}); }
+  Status CheckConfig(const HloInstruction& instr, const Config& config) override {
+    KILN_RETURN_IF_ERROR(autotune::Backend::CheckConfig(instr, config));
+    if (!IsLibraryDot(instr) || instr.users().size() != 1)
+      return InvalidArgument("fission: %", instr.name(), " is not a dot with one consumer");
+    KILN_RETURN_IF_ERROR(CheckFields(config, {"split"}));
+    if (config.params()["split"] != true) return InvalidArgument("fission: \"split\" must be true: ", config.ToString());
+    return OkStatus();
+  }
   StatusOr<std::unique_ptr<autotune::Candidate>> Compile(const HloInstruction&, const Config&) override {
     return NeedsDevice("fission", device_, OkStatus());
   }

@@ -72,9 +72,52 @@ TEST(RocmBackends, OrderAllowListAndListingWithoutADevice) {
   StatusOr<std::unique_ptr<autotune::Candidate>> cand = codegen.Compile(*fusion, def);
   EXPECT_EQ(cand.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(cand.status().message().find("needs an AMD GPU"), std::string::npos) << cand.status().ToString();
-  // hipBLASLt and MIOpen list only on a device.
-  EXPECT_EQ(all[1]->SupportedConfigs(*dot).status().code(), StatusCode::kFailedPrecondition);
+  // Offline hipBLASLt lists nothing (its heuristic needs a handle on a device) and MIOpen only
+  // its default: listing must work without a device (autotune/backend.h).
+  KILN_ASSERT_OK_AND_ASSIGN(std::vector<autotune::Config> lt, all[1]->SupportedConfigs(*dot));
+  EXPECT_TRUE(lt.empty());
   for (const auto& b : all) EXPECT_FALSE(b->version().empty()) << b->name();
+}
+
+// CheckConfig: what a cache entry must be to be applied (Note [Deviceless autotuning] in
+// rocm/compiler/rocm_compiler.cc).
+TEST(RocmBackends, ConfigSpaces) {
+  KILN_ASSERT_OK_AND_ASSIGN(auto m, ParseHloModule(R"(HloModule m
+ENTRY e {
+  x = f32[256,1024] parameter(0)
+  y = f32[1024,1024] parameter(1)
+  d = f32[256,1024] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  k = f32[3,3,8,16] parameter(2)
+  i = f32[1,32,32,8] parameter(3)
+  c = f32[1,30,30,16] convolution(i, k), window={size=3x3}, dim_labels=b01f_01io->b01f
+  ROOT t = (f32[256,1024], f32[1,30,30,16]) tuple(d, c)
+}
+)"));
+  const HloInstruction* tuple = m->entry_computation()->root_instruction();
+  const HloInstruction& dot = *tuple->operand(0);
+  const HloInstruction& conv = *tuple->operand(1);
+  KILN_ASSERT_OK_AND_ASSIGN(autotune::BackendList all, CreateRocmBackends(Mi300x(), nullptr, {}));
+  autotune::Backend& rocblas = *all[0];
+  autotune::Backend& lt = *all[1];
+  autotune::Backend& miopen = *all[2];
+  using autotune::Config;
+  EXPECT_TRUE(rocblas.CheckConfig(dot, Config("rocblas", {{"solution", 7}})).ok());
+  EXPECT_FALSE(rocblas.CheckConfig(dot, Config("rocblas", {{"solution", -1}})).ok());
+  EXPECT_FALSE(rocblas.CheckConfig(dot, Config("rocblas", {{"solution", "7"}})).ok());
+  EXPECT_FALSE(rocblas.CheckConfig(dot, Config("rocblas", {{"solution", 0}, {"extra", 1}})).ok());
+  EXPECT_FALSE(rocblas.CheckConfig(conv, Config("rocblas", {{"solution", 0}})).ok());
+  EXPECT_FALSE(rocblas.CheckConfig(dot, Config("hipblaslt", {{"index", 0}, {"heuristic", 16}})).ok());
+  EXPECT_TRUE(lt.CheckConfig(dot, Config("hipblaslt", {{"index", 15}, {"heuristic", 16}})).ok());
+  EXPECT_FALSE(lt.CheckConfig(dot, Config("hipblaslt", {{"index", 16}, {"heuristic", 16}})).ok());
+  EXPECT_FALSE(lt.CheckConfig(dot, Config("hipblaslt", {{"index", 0}, {"heuristic", 500}})).ok());
+  EXPECT_FALSE(lt.CheckConfig(dot, Config("hipblaslt", {{"index", 0}})).ok());
+  KILN_ASSERT_OK_AND_ASSIGN(std::vector<Config> convs, miopen.SupportedConfigs(conv));
+  ASSERT_EQ(convs.size(), 1u);  // the default: find and immediate mode ask a device
+  EXPECT_TRUE(miopen.CheckConfig(conv, convs[0]).ok());
+  EXPECT_TRUE(miopen.CheckConfig(conv, Config("miopen", {{"mode", "find"}, {"solution", 3}, {"fallback", false}})).ok());
+  EXPECT_FALSE(miopen.CheckConfig(conv, Config("miopen", {{"mode", "guess"}, {"solution", 3}, {"fallback", false}})).ok());
+  EXPECT_FALSE(miopen.CheckConfig(conv, Config("miopen", {{"mode", "find"}, {"solution", 3}, {"fallback", 1}})).ok());
+  EXPECT_FALSE(miopen.CheckConfig(dot, convs[0]).ok());
 }
 
 TEST(RocmBackends, CacheKeysCarryArchRuntimeAndLibraryVersions) {

@@ -3,10 +3,15 @@
 #include <cmath>
 #include <mutex>
 
+#include "kiln/autotune/autotuner.h"
+#include "kiln/autotune/cache.h"
+#include "kiln/autotune/settings.h"
 #include "kiln/base/strings.h"
 #include "kiln/codegen/device_spec.h"
 #include "kiln/passes/module_clone.h"
+#include "kiln/passes/send_recv_ordering.h"
 #include "kiln/passes/shard_map_lowering.h"
+#include "kiln/rocm/autotune/rocm_backends.h"
 #include "kiln/rocm/compiler/rocm_compiler.h"
 #include "kiln/rocm/hip_api.h"
 #include "kiln/rocm/rocm_device.h"
@@ -30,6 +35,7 @@ constexpr FlagSpec kFlagSpecs[] = {
     {"rocm_rocblas_library", "PATH  rocBLAS to load (platform-level)"},
     {"rocm_hipblaslt_library", "PATH  hipBLASLt to load (platform-level)"},
     {"rocm_miopen_library", "PATH  MIOpen to load (platform-level)"},
+    {"rocm_rccl_library", "PATH  RCCL to load (platform-level; default librccl.so.1)"},
 };
 
 StatusOr<runtime::Platform*> Platform() {
@@ -93,10 +99,6 @@ class RocmBackend final : public Backend {
 
   StatusOr<std::unique_ptr<Executable>> Compile(const HloModule& module, const CompileOptions& options) override {
     KILN_RETURN_IF_ERROR(CheckBackendFlags(options.flags, "rocm_", kFlagSpecs));
-    if (options.replica_count > 1 || options.num_partitions > 1) {
-      return Unimplemented("rocm: ", options.replica_count, " replicas x ", options.num_partitions,
-                           " partitions asked for; the rocm backend compiles single-device modules only (no RCCL binding)");
-    }
     RocmCompileOptions o;
     CompileReport report;
     std::string_view target = FlagOr(options.flags, "rocm_target", "");
@@ -141,8 +143,25 @@ class RocmBackend final : public Backend {
     o.dump_dir = options.dump_dir;
     o.kernel_dump_dir = options.kernel_dump_dir;
     if (options.threads > 0) o.compile_threads = options.threads;
+    // The autotuning step (Note [Deviceless autotuning] in rocm_compiler.cc): the factory of
+    // rocm/autotune under the settings' level, allow-list and cache; without a device, cache
+    // hits and defaults only.
+    std::unique_ptr<autotune::Cache> cache;
+    if (options.autotune.enabled()) {
+      KILN_ASSIGN_OR_RETURN(o.autotune.options, autotune::MakeAutotuneOptions(options.autotune));
+      KILN_ASSIGN_OR_RETURN(cache, autotune::OpenAutotuneCache(options.autotune));
+      o.autotune.factory = RocmAutotuneFactory();
+      o.autotune.target = device != nullptr ? device->description() : RocmTargetDescription(o.device);
+      o.autotune.device = nullptr;  // no candidate can run yet (Note [Untested ROCm execution])
+      o.autotune.cache = cache.get();
+    }
     std::unique_ptr<HloModule> lowered = CloneModule(module);
     KILN_RETURN_IF_ERROR(LowerShardMap(*lowered).status());
+    KILN_RETURN_IF_ERROR(OrderSendsBeforeRecvDones(*lowered).status());
+    // The run's grid in the header: the collectives' groups (Note [Collectives on RCCL]).
+    KILN_ASSIGN_OR_RETURN(auto grid, ParticipantsOf(*lowered, options));
+    lowered->header().replica_count = grid.first;
+    lowered->header().num_partitions = grid.second;
     StatusOr<std::unique_ptr<RocmCompiledModule>> compiled = RocmCompiler::Compile(std::move(lowered), o);
     if (!compiled.ok()) {
       // The tool names the backend already ("kiln: rocm: ..."): no second "rocm: ".
@@ -152,6 +171,8 @@ class RocmBackend final : public Backend {
     }
     std::unique_ptr<RocmCompiledModule> c = std::move(compiled).value();
     const RocmCompileStats& st = c->stats;
+    if (st.autotune) KILN_RETURN_IF_ERROR(autotune::WriteAutotuneJson(options.autotune, *st.autotune));
+    report.autotune = st.autotune;
     report.compile_seconds = st.compile_seconds;
     report.memory = st.memory;
     for (const auto& [k, n] : st.host_fallbacks) report.host_fallbacks.emplace_back(k, n);
@@ -161,7 +182,8 @@ class RocmBackend final : public Backend {
     report.thunk_listing = c->ThunkListing();
     int64_t bytes = 0;
     for (const CompiledHsaco& co : c->code_objects) bytes += static_cast<int64_t>(co.image.size());
-    report.summary = StrCat("target: ", report.target, "\ncompiled ", module.name(), " in ",
+    report.summary = StrCat("target: ", report.target, "\n", st.autotune ? st.AutotuneLine() + "\n" : "", "compiled ",
+                            module.name(), " in ",
                             RoundTripDouble(std::round(st.compile_seconds * 1e5) / 100), " ms: ", c->thunks.size(),
                             " thunks, ", st.kernels, " kernels in ", c->code_objects.size(), " code object(s) for ",
                             o.device.arch(), " (", HumanBytes(bytes), ", ", st.kernels_from_cache, " kernels from the hsaco cache",
@@ -189,7 +211,7 @@ std::unique_ptr<Backend> CreateRocmBackend(const BackendFlags& flags) {
   const std::pair<std::string_view, std::string*> fields[] = {
       {"rocm_hip_library", &paths.hip},         {"rocm_hiprtc_library", &paths.hiprtc},
       {"rocm_rocblas_library", &paths.rocblas}, {"rocm_hipblaslt_library", &paths.hipblaslt},
-      {"rocm_miopen_library", &paths.miopen},
+      {"rocm_miopen_library", &paths.miopen},   {"rocm_rccl_library", &paths.rccl},
   };
   bool given = false;
   for (const auto& [name, field] : fields)

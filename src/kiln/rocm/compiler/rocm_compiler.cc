@@ -6,10 +6,15 @@
 #include <fstream>
 #include <thread>
 
+#include "kiln/autotune/config.h"
 #include "kiln/base/strings.h"
 #include "kiln/base/thread_pool.h"
+#include "kiln/codegen/collective_lowering.h"
 #include "kiln/codegen/emitters.h"
 #include "kiln/codegen/gpu_fusion_policy.h"
+#include "kiln/eval/collective_groups.h"
+#include "kiln/eval/collective_ops.h"
+#include "kiln/eval/communicator.h"
 #include "kiln/hlo/computation.h"
 #include "kiln/hlo/shape_inference.h"
 #include "kiln/hlo/verifier.h"
@@ -32,10 +37,47 @@
 
 namespace kiln::rocm {
 
+// Note [Collectives on RCCL]
+//   RCCL is NCCL's API under NCCL's names, so the rocm compiler lowers collectives by the rules
+//   the cuda compiler follows, shared in codegen/collective_lowering.h rather than restated:
+//   IsCollectiveThunkOp / IsCollectiveDoneOp pick the instructions, CollectiveThunkApplies says
+//   which become RCCL thunks (the rest run on the host evaluator, one-member groups only, as on
+//   cuda), NcclReduces whether RCCL reduces an all-reduce / reduce-scatter itself (sum,
+//   product, min, max on its ten types; complex sums as pairs of reals), and
+//   CollectiveKernelsFor, in the HIP dialect, the kernels of what it cannot do alone: a
+//   reduction RCCL lacks (Note [Reductions NCCL lacks]) and ragged-all-to-all (Note [Ragged
+//   all-to-all on NCCL]). Those kernels are compiled like every other (hipRTC or clang), one
+//   code object per collective, and the compile checks that their entries are in it. The thunk
+//   lists the RCCL calls it makes and the largest group it has in the module header's grid
+//   (what sizes the gathering ops' workspace). Nothing runs them (Note [Untested ROCm
+//   execution] in rocm/rocm_device.h): RocmExecutable has no executor yet.
+//
+// Note [Deviceless autotuning]
+//   With a factory in RocmCompileOptions::autotune, the pass "autotune" runs the neutral
+//   Autotuner after fusion, as the cuda compiler's autotuning step does: every dot, convolution
+//   and fusion outside fusion bodies is grouped by fingerprint and decided under the options'
+//   level, allow-list and forced configs. There is no AMD GPU to measure on, so a decision is a
+//   cache hit -- an entry whose key has the target's description (gfx arch, CUs, runtime and
+//   library versions: RocmTargetDescription) and the backends' versions, checked with the
+//   owning backend's CheckConfig before it is applied -- or the backend's default (the only
+//   candidate, or the fallback of a group that would need measuring). The choice sits in the
+//   instruction's backend_config, where thunk emission reads it: a fusion's launch
+//   configuration, a dot's rocBLAS solution or hipBLASLt algorithm (or fission), a
+//   convolution's MIOpen mode and solution. `--stats` counts both kinds ("autotune: 3 from
+//   cache, 5 defaults, no device to measure").
+
 namespace {
 
+using codegen::CollectiveKernelSource;
+using codegen::CollectiveKernelsFor;
+using codegen::CollectiveThunkApplies;
+using codegen::CombineEntry;
 using codegen::GpuFusionOptions;
 using codegen::GpuFusionPolicy;
+using codegen::IsCollectiveDoneOp;
+using codegen::IsCollectiveThunkOp;
+using codegen::kRaggedEntry;
+using codegen::NcclReduces;
 
 class FusionPass : public HloPass {
  public:
@@ -86,6 +128,42 @@ class FusionLegalization : public HloPass {
   codegen::DeviceSpec device_;
 };
 
+// The autotuning step (Note [Deviceless autotuning]).
+class AutotunePass : public HloPass {
+ public:
+  AutotunePass(const RocmAutotuneOptions& options, std::shared_ptr<autotune::AutotuneReport>* report)
+      : options_(options), report_(report) {}
+  std::string_view name() const override { return "autotune"; }
+  StatusOr<bool> Run(HloModule& module) override {
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<autotune::Autotuner> tuner,
+                          autotune::Autotuner::Create(options_.factory, options_.target, options_.device,
+                                                      options_.cache, options_.options));
+    KILN_ASSIGN_OR_RETURN(autotune::AutotuneReport report, tuner->Run(module));
+    bool changed = false;
+    for (const autotune::InstructionReport& g : report.groups)
+      changed |= g.chosen.has_value() && g.source != autotune::ChoiceSource::kMissing;
+    *report_ = std::make_shared<autotune::AutotuneReport>(std::move(report));
+    return changed;
+  }
+
+ private:
+  const RocmAutotuneOptions& options_;
+  std::shared_ptr<autotune::AutotuneReport>* report_;
+};
+
+// The library choice the autotuner wrote into a dot or convolution (nullopt: none).
+std::optional<autotune::Config> LibraryChoice(const HloInstruction& instr) {
+  if (instr.backend_config().empty()) return std::nullopt;
+  StatusOr<autotune::Config> c = autotune::ReadConfigFromBackendConfig(instr);
+  if (!c.ok()) return std::nullopt;
+  return *c;
+}
+
+int64_t IntParam(const autotune::Config& c, const char* name) {
+  const nlohmann::json& p = c.params();
+  return p.is_object() && p.contains(name) && p[name].is_number_integer() ? p[name].get<int64_t>() : 0;
+}
+
 bool IsLibraryFloat(PrimitiveType t) {
   return t == PrimitiveType::kF16 || t == PrimitiveType::kBF16 || t == PrimitiveType::kF32 ||
          t == PrimitiveType::kF64 || t == PrimitiveType::kC64 || t == PrimitiveType::kC128;
@@ -111,9 +189,76 @@ std::string GemmDetail(const HloInstruction& dot) {
                 PrimitiveTypeName(dot.shape().element_type()), ", batch ", batch, ", m ", m, ", n ", n, ", k ", k);
 }
 
+// The GEMM with the autotuner's choice: rocBLAS' solution, hipBLASLt's heuristic algorithm, or
+// fission (the GEMM, then its consumer as a generated kernel).
+std::string TunedGemmDetail(const HloInstruction& dot) {
+  std::string d = GemmDetail(dot);
+  std::optional<autotune::Config> c = LibraryChoice(dot);
+  if (!c) return d + " (or hipBLASLt, by autotuning)";
+  if (c->backend() == "hipblaslt") {
+    d = "hipblasLtMatmul" + d.substr(d.find(' '));
+    return StrCat(d, ", heuristic algorithm ", IntParam(*c, "index"), " of ", IntParam(*c, "heuristic"), " (autotune)");
+  }
+  if (c->backend() == "fission") return d + ", rocBLAS' default solution, its consumer a generated kernel (fission, autotune)";
+  const int64_t solution = IntParam(*c, "solution");
+  return StrCat(d, ", solution ", solution, solution == 0 ? " (the library's default, autotune)" : " (autotune)");
+}
+
 std::string ConvDetail(const HloInstruction& conv) {
-  return StrCat("miopenConvolutionForward (find, with fallback algorithms) ", conv.operand(0)->shape().ToString(false), " * ",
+  std::string mode = "find, with fallback algorithms";
+  if (std::optional<autotune::Config> c = LibraryChoice(conv); c && c->backend() == "miopen") {
+    const nlohmann::json& p = c->params();
+    const bool fallback = p.contains("fallback") && p["fallback"].is_boolean() && p["fallback"].get<bool>();
+    const std::string m = p.contains("mode") && p["mode"].is_string() ? p["mode"].get<std::string>() : "immediate";
+    mode = StrCat(m, " mode, solution ", IntParam(*c, "solution"), fallback ? ", with" : ", without",
+                  " fallback solutions (autotune)");
+  }
+  return StrCat("miopenConvolutionForward (", mode, ") ", conv.operand(0)->shape().ToString(false), " * ",
                 conv.operand(1)->shape().ToString(false), " -> ", conv.shape().ToString(false));
+}
+
+// What a collective thunk does on RCCL (Note [Collectives on RCCL]).
+std::string CollectiveDetail(const HloInstruction& instr, const HloInstruction& op, bool device_reduction,
+                             int64_t max_group) {
+  const HloOpcode sync = CollectiveSyncOpcode(op.opcode());
+  std::string reduction;
+  if (!op.called_computations().empty())
+    if (std::optional<ReductionKind> r = MatchReduction(*op.called_computations()[0]))
+      reduction = std::string(ReductionKindString(*r));
+  std::string calls;
+  switch (sync) {
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kReduceScatter:
+      calls = device_reduction
+                  ? StrCat("ncclAllGather of every member's operand + kiln_combine_N with ",
+                           op.called_computations()[0]->name(), " (Note [Reductions NCCL lacks])")
+                  : StrCat(sync == HloOpcode::kAllReduce ? "ncclAllReduce " : "ncclReduceScatter ", reduction);
+      break;
+    case HloOpcode::kAllGather: calls = "ncclAllGather"; break;
+    case HloOpcode::kAllToAll:
+      calls = op.shape().IsTuple() ? "ncclSend / ncclRecv with every member in one group" : "ncclAllToAll";
+      break;
+    case HloOpcode::kRaggedAllToAll:
+      calls = "four ncclAllGathers in one group + kiln_ragged (Note [Ragged all-to-all on NCCL])";
+      break;
+    case HloOpcode::kCollectivePermute: calls = "ncclSend / ncclRecv in one group"; break;
+    case HloOpcode::kCollectiveBroadcast: calls = "ncclBroadcast from the group's first member"; break;
+    case HloOpcode::kSend: calls = "ncclSend, issued with its channel's receive"; break;
+    case HloOpcode::kRecv: calls = "ncclRecv"; break;
+    case HloOpcode::kReplicaId:
+    case HloOpcode::kPartitionId: calls = "the participant's id, a 4-byte copy"; break;
+    default: calls = std::string(HloOpcodeString(sync)); break;
+  }
+  std::vector<std::string> shapes;
+  for (const HloInstruction* o : op.operands())
+    if (o->shape().IsArray()) shapes.push_back(o->shape().ToString(false));
+  const bool async = instr.opcode() != op.opcode() || instr.opcode() == HloOpcode::kAllReduceStart ||
+                     instr.opcode() == HloOpcode::kAllGatherStart || instr.opcode() == HloOpcode::kCollectivePermuteStart;
+  const bool grouped = sync != HloOpcode::kReplicaId && sync != HloOpcode::kPartitionId &&
+                       sync != HloOpcode::kCollectivePermute && sync != HloOpcode::kSend && sync != HloOpcode::kRecv;
+  return StrCat("rccl ", calls, " ", StrJoin(shapes, ", "), shapes.empty() ? "" : " ", "-> ", op.shape().ToString(false),
+                grouped ? StrCat(", groups of ", max_group) : "",
+                async ? ", async (on the collective stream until its -done)" : "");
 }
 
 bool IsFree(HloOpcode op) {
@@ -136,6 +281,8 @@ std::string_view RocmThunkKindName(RocmThunk::Kind kind) {
     case RocmThunk::Kind::kKernel: return "kernel";
     case RocmThunk::Kind::kGemm: return "gemm";
     case RocmThunk::Kind::kConvolution: return "convolution";
+    case RocmThunk::Kind::kCollective: return "collective";
+    case RocmThunk::Kind::kCollectiveDone: return "collective-done";
     case RocmThunk::Kind::kWhile: return "while";
     case RocmThunk::Kind::kConditional: return "conditional";
     case RocmThunk::Kind::kCall: return "call";
@@ -144,31 +291,49 @@ std::string_view RocmThunkKindName(RocmThunk::Kind kind) {
   return "?";
 }
 
-Status CheckRocmSupported(const HloModule& module) {
-  if (module.header().replica_count > 1 || module.header().num_partitions > 1) {
-    return Unimplemented("rocm: module ", module.name(), " is for ", module.header().replica_count, " replicas x ",
-                         module.header().num_partitions,
-                         " partitions; the rocm backend compiles single-device modules only (kiln has no RCCL binding)");
-  }
+Status CheckRocmSupported(const HloModule& module, bool allow_host_fallback) {
   for (const HloComputation* c : module.computations())
     for (const HloInstruction* i : c->instructions()) {
       const HloOpcode op = i->opcode();
-      if (IsCollectiveOpcode(op) || op == HloOpcode::kReplicaId || op == HloOpcode::kPartitionId) {
-        return Unimplemented("rocm: %", i->name(), " (", HloOpcodeString(op),
-                             ") is a collective; kiln has no RCCL binding, so the rocm backend compiles single-device "
-                             "modules only");
-      }
-      if (op == HloOpcode::kCustomCall) {
+      if (op == HloOpcode::kCustomCall && !allow_host_fallback) {
         return Unimplemented("rocm: custom-call %", i->name(), " (target \"", i->attrs().custom_call_target,
                              "\") has no ROCm implementation");
       }
-      if (op == HloOpcode::kFft) return Unimplemented("rocm: fft %", i->name(), ": kiln has no rocFFT binding");
-      if (op == HloOpcode::kInfeed || op == HloOpcode::kOutfeed || op == HloOpcode::kSend || op == HloOpcode::kRecv ||
-          op == HloOpcode::kSendDone || op == HloOpcode::kRecvDone) {
-        return Unimplemented("rocm: %", i->name(), " (", HloOpcodeString(op), ") is not supported by the rocm backend");
+      if (op == HloOpcode::kFft && !allow_host_fallback)
+        return Unimplemented("rocm: fft %", i->name(), ": kiln has no rocFFT binding");
+      const bool host_transfer = (op == HloOpcode::kSend || op == HloOpcode::kRecv || op == HloOpcode::kSendDone ||
+                                  op == HloOpcode::kRecvDone) && i->attrs().is_host_transfer;
+      if (op == HloOpcode::kInfeed || op == HloOpcode::kOutfeed || host_transfer) {
+        return Unimplemented("rocm: %", i->name(), " (", HloOpcodeString(op), host_transfer ? ", a host transfer" : "",
+                             ") is not supported by the rocm backend");
       }
     }
   return OkStatus();
+}
+
+StatusOr<codegen::KernelConfig> TunedKernelConfig(const HloInstruction& instr) {
+  if (instr.backend_config().empty()) return codegen::KernelConfig{};
+  StatusOr<autotune::Config> config = autotune::ReadConfigFromBackendConfig(instr);
+  if (!config.ok() || config->backend() != "codegen") return codegen::KernelConfig{};
+  const nlohmann::json& p = config->params();
+  if (!p.is_object() || !p.contains("config") || !p["config"].is_string())
+    return InvalidArgument("rocm: malformed codegen choice ", config->ToString(), " on %", instr.name());
+  return codegen::KernelConfig::Parse(p["config"].get<std::string>());
+}
+
+std::string RocmCompileStats::AutotuneLine() const {
+  if (!autotune) return "";
+  using autotune::ChoiceSource;
+  const int defaults = autotune->CountSource(ChoiceSource::kDefault) + autotune->CountSource(ChoiceSource::kFallback) +
+                       autotune->CountSource(ChoiceSource::kOnlyCandidate);
+  std::string s = StrCat("autotune: ");
+  if (int tuned = autotune->CountSource(ChoiceSource::kTuned); tuned > 0) s += StrCat(tuned, " tuned, ");
+  s += StrCat(autotune->CountSource(ChoiceSource::kCache), " from cache, ", defaults, " defaults");
+  if (int forced = autotune->CountSource(ChoiceSource::kForced); forced > 0) s += StrCat(", ", forced, " forced");
+  if (int missing = autotune->CountSource(ChoiceSource::kMissing); missing > 0) s += StrCat(", ", missing, " missing");
+  if (!autotune_measured) s += ", no device to measure";
+  s += StrCat(" (", autotune->groups.size(), " distinct of ", autotune->instructions, " instructions)");
+  return s;
 }
 
 std::string RocmCompileStats::ToString() const {
@@ -185,13 +350,18 @@ std::string RocmCompileStats::ToString() const {
     s += "\non the host (evaluator):";
     for (const auto& [k, n] : host_fallbacks) s += StrCat(" ", k, " x", n);
   }
-  s += StrCat("\nkernels: ", kernels, " generated (", kernels_from_cache, " from the hsaco cache), compiled by ", compiler,
-              " in ", Ms(kernel_compile_seconds), " ms\n");
+  if (compiler.empty()) {
+    s += "\nkernels: none\n";
+  } else {
+    s += StrCat("\nkernels: ", kernels, " generated (", kernels_from_cache, " from the hsaco cache), compiled by ", compiler,
+                " in ", Ms(kernel_compile_seconds), " ms\n");
+  }
   if (min_waves_per_simd > 0) {
     s += StrCat("occupancy: lowest ", min_waves_per_simd, " waves/SIMD (", min_occupancy_kernel, "); limited by");
     for (const auto& [k, n] : occupancy_limiters) s += StrCat(" ", k, " x", n);
     s += "\n";
   }
+  if (autotune) s += AutotuneLine() + "\n";
   s += StrCat("compile time: ", Ms(compile_seconds), " ms\n");
   return s;
 }
@@ -217,7 +387,7 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
     Status s = CheckOperandsInRange(*module);
     if (!s.ok()) return InvalidArgument("rocm compiler: the module is invalid: ", s.message());
   }
-  KILN_RETURN_IF_ERROR(CheckRocmSupported(*module));
+  KILN_RETURN_IF_ERROR(CheckRocmSupported(*module, options.allow_host_fallback));
   // Fail on an unsupported target before any pass runs.
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<HsacoCompiler> hsaco, HsacoCompiler::Create(options.hsaco));
   KILN_RETURN_IF_ERROR(hsaco->ChoosePath(options.device.arch(), options.path).status());
@@ -244,9 +414,29 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   pipeline.AddPass<FusionPass>(/*multi_output=*/true);
   pipeline.AddPass<FusionLegalization>(options.device);
   pipeline.AddPass<DeadCodeElimination>();
+  std::shared_ptr<autotune::AutotuneReport> autotune_report;
+  if (options.autotune.enabled()) pipeline.AddPass<AutotunePass>(options.autotune, &autotune_report);
   KILN_RETURN_IF_ERROR(pipeline.Run(*module).status());
 
   auto out = std::make_unique<RocmCompiledModule>();
+  out->stats.autotune = autotune_report;
+  out->stats.autotune_measured = options.autotune.device != nullptr;
+  // The run's grid (Note [Collectives on RCCL]): the module header's.
+  const DeviceGrid grid{std::max<int64_t>(1, module->header().replica_count),
+                        std::max<int64_t>(1, module->header().num_partitions)};
+  std::vector<HsacoSource> collective_sources;  // their code objects follow the kernels' batches
+  std::vector<std::pair<size_t, std::vector<std::string>>> collective_entries;  // (thunk, entries)
+  auto host_fallback = [&](const HloInstruction& i, RocmThunk t, std::string_view why) -> Status {
+    std::string what(HloOpcodeString(i.opcode()));
+    if (i.opcode() == HloOpcode::kCustomCall) what = StrCat("custom-call ", i.attrs().custom_call_target);
+    if (!options.allow_host_fallback)
+      return Unimplemented("rocm: %", i.name(), " (", what, ") has no device implementation: ", why);
+    t.kind = RocmThunk::Kind::kHostFallback;
+    t.detail = StrCat("on the host evaluator (", why, ")");
+    out->thunks.push_back(std::move(t));
+    ++out->stats.host_fallbacks[what];
+    return OkStatus();
+  };
   StepTimer timer(*module, "rocm", pipeline.stats());
   CompileTailOptions tail;
   tail.buffers.alignment = 256;
@@ -255,10 +445,17 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   tail.context = "rocm compiler";
   KILN_ASSIGN_OR_RETURN(ScheduledModule scheduled, ScheduleAndAssignBuffers(*module, tail, timer));
 
-  // Thunks and kernels, computation by computation (callees first).
+  // Thunks and kernels, computation by computation (callees first), each in its schedule's
+  // order (the order buffer assignment planned lifetimes for: what an executor must follow).
   CallGraph graph(*module);
   for (const HloComputation* c : graph.sequential_computations()) {
-    for (const HloInstruction* i : c->MakeInstructionPostOrder()) {
+    std::vector<const HloInstruction*> order;
+    if (scheduled.schedule->has_sequence(c)) {
+      order = scheduled.schedule->sequence(c);
+    } else {
+      for (const HloInstruction* i : c->MakeInstructionPostOrder()) order.push_back(i);
+    }
+    for (const HloInstruction* i : order) {
       const HloOpcode op = i->opcode();
       if (IsFree(op)) continue;
       RocmThunk t;
@@ -273,10 +470,58 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
         out->thunks.push_back(std::move(t));
         continue;
       }
+      if (IsCollectiveThunkOp(*i)) {
+        // Note [Collectives on RCCL]
+        if (Status applies = CollectiveThunkApplies(*i); !applies.ok()) {
+          KILN_RETURN_IF_ERROR(host_fallback(*i, std::move(t), applies.message()));
+          continue;
+        }
+        const HloInstruction& cop = UnwrapAsyncCollective(*i);
+        const HloOpcode sync = CollectiveSyncOpcode(cop.opcode());
+        const bool device_reduction =
+            (sync == HloOpcode::kAllReduce || sync == HloOpcode::kReduceScatter) && !NcclReduces(cop);
+        StatusOr<std::optional<CollectiveKernelSource>> kernels =
+            CollectiveKernelsFor(cop, device_reduction, codegen::GpuDialect::kHip);
+        if (!kernels.ok()) {
+          if (kernels.status().code() != StatusCode::kUnimplemented) return kernels.status();
+          KILN_RETURN_IF_ERROR(host_fallback(*i, std::move(t), kernels.status().message()));
+          continue;
+        }
+        // The largest group: in the grid, or as its replica_groups state it (a module whose
+        // header does not give the grid it was partitioned for).
+        int64_t max_group = 1;
+        for (int64_t d = 0; d < grid.num_devices(); ++d) {
+          StatusOr<std::vector<int64_t>> g = CollectiveGroupOf(cop, grid, d);
+          max_group = std::max<int64_t>(max_group, g.ok() ? static_cast<int64_t>(g->size()) : grid.num_devices());
+        }
+        if (cop.attrs().replica_groups)
+          for (const std::vector<int64_t>& g : cop.attrs().replica_groups->Groups())
+            max_group = std::max<int64_t>(max_group, static_cast<int64_t>(g.size()));
+        t.kind = RocmThunk::Kind::kCollective;
+        t.detail = CollectiveDetail(*i, cop, device_reduction, max_group);
+        if (*kernels) {
+          std::vector<std::string> entries;
+          if (sync == HloOpcode::kRaggedAllToAll) {
+            entries.push_back(kRaggedEntry);
+          } else {
+            for (int64_t k = 0; k < cop.operand_count(); ++k) entries.push_back(CombineEntry(k));
+          }
+          collective_entries.push_back({out->thunks.size(), std::move(entries)});
+          collective_sources.push_back(HsacoSource{(*kernels)->name, (*kernels)->source, (*kernels)->headers});
+        }
+        out->thunks.push_back(std::move(t));
+        continue;
+      }
+      if (IsCollectiveDoneOp(*i)) {
+        t.kind = RocmThunk::Kind::kCollectiveDone;
+        t.detail = i->operand_count() > 0 ? StrCat("waits for %", i->operand(0)->name()) : "waits for its start";
+        out->thunks.push_back(std::move(t));
+        continue;
+      }
       if (op == HloOpcode::kDot && IsLibraryFloat(i->operand(0)->shape().element_type()) &&
           i->operand(0)->shape().element_type() == i->operand(1)->shape().element_type()) {
         t.kind = RocmThunk::Kind::kGemm;
-        t.detail = GemmDetail(*i) + " (or hipBLASLt, by autotuning)";
+        t.detail = TunedGemmDetail(*i);
         out->thunks.push_back(std::move(t));
         continue;
       }
@@ -287,13 +532,11 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
         out->thunks.push_back(std::move(t));
         continue;
       }
-      StatusOr<codegen::KernelSpec> k = codegen::EmitKernel(*i, options.device);
+      KILN_ASSIGN_OR_RETURN(codegen::KernelConfig tuned, TunedKernelConfig(*i));
+      StatusOr<codegen::KernelSpec> k = codegen::EmitKernel(*i, options.device, tuned);
       if (!k.ok() && k.status().code() == StatusCode::kUnimplemented && options.allow_host_fallback &&
           op != HloOpcode::kFusion) {
-        t.kind = RocmThunk::Kind::kHostFallback;
-        t.detail = StrCat("on the host evaluator (", k.status().message(), ")");
-        out->thunks.push_back(std::move(t));
-        ++out->stats.host_fallbacks[std::string(HloOpcodeString(op))];
+        KILN_RETURN_IF_ERROR(host_fallback(*i, std::move(t), k.status().message()));
         continue;
       }
       if (!k.ok()) {
@@ -313,13 +556,17 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   const size_t batch = static_cast<size_t>(std::max(1, options.kernels_per_code_object));
   std::vector<std::pair<size_t, size_t>> ranges;
   for (size_t b = 0; b < out->kernels.size(); b += batch) ranges.push_back({b, std::min(out->kernels.size(), b + batch)});
-  out->code_objects.resize(ranges.size());
-  std::vector<Status> errors(ranges.size());
+  const size_t jobs = ranges.size() + collective_sources.size();
+  out->code_objects.resize(jobs);
+  std::vector<Status> errors(jobs);
   const auto kstart = std::chrono::steady_clock::now();
   auto compile_range = [&](int64_t r) {
-    std::span<const codegen::KernelSpec> ks(out->kernels.data() + ranges[r].first, ranges[r].second - ranges[r].first);
-    StatusOr<HsacoSource> source =
-        BatchKernelSource(ks, ranges.size() > 1 ? StrCat(module->name(), ".", r) : module->name());
+    StatusOr<HsacoSource> source = r < static_cast<int64_t>(ranges.size()) ? StatusOr<HsacoSource>(HsacoSource{})
+                                                                           : collective_sources[r - ranges.size()];
+    if (r < static_cast<int64_t>(ranges.size())) {
+      std::span<const codegen::KernelSpec> ks(out->kernels.data() + ranges[r].first, ranges[r].second - ranges[r].first);
+      source = BatchKernelSource(ks, ranges.size() > 1 ? StrCat(module->name(), ".", r) : module->name());
+    }
     if (!source.ok()) {
       errors[r] = source.status();
       return;
@@ -333,13 +580,13 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
   };
   const int threads = options.compile_threads > 0 ? options.compile_threads
                                                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (ranges.size() > 1 && threads > 1) {
-    ThreadPool pool(std::min<int>(threads - 1, static_cast<int>(ranges.size()) - 1));
-    pool.ParallelFor(static_cast<int64_t>(ranges.size()), 1, [&](int64_t b, int64_t e) {
+  if (jobs > 1 && threads > 1) {
+    ThreadPool pool(std::min<int>(threads - 1, static_cast<int>(jobs) - 1));
+    pool.ParallelFor(static_cast<int64_t>(jobs), 1, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) compile_range(r);
     });
   } else {
-    for (size_t r = 0; r < ranges.size(); ++r) compile_range(static_cast<int64_t>(r));
+    for (size_t r = 0; r < jobs; ++r) compile_range(static_cast<int64_t>(r));
   }
   for (const Status& s : errors) KILN_RETURN_IF_ERROR(s);
   out->stats.kernel_compile_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - kstart).count();
@@ -387,6 +634,20 @@ StatusOr<std::unique_ptr<RocmCompiledModule>> RocmCompiler::Compile(std::unique_
     }
     if (co.from_cache) out->stats.kernels_from_cache += static_cast<int64_t>(ranges[r].second - ranges[r].first);
     out->stats.compiler = co.compiler;
+  }
+  // The collectives' kernels: clean, and every entry their thunk launches in its code object.
+  for (size_t c = 0; c < collective_sources.size(); ++c) {
+    const size_t index = ranges.size() + c;
+    const CompiledHsaco& co = out->code_objects[index];
+    RocmThunk& t = out->thunks[collective_entries[c].first];
+    if (!co.log.empty())
+      return Internal("rocm: the kernels of collective %", t.instruction, " compiled with diagnostics:\n", co.log);
+    KILN_ASSIGN_OR_RETURN(CodeObjectInfo info, InspectCodeObject(co.image));
+    for (const std::string& e : collective_entries[c].second)
+      if (info.Find(e) == nullptr) return Internal("rocm: entry ", e, " is missing from code object ", index);
+    t.code_object = static_cast<int>(index);
+    t.detail += StrCat(", kernels ", StrJoin(collective_entries[c].second, ", "), " in code object ", index);
+    if (out->stats.compiler.empty()) out->stats.compiler = co.compiler;
   }
 
   if (!options.kernel_dump_dir.empty()) {
